@@ -1,0 +1,66 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Errors callers branch on with errors.Is. Backends wrap them with context.
+var (
+	ErrNotFound        = errors.New("not found")
+	ErrExists          = errors.New("already exists")
+	ErrInvalid         = errors.New("invalid input")
+	ErrTitleInUse      = errors.New("title already in use")
+	ErrSessionClosed   = errors.New("session ended by compression")
+	ErrCompressionBusy = errors.New("compression lock not held")
+	ErrBusy            = errors.New("database busy")
+	ErrTooLarge        = errors.New("too large")
+)
+
+// AmbiguousError is returned when a session reference matches more than one session.
+type AmbiguousError struct {
+	Ref     string
+	Matches []string
+}
+
+func (e *AmbiguousError) Error() string {
+	shown := e.Matches
+	if len(shown) > 5 {
+		shown = shown[:5]
+	}
+	more := ""
+	if len(e.Matches) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(e.Matches)-len(shown))
+	}
+	return fmt.Sprintf("%q is ambiguous: matches %s%s", e.Ref, strings.Join(shown, ", "), more)
+}
+
+// TitleInUseError names the session that already holds a title.
+type TitleInUseError struct {
+	Title     string
+	SessionID string
+}
+
+func (e *TitleInUseError) Error() string {
+	return fmt.Sprintf("title %q is already in use by session %s", e.Title, e.SessionID)
+}
+
+// Is makes errors.Is(err, ErrTitleInUse) true.
+func (e *TitleInUseError) Is(target error) bool { return target == ErrTitleInUse }
+
+// InvalidError describes bad input: which field and why.
+type InvalidError struct {
+	Field  string
+	Reason string
+}
+
+func (e *InvalidError) Error() string { return e.Field + ": " + e.Reason }
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// Invalid returns an InvalidError.
+func Invalid(field, format string, args ...any) error {
+	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}

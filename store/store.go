@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the contract every backend implements. Every method is safe for concurrent use, and
+// every write is one transaction: it lands whole or not at all.
+type Store interface {
+	// CreateSession creates a session, or returns the existing one unchanged when ns.ID already
+	// exists (ensure semantics: an earlier writer's values are never overwritten).
+	CreateSession(ctx context.Context, ns NewSession) (Session, error)
+	GetSession(ctx context.Context, id string) (Session, error)
+	// ResolveSession finds a session by exact id, exact title (the newest "title #N" wins), or
+	// unique id prefix. An ambiguous prefix returns *AmbiguousError.
+	ResolveSession(ctx context.Context, ref string) (Session, error)
+	UpdateSession(ctx context.Context, id string, p SessionPatch) error
+	// EndSession stamps ended_at and reason; a session already ended keeps its first stamp.
+	EndSession(ctx context.Context, id, reason string) error
+	ReopenSession(ctx context.Context, id string) error
+	// SetTitle sets a unique title ("" clears it). A title held by a compression ancestor moves
+	// to this session; one held elsewhere returns *TitleInUseError.
+	SetTitle(ctx context.Context, id, title string) error
+	// NextTitle returns base, or "base #N" numbered after the titles already taken.
+	NextTitle(ctx context.Context, base string) (string, error)
+	// DeleteSession removes a session and its messages; its children lose their parent link,
+	// delegate children are deleted with it.
+	DeleteSession(ctx context.Context, id string) error
+
+	// SetSystemPrompt stores the prompt once by sha256 and points the session at it.
+	SetSystemPrompt(ctx context.Context, id, prompt string) (hash string, err error)
+	// SystemPrompt returns the session's stored prompt ("" when none was set).
+	SystemPrompt(ctx context.Context, id string) (string, error)
+	// RecordUsage adds u to the session's counters.
+	RecordUsage(ctx context.Context, id string, u Usage) error
+
+	// Append stores one message as an active row and returns its id.
+	Append(ctx context.Context, sessionID string, m Message, opts ...WriteOption) (int64, error)
+	// AppendBatch stores messages in order in one transaction and returns their ids.
+	AppendBatch(ctx context.Context, sessionID string, ms []Message, opts ...WriteOption) ([]int64, error)
+	// Conversation loads a session's messages in id order.
+	Conversation(ctx context.Context, sessionID string, v View) ([]Message, error)
+
+	// Children lists direct children of a session, oldest first.
+	Children(ctx context.Context, id string) ([]Session, error)
+	// Root walks parents while the parent ended with compression; it stops at forks.
+	Root(ctx context.Context, id string) (string, error)
+	// Chain lists the compression chain that id belongs to, root first, tip last.
+	Chain(ctx context.Context, id string) ([]Session, error)
+	// ResumeTarget is the session a resume of id should continue: the live compression tip.
+	ResumeTarget(ctx context.Context, id string) (string, error)
+	// Branch copies the active history of parentID into a new child session in one transaction.
+	Branch(ctx context.Context, parentID string, child NewSession) (Session, error)
+
+	// ArchiveAndCompact replaces the active history in place and returns the new active count.
+	ArchiveAndCompact(ctx context.Context, req CompactRequest, opts ...WriteOption) (int, error)
+	// RotateCompaction ends the parent with "compression" and creates its continuation.
+	RotateCompaction(ctx context.Context, req RotateRequest, opts ...WriteOption) (Session, error)
+	// AcquireCompressionLock takes the session's compression lock for ttl when it is free or stale.
+	AcquireCompressionLock(ctx context.Context, sessionID, holder string, ttl time.Duration) (bool, error)
+	// RefreshCompressionLock extends a lock this holder still owns, even an expired one.
+	RefreshCompressionLock(ctx context.Context, sessionID, holder string, ttl time.Duration) (bool, error)
+	ReleaseCompressionLock(ctx context.Context, sessionID, holder string) error
+
+	// ListSessions lists sessions newest activity first.
+	ListSessions(ctx context.Context, o ListOptions) ([]SessionListing, error)
+	// Search runs a full-text query over user, assistant and tool text, archived rows included.
+	Search(ctx context.Context, q SearchQuery) ([]SearchHit, error)
+
+	// ImportSession inserts a whole session with its messages as exported (ids of messages are
+	// reassigned, order kept). An existing id returns ErrExists and changes nothing.
+	ImportSession(ctx context.Context, s Session, prompt string, ms []Message) error
+	// Prune deletes ended sessions that started before cutoff and returns how many.
+	Prune(ctx context.Context, cutoff time.Time) (int, error)
+	Stats(ctx context.Context) (Stats, error)
+	// Check verifies the database's integrity and returns a description of each problem.
+	Check(ctx context.Context) ([]string, error)
+	Close() error
+}
+
+// WriteOptions fence a transcript write.
+type WriteOptions struct {
+	// AllowClosed permits writing to a session that ended with compression (import, repair).
+	AllowClosed bool
+}
+
+// WriteOption sets a WriteOptions field.
+type WriteOption func(*WriteOptions)
+
+// AllowClosed lets a write land on a session that was rotated by compression.
+func AllowClosed() WriteOption { return func(o *WriteOptions) { o.AllowClosed = true } }
+
+// ApplyWriteOptions folds opts into a WriteOptions value; backends call it.
+func ApplyWriteOptions(opts []WriteOption) WriteOptions {
+	var w WriteOptions
+	for _, o := range opts {
+		o(&w)
+	}
+	return w
+}

@@ -1,0 +1,282 @@
+package store
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Roles of a message in a conversation.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Relation says why a child session exists.
+type Relation string
+
+// Lineage relations between a session and its parent.
+const (
+	RelationNone        Relation = ""
+	RelationBranch      Relation = "branch"
+	RelationCompression Relation = "compression"
+	RelationReset       Relation = "reset"
+	RelationDelegate    Relation = "delegate"
+)
+
+// Valid reports whether r is one of the known relations (or none).
+func (r Relation) Valid() bool {
+	switch r {
+	case RelationNone, RelationBranch, RelationCompression, RelationReset, RelationDelegate:
+		return true
+	}
+	return false
+}
+
+// End reasons with a meaning to the store itself.
+const (
+	EndCompression = "compression" // the session was rotated into a continuation child
+	EndBranched    = "branched"
+	EndNewSession  = "new_session"
+	EndUserExit    = "user_exit"
+)
+
+// ToolCall is one function call requested by an assistant message, in the OpenAI shape that every
+// provider adapter converts to and from.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function ToolFunction `json:"function"`
+}
+
+// ToolFunction names the called tool and carries its JSON arguments exactly as the model sent them.
+type ToolFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Message is one row of a transcript in canonical form.
+type Message struct {
+	ID        int64 // row id: insertion order; zero before the message is stored
+	SessionID string
+	Role      string
+	Content   string
+	// APIContent is the exact text sent on the wire when it differs from Content (per-turn
+	// injections). Empty means Content was sent verbatim.
+	APIContent string
+	ToolCalls  []ToolCall
+	ToolCallID string
+	ToolName   string
+	// Reasoning is the model's visible reasoning text; ReasoningDetails keeps provider-specific
+	// reasoning blocks (signatures, encrypted items) that must be replayed byte for byte.
+	Reasoning        string
+	ReasoningDetails json.RawMessage
+	FinishReason     string
+	TokenCount       int
+	Timestamp        time.Time
+	// Summary marks a compaction summary carrier.
+	Summary bool
+	// Active rows are what the model sees. Archived rows (Active false, Compacted true) were
+	// compacted away and stay searchable; rows with both false were superseded and are hidden.
+	Active    bool
+	Compacted bool
+}
+
+// Usage counts what model calls consumed; it accumulates on a session.
+type Usage struct {
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens"`
+	CacheWriteTokens int64   `json:"cache_write_tokens"`
+	ReasoningTokens  int64   `json:"reasoning_tokens"`
+	APICalls         int64   `json:"api_calls"`
+	CostUSD          float64 `json:"cost_usd"`
+}
+
+// Add returns the element-wise sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		InputTokens:      u.InputTokens + v.InputTokens,
+		OutputTokens:     u.OutputTokens + v.OutputTokens,
+		CacheReadTokens:  u.CacheReadTokens + v.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
+		ReasoningTokens:  u.ReasoningTokens + v.ReasoningTokens,
+		APICalls:         u.APICalls + v.APICalls,
+		CostUSD:          u.CostUSD + v.CostUSD,
+	}
+}
+
+// Session is one conversation's row.
+type Session struct {
+	ID               string
+	Source           string
+	UserID           string
+	SessionKey       string
+	Title            string
+	Model            string
+	ModelConfig      json.RawMessage // a JSON object, or nil
+	SystemPromptHash string
+	ParentID         string
+	Relation         Relation
+	StartedAt        time.Time
+	EndedAt          time.Time // zero while the session is open
+	EndReason        string
+	MessageCount     int // active rows
+	ToolCallCount    int // tool calls on active rows
+	Usage            Usage
+	Cwd              string
+	GitBranch        string
+}
+
+// Ended reports whether the session has been ended.
+func (s Session) Ended() bool { return !s.EndedAt.IsZero() }
+
+// NewSession describes a session to create. Zero fields take defaults: a fresh ID, source "cli",
+// StartedAt now.
+type NewSession struct {
+	ID          string
+	Source      string
+	UserID      string
+	SessionKey  string
+	Title       string
+	Model       string
+	ModelConfig json.RawMessage
+	ParentID    string
+	Relation    Relation
+	StartedAt   time.Time
+	Cwd         string
+	GitBranch   string
+}
+
+// SessionPatch changes session metadata; nil fields are left alone.
+type SessionPatch struct {
+	Model       *string
+	ModelConfig json.RawMessage // replaces the whole object when non-nil
+	Cwd         *string
+	GitBranch   *string
+	Source      *string
+}
+
+// View selects which rows a conversation load returns.
+type View int
+
+const (
+	// ViewActive is what the model sees: active rows only.
+	ViewActive View = iota
+	// ViewDisplay adds rows archived by compaction, for showing a whole history to a person.
+	ViewDisplay
+	// ViewAll returns every row, superseded ones included.
+	ViewAll
+)
+
+// ListOptions filters a session listing.
+type ListOptions struct {
+	Limit      int // 0 means no limit
+	Offset     int
+	Source     string
+	UserID     string
+	SessionKey string
+	// IncludeChildren also lists compression continuations and delegate runs, which are
+	// otherwise folded into their chain's root.
+	IncludeChildren bool
+}
+
+// SessionListing is a session as a picker shows it.
+type SessionListing struct {
+	Session
+	Preview    string    // first user message, 60 characters and "..."
+	LastActive time.Time // newest message, else the start
+	// TipID is the live compression tip when the listed row heads a compression chain.
+	TipID string
+}
+
+// SearchSort orders search hits.
+type SearchSort int
+
+// Search orders.
+const (
+	SortRelevance SearchSort = iota
+	SortNewest
+	SortOldest
+)
+
+// SearchQuery is a full-text query with filters. The query text is user input: backends sanitize
+// it so no input causes an engine syntax error.
+type SearchQuery struct {
+	Text           string
+	Sources        []string // only these sources, when non-empty
+	ExcludeSources []string
+	Roles          []string // only these roles, when non-empty
+	SessionIDs     []string // only these sessions, when non-empty
+	Limit          int      // 0 means 20
+	Offset         int
+	Sort           SearchSort
+	// NoContext skips loading the neighbouring messages of each hit.
+	NoContext bool
+}
+
+// SearchHit is one matching message.
+type SearchHit struct {
+	MessageID      int64
+	SessionID      string
+	Role           string
+	Snippet        string // matched terms between >>> and <<<
+	Source         string
+	Model          string
+	SessionStarted time.Time
+	Timestamp      time.Time
+	Active         bool
+	Compacted      bool
+	Before         *ContextLine // the previous message in the session, if any
+	After          *ContextLine // the next message in the session, if any
+}
+
+// ContextLine is a neighbour of a search hit, truncated to 200 characters.
+type ContextLine struct {
+	MessageID int64
+	Role      string
+	Content   string
+}
+
+// CompactRequest replaces a session's active history in place, in one transaction.
+type CompactRequest struct {
+	SessionID string
+	// Messages is the new active set (head, summary, tail), inserted as fresh rows.
+	Messages []Message
+	// Watermark is the highest active message id the compactor read before its slow summary
+	// call. Active rows above it were appended meanwhile and are carried over after Messages,
+	// in order. Zero archives every active row.
+	Watermark int64
+	// TailCount is how many of the last active rows at or below the watermark Messages carries
+	// forward verbatim; their originals are hidden rather than archived, so search does not show
+	// them twice.
+	TailCount int
+	// ModelConfigPatch is merged into the session's model_config; a JSON null value removes a key.
+	ModelConfigPatch map[string]json.RawMessage
+	// LockHolder, when set, must hold the session's unexpired compression lock.
+	LockHolder string
+}
+
+// RotateRequest ends a session with reason "compression" and continues it in a new child session
+// holding Messages plus every active parent row above Watermark, in one transaction.
+type RotateRequest struct {
+	ParentID   string
+	Child      NewSession
+	Messages   []Message
+	Watermark  int64
+	LockHolder string
+}
+
+// Stats summarises a store.
+type Stats struct {
+	Sessions         int            `json:"sessions"`
+	OpenSessions     int            `json:"open_sessions"`
+	Messages         int            `json:"messages"`
+	ActiveMessages   int            `json:"active_messages"`
+	ArchivedMessages int            `json:"archived_messages"`
+	SystemPrompts    int            `json:"system_prompts"`
+	BySource         map[string]int `json:"sessions_by_source"`
+	Bytes            int64          `json:"bytes"`
+	Usage            Usage          `json:"usage"`
+}
