@@ -1,0 +1,131 @@
+package config
+
+import (
+	"time"
+)
+
+// FileName is the config file's name inside the spool home.
+const FileName = "config.yaml"
+
+// Config is spool's whole configuration. Field tags name the YAML keys; the environment variable
+// of a key is SPOOL_ plus the key upper-cased with dots turned into underscores.
+type Config struct {
+	// Home is the spool home directory every relative path is resolved against.
+	Home string `yaml:"-"`
+	// File is the config file that was read, "" when there was none.
+	File string `yaml:"-"`
+
+	Database    Database    `yaml:"database"`
+	Provider    Provider    `yaml:"provider"`
+	Compression Compression `yaml:"compression"`
+	Auxiliary   Auxiliary   `yaml:"auxiliary"`
+	Sessions    Sessions    `yaml:"sessions"`
+	Leases      Leases      `yaml:"leases"`
+}
+
+// Database configures the session store.
+type Database struct {
+	// Path of the SQLite file; relative paths are relative to Home.
+	Path string `yaml:"path"`
+	// Synchronous is "normal" (WAL default: a commit survives a process crash, the last few may
+	// be lost on power loss) or "full" (fsync on every commit).
+	Synchronous string `yaml:"synchronous" enum:"normal,full"`
+	// JournalMode is "wal" or "delete" (rollback journal, for filesystems where WAL is unsafe).
+	JournalMode string `yaml:"journal_mode" enum:"wal,delete"`
+}
+
+// Provider selects the main model. An empty Name means the offline in-process model.
+type Provider struct {
+	Name    string `yaml:"name" enum:",openai,anthropic,fake"`
+	Model   string `yaml:"model"`
+	BaseURL string `yaml:"base_url"`
+	// APIKeyEnv names the environment variable holding the API key; the key itself never lives
+	// in the config file. Empty means the provider's usual variable (see KeyEnv).
+	APIKeyEnv string `yaml:"api_key_env"`
+}
+
+// KeyEnv is the environment variable the provider's API key is read from.
+func (p Provider) KeyEnv() string {
+	if p.APIKeyEnv != "" {
+		return p.APIKeyEnv
+	}
+	switch p.Name {
+	case "openai":
+		return "OPENAI_API_KEY"
+	case "anthropic":
+		return "ANTHROPIC_API_KEY"
+	}
+	return ""
+}
+
+// Compression configures context compaction (reference §10.1).
+type Compression struct {
+	Enabled bool `yaml:"enabled"`
+	// Threshold is the fraction of the main model's context window that triggers compaction.
+	Threshold float64 `yaml:"threshold" range:"0,1"`
+	// ThresholdTokens caps the trigger in tokens; 0 means ratio only.
+	ThresholdTokens int `yaml:"threshold_tokens" min:"0"`
+	// TargetRatio sizes the legacy tail budget; the compressor clamps it to [0.10, 0.80].
+	TargetRatio float64 `yaml:"target_ratio" range:"0,1"`
+	TailMode    string  `yaml:"tail_mode" enum:"lean,legacy"`
+	// InPlace archives old rows in the same session; false rotates into a continuation child.
+	InPlace               bool `yaml:"in_place"`
+	ProtectLastN          int  `yaml:"protect_last_n" min:"0"`
+	ProtectFirstN         int  `yaml:"protect_first_n" min:"0"`
+	AbortOnSummaryFailure bool `yaml:"abort_on_summary_failure"`
+	// ModelThresholds overrides Threshold per model: keys match as substrings of the model name
+	// ("provider:substr" only on that provider), the longest match wins.
+	ModelThresholds map[string]float64 `yaml:"model_thresholds" range:"0,1"`
+}
+
+// Auxiliary configures side models.
+type Auxiliary struct {
+	Compression AuxModel `yaml:"compression"`
+}
+
+// AuxModel is a side model; empty fields fall back to the main provider's.
+type AuxModel struct {
+	Model    string        `yaml:"model"`
+	Provider string        `yaml:"provider" enum:",openai,anthropic,fake"`
+	BaseURL  string        `yaml:"base_url"`
+	Timeout  time.Duration `yaml:"timeout" min:"0"`
+}
+
+// Sessions bounds whole-session operations; 0 disables a cap.
+type Sessions struct {
+	MaxResumeMessages int `yaml:"max_resume_messages" min:"0"`
+	MaxExportMessages int `yaml:"max_export_messages" min:"0"`
+}
+
+// Leases configures turn leases (one turn at a time per conversation, across processes).
+type Leases struct {
+	TTL        time.Duration `yaml:"ttl" min:"1"`
+	RenewEvery time.Duration `yaml:"renew_every" min:"1"`
+	Wait       time.Duration `yaml:"wait" min:"0"`
+}
+
+// Default returns the built-in configuration for home (paths are resolved against it).
+func Default(home string) Config {
+	return Config{
+		Home: home,
+		Database: Database{
+			Path:        "spool.db",
+			Synchronous: "normal",
+			JournalMode: "wal",
+		},
+		Compression: Compression{
+			Enabled:         true,
+			Threshold:       0.50,
+			ThresholdTokens: 256000,
+			TargetRatio:     0.20,
+			TailMode:        "lean",
+			InPlace:         true,
+			ProtectLastN:    20,
+			ProtectFirstN:   3,
+			ModelThresholds: map[string]float64{},
+		},
+		Auxiliary: Auxiliary{Compression: AuxModel{Timeout: 120 * time.Second}},
+		Sessions:  Sessions{MaxResumeMessages: 20000, MaxExportMessages: 20000},
+		Leases:    Leases{TTL: 300 * time.Second, RenewEvery: 60 * time.Second, Wait: 30 * time.Minute},
+	}
+}
