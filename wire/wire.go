@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -109,6 +111,10 @@ type Result struct {
 	Injected bool
 }
 
+// Build converts the active history into wire messages. The turn context goes into the last user
+// message unless that message already has a sidecar; pass an empty TurnContext when the turn has
+// no new user message, or an earlier, already sent message would change.
+//
 // Build converts the active history into wire messages. It fails on a message a provider would
 // reject (a system row, an unknown role, a tool result without its call id); the history itself
 // is never modified.
@@ -143,7 +149,7 @@ func toWire(m *store.Message) (provider.Message, error) {
 	case store.RoleAssistant:
 		wm.ToolCalls = slices.Clone(m.ToolCalls)
 		wm.Reasoning = m.Reasoning
-		wm.ReasoningDetails = slices.Clone(m.ReasoningDetails)
+		wm.ReasoningDetails = replayable(m.ReasoningDetails)
 	case store.RoleTool:
 		if m.ToolCallID == "" {
 			return provider.Message{}, fmt.Errorf("tool result without tool_call_id")
@@ -159,4 +165,14 @@ func toWire(m *store.Message) (provider.Message, error) {
 		wm.Content = m.APIContent
 	}
 	return wm, nil
+}
+
+// replayable copies reasoning details for the wire. A JSON null is the same as none: backends
+// differ in how they read back an absent value, and a resume must not add a key.
+func replayable(raw json.RawMessage) json.RawMessage {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return nil
+	}
+	return slices.Clone(raw)
 }
