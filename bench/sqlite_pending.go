@@ -1,10 +1,11 @@
-// Placeholder until store/sqlite builds: the runner then opens the real backend here.
 package bench
 
 import (
 	"context"
 	"errors"
 )
+
+// Placeholder until store/sqlite builds: the runner then opens the real backend here.
 
 const driverLabel = "modernc.org/sqlite"
 const driverModule = driverLabel
