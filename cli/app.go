@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/spoolhq/spool/config"
+	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/sqlite"
+)
+
+// app is the state one spool invocation shares between its commands.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	home string // --home
+	json bool   // --json
+
+	cfg    *config.Config
+	st     store.Store
+	closer io.Closer
+	exit   int // status for a command that succeeded but found problems (db check)
+}
+
+// config loads the configuration once per invocation.
+func (a *app) config() (config.Config, error) {
+	if a.cfg != nil {
+		return *a.cfg, nil
+	}
+	cfg, err := config.Load(a.home)
+	if err != nil {
+		return config.Config{}, err
+	}
+	a.cfg = &cfg
+	return cfg, nil
+}
+
+// openStore opens the configured store; it is the only place a command gets one. tweak, when
+// non-nil, adjusts the configuration first (command flags).
+func (a *app) openStore(ctx context.Context) (store.Store, error) {
+	if a.st != nil {
+		return a.st, nil
+	}
+	cfg, err := a.config()
+	if err != nil {
+		return nil, err
+	}
+	db, err := openSQLite(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.st, a.closer = db, db
+	return db, nil
+}
+
+// openSQLite opens the SQLite store cfg describes, creating its directory (mode 0700) first.
+func openSQLite(ctx context.Context, cfg config.Config) (*sqlite.DB, error) {
+	path := cfg.Database.Path
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create database directory: %w", err)
+	}
+	db, err := sqlite.Open(ctx, path, sqlite.Options{
+		Synchronous: strings.ToUpper(cfg.Database.Synchronous),
+		JournalMode: cfg.Database.JournalMode,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	return db, nil
+}
+
+func (a *app) closeStore() {
+	if a.closer != nil {
+		if err := a.closer.Close(); err != nil {
+			fmt.Fprintf(a.stderr, "spool: close database: %s\n", oneLine(err.Error()))
+		}
+		a.st, a.closer = nil, nil
+	}
+}
+
+// resolve finds a session by id, title or unique id prefix, with errors fit for a person.
+func (a *app) resolve(ctx context.Context, st store.Store, ref string) (store.Session, error) {
+	if strings.TrimSpace(ref) == "" {
+		return store.Session{}, errors.New("empty session reference")
+	}
+	s, err := st.ResolveSession(ctx, ref)
+	if err == nil {
+		return s, nil
+	}
+	var amb *store.AmbiguousError
+	switch {
+	case errors.As(err, &amb):
+		return store.Session{}, fmt.Errorf("session %s (give more of the id)", amb.Error())
+	case errors.Is(err, store.ErrNotFound):
+		return store.Session{}, fmt.Errorf("session %q not found", ref)
+	}
+	return store.Session{}, fmt.Errorf("find session %q: %w", ref, err)
+}
+
+// printJSON writes v as indented JSON on stdout.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	return ok && term.IsTerminal(int(file.Fd()))
+}
+
+// colour reports whether stdout takes ANSI styling: a terminal, and NO_COLOR unset.
+func (a *app) colour() bool {
+	return isTerminal(a.stdout) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+}
+
+// confirm asks a yes/no question on a terminal. Without a terminal on stdin it answers yes:
+// scripts that pipe input have no one to ask.
+func (a *app) confirm(question string) (bool, error) {
+	if !isTerminal(a.stdin) {
+		return true, nil
+	}
+	fmt.Fprintf(a.stderr, "%s [y/N] ", question)
+	line, err := bufio.NewReader(a.stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	}
+	return false, nil
+}
+
+// formatTime renders t for people, in local time; zero is "-".
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04")
+}
+
+// jsonTime is t in RFC 3339 for scripts, or nil when zero.
+func jsonTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// truncate shortens s to n runes on one line, marking a cut with "...".
+func truncate(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n <= 3 {
+		return string(r[:n])
+	}
+	return string(r[:n-3]) + "..."
+}

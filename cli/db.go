@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) dbCommand() *cobra.Command {
+	cmd := groupCommand("db", "Database maintenance")
+	cmd.AddCommand(a.dbCheckCommand())
+	return cmd
+}
+
+func (a *app) dbCheckCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "check",
+		Short: "Verify the database's integrity (exit status 1 when a problem is found)",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			st, err := a.openStore(ctx)
+			if err != nil {
+				return err
+			}
+			problems, err := st.Check(ctx)
+			if err != nil {
+				return fmt.Errorf("check: %w", err)
+			}
+			cfg, _ := a.config()
+			if len(problems) > 0 {
+				a.exit = ExitError
+			}
+			if a.json {
+				if problems == nil {
+					problems = []string{}
+				}
+				return a.printJSON(map[string]any{"ok": len(problems) == 0, "path": cfg.Database.Path, "problems": problems})
+			}
+			if len(problems) == 0 {
+				fmt.Fprintf(a.stdout, "ok: %s\n", cfg.Database.Path)
+				return nil
+			}
+			for _, p := range problems {
+				fmt.Fprintf(a.stdout, "problem: %s\n", oneLine(p))
+			}
+			fmt.Fprintf(a.stderr, "spool: %d problems found in %s\n", len(problems), cfg.Database.Path)
+			return nil
+		},
+	}
+}

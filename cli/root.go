@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit statuses.
+const (
+	ExitOK    = 0
+	ExitError = 1 // a runtime error, or problems found by a check
+	ExitUsage = 2 // bad arguments or flags
+)
+
+// Execute runs spool with args (without the program name) on the process's standard streams and
+// returns the exit status.
+func Execute(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
+}
+
+// Run runs spool with explicit streams and returns the exit status.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	a.closeStore()
+	if err == nil {
+		return a.exit
+	}
+	var ue *usageError
+	if errors.As(err, &ue) || isCobraUsageError(err) {
+		fmt.Fprintf(stderr, "spool: %s\n", oneLine(err.Error()))
+		if cmd != nil {
+			fmt.Fprint(stderr, cmd.UsageString())
+		}
+		return ExitUsage
+	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		fmt.Fprintln(stderr, "spool: interrupted")
+		return ExitError
+	}
+	fmt.Fprintf(stderr, "spool: %s\n", oneLine(err.Error()))
+	return ExitError
+}
+
+// usageError is an argument or flag error: it is printed with the command's usage.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// isCobraUsageError spots the errors cobra itself returns for unknown commands and flags.
+func isCobraUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// oneLine folds a message onto one line, so every error is exactly one line on stderr.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// args wraps a cobra argument validator so its errors print usage.
+func args(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := v(cmd, a); err != nil {
+			return &usageError{err}
+		}
+		return nil
+	}
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "spool",
+		Short: "Long-session engine for LLM agents",
+		Long: "spool keeps an agent's conversation alive for days and thousands of turns.\n\n" +
+			"Configuration: $SPOOL_HOME/config.yaml (default ~/.spool), then SPOOL_* environment\n" +
+			"variables, then flags.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// Bare "spool" and unknown subcommands are argument errors.
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	root.CompletionOptions.HiddenDefaultCmd = true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.home, "home", "", "spool home directory (default $SPOOL_HOME or ~/.spool)")
+	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON on stdout")
+
+	root.AddCommand(a.sessionsCommand(), a.searchCommand(), a.dbCommand(), a.benchCommand())
+	return root
+}
+
+// groupCommand is a parent command that only holds subcommands.
+func groupCommand(use, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  args(cobra.NoArgs),
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+}
