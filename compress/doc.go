@@ -1,0 +1,15 @@
+// Package compress decides when a session's history must shrink and computes how.
+//
+// It owns the compaction contract of spool: threshold resolution (Resolve, printable for
+// `spool config explain`), the preflight gate run before every model call and the post-response
+// check (Gate, with a serializable per-session State), the Engine interface, and the default
+// Compressor: prune old tool output, split head / middle / tail without separating tool calls
+// from their results, summarise the middle with an auxiliary model into a structured hand-off
+// (re-compaction updates the previous summary), append a mechanically extracted working-set
+// ledger, then assemble and sanitise a provider-acceptable history.
+//
+// compress never persists anything. Compress returns a Plan that the agent commits with
+// store.ArchiveAndCompact (Plan.CompactRequest) or rotation; a failure that must leave the history
+// untouched returns *AbortError and no plan. Per-session bookkeeping (cooldowns, anti-thrash
+// counters, usage anchors) lives in State, which the caller owns and persists.
+package compress

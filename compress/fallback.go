@@ -1,0 +1,165 @@
+package compress
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// Fallback summary bounds (reference §11).
+const (
+	FallbackSummaryCap = 8_000
+	fallbackTurnCap    = 700
+	fallbackTurns      = 8
+	fallbackActions    = 12
+	fallbackFiles      = 12
+	carriedSectionCap  = 700
+)
+
+// fallbackSummary builds the deterministic summary used when the summary model failed: the same
+// headings plus "## Last Dropped Turns", sections of the previous summary carried forward, redacted
+// and capped at FallbackSummaryCap characters. The working-set ledger is appended after it (and
+// is bounded on its own).
+func fallbackSummary(turns []store.Message, previous string) string {
+	carry := func(heading string) string {
+		_, sec, ok := cutSection(previous, heading)
+		if !ok {
+			return ""
+		}
+		sec = strings.TrimSpace(sec)
+		if sec == "" || sec == "None." {
+			return ""
+		}
+		return truncateRunes(sec, carriedSectionCap)
+	}
+	sections := map[string]string{}
+
+	latest := "None."
+	for i := len(turns) - 1; i >= 0; i-- {
+		if t, ok := userText(turns[i]); ok {
+			latest = "(deterministic fallback: the newest user message of the compacted turns, verbatim. Historical only; newer protected-tail messages after this summary win.)\n" +
+				indentQuote(truncateRunes(t, snapshotMax))
+			break
+		}
+	}
+	sections["## Historical Task Snapshot"] = latest
+
+	results := map[string]string{}
+	for _, m := range turns {
+		if m.Role == store.RoleTool {
+			results[m.ToolCallID] = m.Content
+		}
+	}
+	var actions, files, blockers []string
+	seenFile := map[string]bool{}
+	addFile := func(p string) {
+		if p != "" && !seenFile[p] && len(files) < fallbackFiles {
+			seenFile[p] = true
+			files = append(files, "- "+p)
+		}
+	}
+	for _, m := range turns {
+		for _, tc := range m.ToolCalls {
+			args := parseArgs(tc.Function.Arguments)
+			target := args.Command
+			if target == "" {
+				target = strings.Join(args.Paths, ", ")
+			}
+			if target == "" {
+				target = clip(tc.Function.Arguments, 80)
+			}
+			outcome := "no result recorded"
+			if res, ok := results[tc.ID]; ok {
+				outcome = "done"
+				if s, ok := exitStatus(res); ok {
+					outcome = "exit " + s
+				} else if errs := errorLines(res, 1); len(errs) > 0 {
+					outcome = "error: " + clip(errs[0], 100)
+				}
+			}
+			actions = append(actions, fmt.Sprintf("%s %s — %s [tool: %s]", strings.ToUpper(tc.Function.Name), clip(target, 120), outcome, tc.Function.Name))
+			for _, p := range args.Paths {
+				addFile(p)
+			}
+		}
+		text := m.Content
+		if len(text) > scanToolPrefix {
+			text = text[:scanToolPrefix]
+		}
+		for _, id := range identifiers(text) {
+			if strings.Contains(id, "/") || knownExt[strings.ToLower(id[strings.LastIndexByte(id, '.')+1:])] {
+				addFile(id)
+			}
+		}
+		if m.Role == store.RoleTool || m.Role == store.RoleUser {
+			for _, e := range errorLines(text, 1) {
+				if len(blockers) < 6 {
+					blockers = append(blockers, "- "+e)
+				}
+			}
+		}
+	}
+	if len(actions) > fallbackActions {
+		actions = actions[len(actions)-fallbackActions:]
+	}
+	numbered := make([]string, len(actions))
+	for i, a := range actions {
+		numbered[i] = fmt.Sprintf("%d. %s", i+1, a)
+	}
+	joinOr := func(prev string, items []string, none string) string {
+		var parts []string
+		if prev != "" {
+			parts = append(parts, prev)
+		}
+		if len(items) > 0 {
+			parts = append(parts, strings.Join(items, "\n"))
+		}
+		if len(parts) == 0 {
+			return none
+		}
+		return strings.Join(parts, "\n")
+	}
+	sections["## Goal"] = joinOr(carry("## Goal"), nil, "Not determined: the summary model failed and this summary was built mechanically. See the user messages in the working set below.")
+	sections["## Constraints & Preferences"] = joinOr(carry("## Constraints & Preferences"), nil, "See the user decisions in the working set below.")
+	sections["## Completed Actions"] = joinOr(carry("## Completed Actions"), numbered, "None recorded.")
+	sections["## Active State"] = "Unknown after a fallback compaction: re-check files and processes with tools before relying on earlier state."
+	sections["## Historical In-Progress State"] = joinOr(carry("## Historical In-Progress State"), nil, "None recorded.")
+	sections["## Blocked"] = joinOr("", blockers, "None detected.")
+	sections["## Key Decisions"] = joinOr(carry("## Key Decisions"), nil, "See the working set below.")
+	sections["## Resolved Questions"] = joinOr(carry("## Resolved Questions"), nil, "None recorded.")
+	sections["## Historical Pending User Asks"] = joinOr(carry("## Historical Pending User Asks"), nil, "None recorded.")
+	sections["## Relevant Files"] = joinOr(carry("## Relevant Files"), files, "None recorded.")
+	sections["## Historical Remaining Work"] = joinOr(carry("## Historical Remaining Work"), nil, "None recorded.")
+	sections["## Critical Context"] = joinOr(carry("## Critical Context"), nil, "None recorded.")
+
+	var b strings.Builder
+	for _, h := range templateHeadings {
+		fmt.Fprintf(&b, "%s\n%s\n\n", h, sections[h])
+	}
+	head := redact(b.String())
+
+	var dropped []string
+	start := max(0, len(turns)-fallbackTurns)
+	for _, m := range turns[start:] {
+		text := m.Content
+		if m.Role == store.RoleAssistant {
+			text = stripThink(text)
+			for _, tc := range m.ToolCalls {
+				text += fmt.Sprintf(" [calls %s(%s)]", tc.Function.Name, clip(tc.Function.Arguments, 120))
+			}
+		}
+		dropped = append(dropped, fmt.Sprintf("[%s]: %s", strings.ToUpper(m.Role), truncateRunes(strings.TrimSpace(text), fallbackTurnCap)))
+	}
+	tail := "## Last Dropped Turns\n" + redact(strings.Join(dropped, "\n\n"))
+	for len(head)+len(tail) > FallbackSummaryCap && len(dropped) > 1 {
+		dropped = dropped[1:]
+		tail = "## Last Dropped Turns\n" + redact(strings.Join(dropped, "\n\n"))
+	}
+	out := head + tail
+	if len(out) > FallbackSummaryCap {
+		const mark = "\n...[truncated]"
+		out = cutBytes(out, FallbackSummaryCap-len(mark)) + mark
+	}
+	return strings.TrimSpace(out)
+}

@@ -1,0 +1,159 @@
+package compress
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// toolKind groups tools by what their calls mean for the working set.
+type toolKind int
+
+const (
+	kindOther toolKind = iota
+	kindCommand
+	kindRead
+	kindWrite
+)
+
+func classifyTool(name string) toolKind {
+	n := strings.ToLower(name)
+	switch {
+	case containsAny(n, "terminal", "shell", "bash", "exec", "run_command", "command", "process"):
+		return kindCommand
+	case containsAny(n, "write", "edit", "patch", "create", "replace", "apply", "insert", "delete", "move", "rename"):
+		return kindWrite
+	case containsAny(n, "read", "view", "cat", "open", "list", "ls", "glob", "grep", "search_files", "find"):
+		return kindRead
+	}
+	return kindOther
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// callArgs is the decoded, flat view of a tool call's arguments.
+type callArgs struct {
+	Command string
+	Paths   []string
+}
+
+var pathKeys = []string{"path", "file_path", "filepath", "file", "filename", "target", "target_file", "source", "destination", "dir", "directory"}
+
+func parseArgs(raw string) callArgs {
+	var a callArgs
+	var m map[string]any
+	if json.Unmarshal([]byte(raw), &m) != nil {
+		return a
+	}
+	for _, k := range []string{"command", "cmd", "script"} {
+		if s, ok := m[k].(string); ok && s != "" {
+			a.Command = s
+			break
+		}
+		if arr, ok := m[k].([]any); ok && len(arr) > 0 {
+			parts := make([]string, 0, len(arr))
+			for _, p := range arr {
+				if s, ok := p.(string); ok {
+					parts = append(parts, s)
+				}
+			}
+			a.Command = strings.Join(parts, " ")
+			break
+		}
+	}
+	for _, k := range pathKeys {
+		if s, ok := m[k].(string); ok && s != "" {
+			a.Paths = append(a.Paths, s)
+		}
+	}
+	if arr, ok := m["paths"].([]any); ok {
+		for _, p := range arr {
+			if s, ok := p.(string); ok && s != "" {
+				a.Paths = append(a.Paths, s)
+			}
+		}
+	}
+	return a
+}
+
+var exitRe = regexp.MustCompile(`(?i)(?:exit(?:ed)?(?: with)?(?:[ _](?:code|status))?["']?\s*[:= ]\s*|returncode\s*[:= ]\s*)(-?\d{1,3})\b`)
+
+// exitStatus finds an exit status in a command's output.
+func exitStatus(out string) (string, bool) {
+	if m := exitRe.FindStringSubmatch(out); m != nil {
+		return m[1], true
+	}
+	return "", false
+}
+
+// callIndex maps tool call ids to their calls.
+func callIndex(ms []store.Message) map[string]store.ToolCall {
+	idx := make(map[string]store.ToolCall)
+	for _, m := range ms {
+		for _, tc := range m.ToolCalls {
+			idx[tc.ID] = tc
+		}
+	}
+	return idx
+}
+
+// clip shortens s to at most n runes, adding "…" when cut, and folds it onto one line.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+// headRunes returns the first n runes of s.
+func headRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}
+
+// tailRunes returns the last n runes of s.
+func tailRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[len(r)-n:])
+}
+
+// cutBytes returns the longest prefix of s of at most n bytes that ends on a rune boundary.
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
