@@ -1,0 +1,115 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// NewSessionID returns a sortable, human-typable id such as 20261129_154233_a3f9c1.
+func NewSessionID(t time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return t.UTC().Format("20060102_150405") + "_" + hex.EncodeToString(b[:])
+}
+
+// MaxTitleLength bounds a session title, in characters.
+const MaxTitleLength = 100
+
+// CleanTitle normalises a title: invalid UTF-8, control, zero-width and bidi characters are
+// removed, whitespace runs collapse to one space. An empty result means "no title". A title
+// longer than MaxTitleLength is an error, not silently cut.
+func CleanTitle(s string) (string, error) {
+	s = strings.ToValidUTF8(s, "")
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		switch {
+		case unicode.IsSpace(r):
+			space = true
+			continue
+		case invisible(r):
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	t := b.String()
+	if n := utf8.RuneCountInString(t); n > MaxTitleLength {
+		return "", Invalid("title", "%d characters, the limit is %d", n, MaxTitleLength)
+	}
+	return t, nil
+}
+
+func invisible(r rune) bool {
+	switch {
+	case r < 0x20 || r == 0x7f:
+		return true
+	case r >= 0x200b && r <= 0x200f, r >= 0x2028 && r <= 0x202e, r >= 0x2060 && r <= 0x2069,
+		r == 0xfeff, r >= 0xfff9 && r <= 0xfffc:
+		return true
+	}
+	return false
+}
+
+// CleanText makes s safe to store: invalid UTF-8 (including encoded lone surrogates) becomes
+// U+FFFD, so nothing is ever stored half. NUL bytes are kept.
+func CleanText(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// PrepareMessage validates m and cleans its text fields in place. It is what every backend
+// calls before writing a message.
+func PrepareMessage(m *Message) error {
+	switch m.Role {
+	case RoleSystem, RoleUser, RoleAssistant, RoleTool:
+	default:
+		return Invalid("role", "%q is not one of system, user, assistant, tool", m.Role)
+	}
+	m.Content = CleanText(m.Content)
+	m.APIContent = CleanText(m.APIContent)
+	m.ToolCallID = CleanText(m.ToolCallID)
+	m.ToolName = CleanText(m.ToolName)
+	m.Reasoning = CleanText(m.Reasoning)
+	m.FinishReason = CleanText(m.FinishReason)
+	for i := range m.ToolCalls {
+		tc := &m.ToolCalls[i]
+		tc.ID = CleanText(tc.ID)
+		tc.Type = CleanText(tc.Type)
+		if tc.Type == "" {
+			tc.Type = "function"
+		}
+		tc.Function.Name = CleanText(tc.Function.Name)
+		tc.Function.Arguments = CleanText(tc.Function.Arguments)
+	}
+	if len(m.ReasoningDetails) > 0 && !json.Valid(m.ReasoningDetails) {
+		return Invalid("reasoning_details", "not valid JSON")
+	}
+	if m.Timestamp.IsZero() {
+		m.Timestamp = time.Now()
+	}
+	m.Timestamp = m.Timestamp.Truncate(time.Microsecond)
+	return nil
+}
+
+// ValidateModelConfig accepts nil or a JSON object.
+func ValidateModelConfig(raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return Invalid("model_config", "must be a JSON object: %v", err)
+	}
+	return nil
+}

@@ -1,0 +1,339 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// ArchiveAndCompact implements store.Store; see store.CompactRequest for the protocol.
+func (db *DB) ArchiveAndCompact(ctx context.Context, req store.CompactRequest, opts ...store.WriteOption) (int, error) {
+	w := store.ApplyWriteOptions(opts)
+	sid := req.SessionID
+	if len(req.Messages) == 0 {
+		return 0, fmt.Errorf("compact %s: %w", sid, store.Invalid("messages", "the compacted history is empty"))
+	}
+	if req.TailCount < 0 || req.TailCount > len(req.Messages) {
+		return 0, fmt.Errorf("compact %s: %w", sid, store.Invalid("tail_count", "%d is outside 0..%d", req.TailCount, len(req.Messages)))
+	}
+	enc, _, err := encodeMessages(req.Messages)
+	if err != nil {
+		return 0, fmt.Errorf("compact %s: %w", sid, err)
+	}
+	watermark := req.Watermark
+	if watermark <= 0 {
+		watermark = math.MaxInt64
+	}
+	var active int
+	err = db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error {
+		if err := checkCompressionLock(ctx, tx, sid, req.LockHolder); err != nil {
+			return err
+		}
+		if err := checkWritable(ctx, tx, sid, w); err != nil {
+			return err
+		}
+		if len(req.ModelConfigPatch) > 0 {
+			if err := patchModelConfig(ctx, tx, sid, req.ModelConfigPatch); err != nil {
+				return err
+			}
+		}
+		tail, err := int64s(ctx, tx, "SELECT id FROM messages WHERE session_id = ? AND active = 1 AND id > ? ORDER BY id", sid, watermark)
+		if err != nil {
+			return err
+		}
+		rewind, err := int64s(ctx, tx, `SELECT id FROM messages WHERE session_id = ? AND active = 1 AND id <= ?
+			ORDER BY id DESC LIMIT ?`, sid, watermark, req.TailCount)
+		if err != nil {
+			return err
+		}
+		// Superseded rows are hidden; everything else that was active is archived (searchable).
+		for _, id := range append(rewind, tail...) {
+			if _, err := tx.ExecContext(ctx, "UPDATE messages SET active = 0, compacted = 0 WHERE id = ?", id); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1", sid); err != nil {
+			return err
+		}
+		for _, e := range enc {
+			if _, err := insertMessage(ctx, tx, sid, e, true, false); err != nil {
+				return err
+			}
+		}
+		// Messages appended during the summary call follow the compacted set, in order.
+		for _, id := range tail {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, role, content, api_content,
+				tool_calls, tool_call_id, tool_name, reasoning, reasoning_details, finish_reason, token_count,
+				timestamp, summary, active, compacted, cjk)
+				SELECT session_id, role, content, api_content, tool_calls, tool_call_id, tool_name, reasoning,
+					reasoning_details, finish_reason, token_count, timestamp, summary, 1, 0, cjk
+				FROM messages WHERE id = ?`, id); err != nil {
+				return err
+			}
+		}
+		if err := recount(ctx, tx, sid); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, "SELECT message_count FROM sessions WHERE id = ?", sid).Scan(&active)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("compact %s: %w", sid, err)
+	}
+	return active, nil
+}
+
+// RotateCompaction implements store.Store.
+func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opts ...store.WriteOption) (store.Session, error) {
+	w := store.ApplyWriteOptions(opts)
+	pid := req.ParentID
+	if len(req.Messages) == 0 {
+		return store.Session{}, fmt.Errorf("rotate %s: %w", pid, store.Invalid("messages", "the handoff history is empty"))
+	}
+	enc, _, err := encodeMessages(req.Messages)
+	if err != nil {
+		return store.Session{}, fmt.Errorf("rotate %s: %w", pid, err)
+	}
+	parent, err := db.GetSession(ctx, pid)
+	if err != nil {
+		return store.Session{}, fmt.Errorf("rotate: %w", err)
+	}
+	child := req.Child
+	child.ParentID, child.Relation = pid, store.RelationCompression
+	if child.StartedAt.IsZero() {
+		child.StartedAt = time.Now()
+	}
+	if child.ID == "" {
+		child.ID = store.NewSessionID(child.StartedAt)
+	}
+	if child.Source == "" {
+		child.Source = parent.Source
+	}
+	if child.UserID == "" && child.SessionKey == "" {
+		child.UserID, child.SessionKey = parent.UserID, parent.SessionKey
+	}
+	if child.Model == "" {
+		child.Model, child.ModelConfig = parent.Model, parent.ModelConfig
+	}
+	if child.Title == "" && parent.Title != "" {
+		if child.Title, err = db.NextTitle(ctx, parent.Title); err != nil {
+			return store.Session{}, fmt.Errorf("rotate %s: %w", pid, err)
+		}
+	}
+	if err := validateNewSession(&child); err != nil {
+		return store.Session{}, fmt.Errorf("rotate %s: %w", pid, err)
+	}
+	watermark := req.Watermark
+	if watermark <= 0 {
+		watermark = math.MaxInt64
+	}
+	err = db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error {
+		if err := checkCompressionLock(ctx, tx, pid, req.LockHolder); err != nil {
+			return err
+		}
+		var ended sql.NullInt64
+		if err := tx.QueryRowContext(ctx, "SELECT ended_at FROM sessions WHERE id = ?", pid).Scan(&ended); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return notFound("session", pid)
+			}
+			return err
+		}
+		if ended.Valid && !w.AllowClosed {
+			return fmt.Errorf("session %s has ended: %w", pid, store.ErrSessionClosed)
+		}
+		var exists int
+		if tx.QueryRowContext(ctx, "SELECT 1 FROM sessions WHERE id = ?", child.ID).Scan(&exists) == nil {
+			return fmt.Errorf("session %s: %w", child.ID, store.ErrExists)
+		}
+		if err := createSessionTx(ctx, tx, child); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET system_prompt_hash =
+			(SELECT system_prompt_hash FROM sessions WHERE id = ?) WHERE id = ?`, pid, child.ID); err != nil {
+			return err
+		}
+		for _, e := range enc {
+			if _, err := insertMessage(ctx, tx, child.ID, e, true, false); err != nil {
+				return err
+			}
+		}
+		if watermark != math.MaxInt64 {
+			if err := copyActive(ctx, tx, pid, child.ID, watermark, -1); err != nil {
+				return err
+			}
+		} else if err := recount(ctx, tx, child.ID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
+			micros(time.Now()), store.EndCompression, pid)
+		return err
+	})
+	if err != nil {
+		return store.Session{}, fmt.Errorf("rotate %s: %w", pid, err)
+	}
+	return db.GetSession(ctx, child.ID)
+}
+
+func checkWritable(ctx context.Context, tx *sql.Tx, sid string, w store.WriteOptions) error {
+	var closed bool
+	err := tx.QueryRowContext(ctx, "SELECT ended_at IS NOT NULL AND end_reason = 'compression' FROM sessions WHERE id = ?", sid).Scan(&closed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound("session", sid)
+	}
+	if err != nil {
+		return err
+	}
+	if closed && !w.AllowClosed {
+		return fmt.Errorf("session %s: %w", sid, store.ErrSessionClosed)
+	}
+	return nil
+}
+
+func patchModelConfig(ctx context.Context, tx *sql.Tx, sid string, patch map[string]json.RawMessage) error {
+	var raw sql.NullString
+	if err := tx.QueryRowContext(ctx, "SELECT model_config FROM sessions WHERE id = ?", sid).Scan(&raw); err != nil {
+		return err
+	}
+	cfg := map[string]json.RawMessage{}
+	if raw.Valid && raw.String != "" {
+		if err := json.Unmarshal([]byte(raw.String), &cfg); err != nil {
+			return fmt.Errorf("stored model_config of %s is not a JSON object: %w", sid, err)
+		}
+	}
+	for k, v := range patch {
+		if strings.TrimSpace(string(v)) == "null" || len(v) == 0 {
+			delete(cfg, k)
+			continue
+		}
+		if !json.Valid(v) {
+			return store.Invalid("model_config."+k, "not valid JSON")
+		}
+		cfg[k] = v
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, "UPDATE sessions SET model_config = ? WHERE id = ?", string(b), sid)
+	return err
+}
+
+func int64s(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// checkCompressionLock fences a compaction commit: holder must still own an unexpired lock.
+func checkCompressionLock(ctx context.Context, tx *sql.Tx, sid, holder string) error {
+	if holder == "" {
+		return nil
+	}
+	var h string
+	var expires int64
+	err := tx.QueryRowContext(ctx, "SELECT holder, expires_at FROM compression_locks WHERE session_id = ?", sid).Scan(&h, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("session %s: no lock row: %w", sid, store.ErrCompressionBusy)
+	}
+	if err != nil {
+		return err
+	}
+	if h != holder {
+		return fmt.Errorf("session %s: lock held by %s: %w", sid, h, store.ErrCompressionBusy)
+	}
+	if expires <= micros(time.Now()) {
+		return fmt.Errorf("session %s: lock expired: %w", sid, store.ErrCompressionBusy)
+	}
+	return nil
+}
+
+// AcquireCompressionLock implements store.Store.
+func (db *DB) AcquireCompressionLock(ctx context.Context, sid, holder string, ttl time.Duration) (bool, error) {
+	if holder == "" {
+		return false, store.Invalid("holder", "empty")
+	}
+	ttl = max(ttl, 100*time.Millisecond)
+	var got bool
+	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
+		now := time.Now()
+		var cur string
+		var expires int64
+		err := tx.QueryRowContext(ctx, "SELECT holder, expires_at FROM compression_locks WHERE session_id = ?", sid).Scan(&cur, &expires)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		case expires < micros(now) || (cur != holder && store.HolderProvablyDead(cur)):
+			db.log.Info("spool: reclaiming stale compression lock", "session", sid, "holder", cur)
+			if _, err := tx.ExecContext(ctx, "DELETE FROM compression_locks WHERE session_id = ? AND holder = ?", sid, cur); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO compression_locks (session_id, holder, acquired_at, expires_at)
+			VALUES (?, ?, ?, ?)`, sid, holder, micros(now), micros(now.Add(ttl))); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, "SELECT holder FROM compression_locks WHERE session_id = ?", sid).Scan(&cur); err != nil {
+			return err
+		}
+		got = cur == holder
+		if got {
+			// Re-acquiring our own lock extends it.
+			_, err = tx.ExecContext(ctx, "UPDATE compression_locks SET expires_at = ? WHERE session_id = ?", micros(now.Add(ttl)), sid)
+		}
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("acquire compression lock on %s: %w", sid, err)
+	}
+	return got, nil
+}
+
+// RefreshCompressionLock implements store.Store.
+func (db *DB) RefreshCompressionLock(ctx context.Context, sid, holder string, ttl time.Duration) (bool, error) {
+	ttl = max(ttl, 100*time.Millisecond)
+	var ok bool
+	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE compression_locks SET expires_at = ? WHERE session_id = ? AND holder = ?",
+			micros(time.Now().Add(ttl)), sid, holder)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		ok = n == 1
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("refresh compression lock on %s: %w", sid, err)
+	}
+	return ok, nil
+}
+
+// ReleaseCompressionLock implements store.Store.
+func (db *DB) ReleaseCompressionLock(ctx context.Context, sid, holder string) error {
+	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "DELETE FROM compression_locks WHERE session_id = ? AND holder = ?", sid, holder)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("release compression lock on %s: %w", sid, err)
+	}
+	return nil
+}

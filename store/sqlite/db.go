@@ -1,0 +1,275 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// Options tune a database handle. The zero value is the documented default.
+type Options struct {
+	// Synchronous is "NORMAL" (default) or "FULL".
+	Synchronous string
+	// JournalMode is "wal" (default) or "delete". A database whose file is already in WAL mode
+	// stays in WAL mode whatever this says.
+	JournalMode string
+	// ReadConns bounds the read pool (default 4).
+	ReadConns int
+	// WriteBudget is how long a transcript write keeps retrying a locked database (default 60 s).
+	WriteBudget time.Duration
+	// Logger receives warnings (journal fallback, reclaimed locks). Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// DB is a store.Store on one SQLite file.
+type DB struct {
+	path        string
+	w           *sql.DB // exactly one connection: writes serialize in-process, BEGIN IMMEDIATE across processes
+	r           *sql.DB // bounded read pool
+	opts        Options
+	journal     string
+	log         *slog.Logger
+	writes      atomic.Int64
+	busyRetries atomic.Int64
+	host        string
+}
+
+var _ store.Store = (*DB)(nil)
+
+const (
+	writeBusyTimeoutMS = 5    // SQLite's own busy handler: short, the jittered retry does the waiting
+	readBusyTimeoutMS  = 5000 // readers in WAL rarely wait; in rollback mode they may
+	checkpointEvery    = 50
+	walSizeLimit       = 64 << 20
+)
+
+// Open opens (creating if needed) the database at path, applies the journal policy and runs
+// pending migrations.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	if opts.Synchronous == "" {
+		opts.Synchronous = "NORMAL"
+	}
+	opts.Synchronous = strings.ToUpper(opts.Synchronous)
+	if opts.Synchronous != "NORMAL" && opts.Synchronous != "FULL" {
+		return nil, fmt.Errorf("open %s: synchronous must be NORMAL or FULL, not %q", path, opts.Synchronous)
+	}
+	opts.JournalMode = strings.ToLower(opts.JournalMode)
+	if opts.JournalMode == "" {
+		opts.JournalMode = "wal"
+	}
+	if opts.JournalMode != "wal" && opts.JournalMode != "delete" {
+		return nil, fmt.Errorf("open %s: journal mode must be wal or delete, not %q", path, opts.JournalMode)
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = 4
+	}
+	if opts.WriteBudget <= 0 {
+		opts.WriteBudget = 60 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	// Create the file ourselves so it is born 0600; SQLite gives its -wal and -shm the same mode.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	f.Close()
+
+	db := &DB{path: abs, opts: opts, log: opts.Logger}
+	db.host, _ = os.Hostname()
+	db.w, err = sql.Open(driverName, dsn(abs, writeBusyTimeoutMS, opts.Synchronous, false))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db.w.SetMaxOpenConns(1)
+	db.w.SetMaxIdleConns(1)
+	db.w.SetConnMaxLifetime(0)
+	db.w.SetConnMaxIdleTime(0)
+
+	if err := db.setup(ctx); err != nil {
+		db.w.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db.r, err = sql.Open(driverName, dsn(abs, readBusyTimeoutMS, opts.Synchronous, true))
+	if err != nil {
+		db.w.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db.r.SetMaxOpenConns(opts.ReadConns)
+	db.r.SetMaxIdleConns(opts.ReadConns)
+	db.chmodSidecars()
+	return db, nil
+}
+
+func dsn(path string, busyMS int, synchronous string, readOnly bool) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", fmt.Sprint(busyMS))
+	q.Set("_foreign_keys", "1")
+	q.Set("_synchronous", synchronous)
+	q.Set("_txlock", "immediate")
+	if readOnly {
+		q.Set("_query_only", "1")
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// setup applies the journal policy, the WAL companions and the migrations on the writer.
+func (db *DB) setup(ctx context.Context) error {
+	if err := db.w.PingContext(ctx); err != nil {
+		return err
+	}
+	if err := db.checkFTS5(ctx); err != nil {
+		return err
+	}
+	mode, err := db.applyJournalMode(ctx)
+	if err != nil {
+		return err
+	}
+	db.journal = mode
+	if mode == "wal" {
+		if _, err := db.w.ExecContext(ctx, fmt.Sprintf("PRAGMA journal_size_limit=%d", walSizeLimit)); err != nil {
+			return err
+		}
+	}
+	return db.migrate(ctx)
+}
+
+func (db *DB) checkFTS5(ctx context.Context) error {
+	var ok int
+	err := db.w.QueryRowContext(ctx, "SELECT sqlite_compileoption_used('ENABLE_FTS5')").Scan(&ok)
+	if err != nil {
+		return fmt.Errorf("probe FTS5: %w", err)
+	}
+	if ok != 1 {
+		return errors.New("this SQLite build has no FTS5: build with -tags \"sqlite_cgo sqlite_fts5\" or without sqlite_cgo")
+	}
+	return nil
+}
+
+// JournalMode reports the journal mode in force ("wal" or "delete").
+func (db *DB) JournalMode() string { return db.journal }
+
+// Path is the database file.
+func (db *DB) Path() string { return db.path }
+
+// BusyRetries counts how often a write found the database locked and slept before retrying.
+func (db *DB) BusyRetries() int64 { return db.busyRetries.Load() }
+
+// SQLiteVersion reports the linked SQLite library version.
+func (db *DB) SQLiteVersion(ctx context.Context) (string, error) {
+	var v string
+	err := db.r.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&v)
+	return v, err
+}
+
+func (db *DB) chmodSidecars() {
+	for _, p := range []string{db.path, db.path + "-wal", db.path + "-shm"} {
+		// chmod by path, never open+close: closing a descriptor would drop this process's POSIX locks.
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			db.log.Warn("spool: cannot restrict database file mode", "path", p, "err", err)
+		}
+	}
+}
+
+// Close checkpoints (PASSIVE, never TRUNCATE) and closes both pools.
+func (db *DB) Close() error {
+	var errs []error
+	if db.journal == "wal" {
+		if _, err := db.w.Exec("PRAGMA wal_checkpoint(PASSIVE)"); err != nil && !isBusy(err) {
+			errs = append(errs, err)
+		}
+	}
+	if db.r != nil {
+		errs = append(errs, db.r.Close())
+	}
+	errs = append(errs, db.w.Close())
+	return errors.Join(errs...)
+}
+
+// write runs fn in one BEGIN IMMEDIATE transaction on the writer, retrying while the database
+// is locked by another process, until budget is spent. fn may run more than once: it must not
+// have effects outside tx.
+func (db *DB) write(ctx context.Context, budget time.Duration, fn func(tx *sql.Tx) error) error {
+	start := time.Now()
+	deadline := start.Add(budget)
+	for attempt := 0; ; attempt++ {
+		err := db.tryWrite(ctx, fn)
+		if err == nil {
+			if n := db.writes.Add(1); n%checkpointEvery == 0 && db.journal == "wal" {
+				// Best effort: a busy checkpoint just waits for the next round.
+				_, _ = db.w.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
+			}
+			return nil
+		}
+		if !isBusy(err) {
+			return err
+		}
+		now := time.Now()
+		if !now.Before(deadline) {
+			return fmt.Errorf("%w: still locked after %s: %v", store.ErrBusy, now.Sub(start).Round(time.Millisecond), err)
+		}
+		db.busyRetries.Add(1)
+		sleep := backoff(attempt, now.Sub(start))
+		if rest := deadline.Sub(now); sleep > rest {
+			sleep = max(rest, time.Millisecond)
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// backoff is a short jittered sleep that grows with the attempts: contention between a few local
+// processes clears within milliseconds, and short sleeps keep the worst-case wait low.
+func backoff(attempt int, waited time.Duration) time.Duration {
+	lo, hi := 200*time.Microsecond, 2*time.Millisecond
+	if attempt > 8 {
+		lo, hi = time.Millisecond, 5*time.Millisecond
+	}
+	if waited > 2*time.Second {
+		lo, hi = 20*time.Millisecond, 150*time.Millisecond
+	}
+	return lo + rand.N(hi-lo)
+}
+
+func (db *DB) tryWrite(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if err = fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// read runs fn against the read pool.
+func (db *DB) read() *sql.DB { return db.r }

@@ -1,0 +1,13 @@
+// Package sqlite is spool's embedded store.Store backend: one SQLite file in WAL mode, written
+// through a single connection with BEGIN IMMEDIATE and a jittered retry on a time budget, read
+// through a bounded pool. It is safe for several OS processes on one host.
+//
+// The default build uses modernc.org/sqlite (pure Go, CGO_ENABLED=0). Building with the tags
+// `sqlite_cgo sqlite_fts5` switches to github.com/mattn/go-sqlite3; the driver seam is the
+// driver_*.go files and nothing else differs.
+//
+// Durability: WAL with synchronous=NORMAL by default (a power loss may drop the last commits but
+// never corrupts); Options.Synchronous "FULL" fsyncs every commit. On filesystems where WAL is
+// unsafe (NFS, SMB, 9p, FUSE/virtiofs) a new database uses the rollback journal instead, and a
+// database already in WAL is never switched back while it may be live.
+package sqlite

@@ -1,0 +1,28 @@
+//go:build !sqlite_cgo
+
+package sqlite
+
+import (
+	"errors"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// driverName is the database/sql driver the default (pure Go) build uses.
+const driverName = "sqlite"
+
+// DriverLabel names the driver in reports and benchmarks.
+const DriverLabel = "modernc.org/sqlite"
+
+// isBusy reports whether err is SQLite telling us another connection holds the lock.
+func isBusy(err error) bool {
+	var se *msqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,37 @@
+//go:build linux
+
+package sqlite
+
+import (
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// walUnsafeMagic lists filesystems whose locking or shared memory cannot carry WAL safely.
+var walUnsafeMagic = map[int64]string{
+	0x6969:     "nfs",
+	0x517b:     "smb",
+	0xfe534d42: "smb2",
+	0xff534d42: "cifs",
+	0x65735546: "fuse", // also virtiofs
+	0x01021997: "9p",
+}
+
+// statfsType is replaced in tests.
+var statfsType = func(dir string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Type), nil
+}
+
+func walUnsafeFS(path string) (string, bool) {
+	t, err := statfsType(filepath.Dir(path))
+	if err != nil {
+		return "", false
+	}
+	name, unsafe := walUnsafeMagic[t]
+	return name, unsafe
+}

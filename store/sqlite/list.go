@@ -1,0 +1,88 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/spoolhq/spool/store"
+)
+
+const previewChars = 60
+
+// ListSessions implements store.Store. A compression chain lists once, as its root, with its
+// newest activity and its live tip.
+func (db *DB) ListSessions(ctx context.Context, o store.ListOptions) ([]store.SessionListing, error) {
+	var where []string
+	var args []any
+	if !o.IncludeChildren {
+		where = append(where, "s.root_id = s.id AND s.relation <> 'delegate'")
+	}
+	for _, f := range []struct{ col, val string }{{"s.source", o.Source}, {"s.user_id", o.UserID}, {"s.session_key", o.SessionKey}} {
+		if f.val != "" {
+			where = append(where, f.col+" = ?")
+			args = append(args, f.val)
+		}
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = "WHERE " + strings.Join(where, " AND ")
+	}
+	limit := o.Limit
+	if limit <= 0 {
+		limit = -1
+	}
+	q := db.read()
+	rows, err := q.QueryContext(ctx, "SELECT "+sessionCols+`, s.last_active,
+		(SELECT substr(m.content, 1, ?) FROM messages m WHERE m.session_id = s.id AND m.role = 'user'
+			AND m.summary = 0 AND (m.active = 1 OR m.compacted = 1) ORDER BY m.id LIMIT 1),
+		EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = s.id AND c.relation = 'compression')
+		FROM sessions s `+cond+` ORDER BY s.last_active DESC, s.id DESC LIMIT ? OFFSET ?`,
+		append(append([]any{previewChars + 1}, args...), limit, max(o.Offset, 0))...)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	var out []store.SessionListing
+	var chained []int
+	for rows.Next() {
+		var l store.SessionListing
+		var last int64
+		var preview *string
+		var hasCont bool
+		s, err := scanSession(rows, &last, &preview, &hasCont)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		l.Session, l.LastActive = s, fromMicros(last)
+		if preview != nil {
+			l.Preview = shapePreview(*preview)
+		}
+		if hasCont {
+			chained = append(chained, len(out))
+		}
+		out = append(out, l)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	for _, i := range chained {
+		chain, err := chainOf(ctx, q, out[i].ID)
+		if err != nil {
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		out[i].TipID = chain[len(chain)-1].ID
+	}
+	return out, nil
+}
+
+// shapePreview flattens newlines and cuts to 60 characters plus "..." when longer.
+func shapePreview(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= previewChars {
+		return s
+	}
+	return string([]rune(s)[:previewChars]) + "..."
+}

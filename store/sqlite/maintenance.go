@@ -1,0 +1,235 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// ImportSession implements store.Store.
+func (db *DB) ImportSession(ctx context.Context, s store.Session, prompt string, ms []store.Message) error {
+	ns := store.NewSession{ID: s.ID, Source: s.Source, UserID: s.UserID, SessionKey: s.SessionKey, Title: s.Title,
+		Model: s.Model, ModelConfig: s.ModelConfig, ParentID: s.ParentID, Relation: s.Relation,
+		StartedAt: s.StartedAt, Cwd: s.Cwd, GitBranch: s.GitBranch}
+	if ns.ID == "" {
+		return fmt.Errorf("import session: %w", store.Invalid("id", "empty"))
+	}
+	if ns.Source == "" {
+		ns.Source = "cli"
+	}
+	if ns.StartedAt.IsZero() {
+		return fmt.Errorf("import session %s: %w", s.ID, store.Invalid("started_at", "missing"))
+	}
+	if err := validateNewSession(&ns); err != nil {
+		return fmt.Errorf("import session %s: %w", s.ID, err)
+	}
+	enc, _, err := encodeMessages(ms)
+	if err != nil {
+		return fmt.Errorf("import session %s: %w", s.ID, err)
+	}
+	err = db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error {
+		var one int
+		if tx.QueryRowContext(ctx, "SELECT 1 FROM sessions WHERE id = ?", ns.ID).Scan(&one) == nil {
+			return fmt.Errorf("session %s: %w", ns.ID, store.ErrExists)
+		}
+		if ns.ParentID != "" && tx.QueryRowContext(ctx, "SELECT 1 FROM sessions WHERE id = ?", ns.ParentID).Scan(&one) != nil {
+			ns.ParentID, ns.Relation = "", store.RelationNone // the parent was not imported
+		}
+		if ns.Title != "" {
+			t, err := freeTitle(ctx, tx, ns.Title)
+			if err != nil {
+				return err
+			}
+			ns.Title = t
+		}
+		if err := createSessionTx(ctx, tx, ns); err != nil {
+			return err
+		}
+		u := s.Usage
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET ended_at = ?, end_reason = ?, input_tokens = ?,
+			output_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?, reasoning_tokens = ?,
+			api_call_count = ?, cost_usd = ? WHERE id = ?`,
+			nullMicros(s.EndedAt), s.EndReason, u.InputTokens, u.OutputTokens, u.CacheReadTokens,
+			u.CacheWriteTokens, u.ReasoningTokens, u.APICalls, u.CostUSD, ns.ID); err != nil {
+			return err
+		}
+		if prompt != "" {
+			p := store.CleanText(prompt)
+			if err := setPromptTx(ctx, tx, ns.ID, p, PromptHash(p)); err != nil {
+				return err
+			}
+		}
+		for _, e := range enc {
+			if _, err := insertMessage(ctx, tx, ns.ID, e, e.m.Active, e.m.Compacted); err != nil {
+				return err
+			}
+		}
+		return recount(ctx, tx, ns.ID)
+	})
+	if err != nil {
+		return fmt.Errorf("import session %s: %w", s.ID, err)
+	}
+	return nil
+}
+
+// freeTitle returns title, or the first free "title #N" when it is taken.
+func freeTitle(ctx context.Context, tx *sql.Tx, title string) (string, error) {
+	base := title
+	if m := titleNumber.FindStringSubmatch(title); m != nil {
+		base = m[1]
+	}
+	candidate := title
+	for n := 2; ; n++ {
+		holder, err := titleHolder(ctx, tx, candidate)
+		if err != nil || holder == "" {
+			return candidate, err
+		}
+		candidate = fmt.Sprintf("%s #%d", base, n)
+	}
+}
+
+// Prune implements store.Store: only ended sessions are deleted.
+func (db *DB) Prune(ctx context.Context, cutoff time.Time) (int, error) {
+	ids, err := func() ([]string, error) {
+		rows, err := db.read().QueryContext(ctx, "SELECT id FROM sessions WHERE ended_at IS NOT NULL AND started_at < ?", micros(cutoff))
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return nil, err
+			}
+			ids = append(ids, id)
+		}
+		return ids, rows.Err()
+	}()
+	if err != nil {
+		return 0, fmt.Errorf("prune: %w", err)
+	}
+	deleted := 0
+	for _, id := range ids {
+		err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
+			if existsOr(ctx, tx, id) != nil {
+				return nil // gone already (a delegate of an earlier one, or another process)
+			}
+			return deleteSessionTx(ctx, tx, id)
+		})
+		if err != nil {
+			return deleted, fmt.Errorf("prune %s: %w", id, err)
+		}
+		deleted++
+	}
+	return deleted, nil
+}
+
+// Stats implements store.Store.
+func (db *DB) Stats(ctx context.Context) (store.Stats, error) {
+	st := store.Stats{BySource: map[string]int{}}
+	q := db.read()
+	err := q.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE ended_at IS NULL),
+		coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), coalesce(sum(cache_read_tokens), 0),
+		coalesce(sum(cache_write_tokens), 0), coalesce(sum(reasoning_tokens), 0), coalesce(sum(api_call_count), 0),
+		coalesce(sum(cost_usd), 0) FROM sessions`).Scan(&st.Sessions, &st.OpenSessions,
+		&st.Usage.InputTokens, &st.Usage.OutputTokens, &st.Usage.CacheReadTokens, &st.Usage.CacheWriteTokens,
+		&st.Usage.ReasoningTokens, &st.Usage.APICalls, &st.Usage.CostUSD)
+	if err != nil {
+		return st, fmt.Errorf("stats: %w", err)
+	}
+	err = q.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE active = 1),
+		count(*) FILTER (WHERE active = 0 AND compacted = 1) FROM messages`).Scan(&st.Messages, &st.ActiveMessages, &st.ArchivedMessages)
+	if err != nil {
+		return st, fmt.Errorf("stats: %w", err)
+	}
+	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM system_prompts").Scan(&st.SystemPrompts); err != nil {
+		return st, fmt.Errorf("stats: %w", err)
+	}
+	rows, err := q.QueryContext(ctx, "SELECT source, count(*) FROM sessions GROUP BY source")
+	if err != nil {
+		return st, fmt.Errorf("stats: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var src string
+		var n int
+		if err := rows.Scan(&src, &n); err != nil {
+			return st, fmt.Errorf("stats: %w", err)
+		}
+		st.BySource[src] = n
+	}
+	for _, p := range []string{db.path, db.path + "-wal", db.path + "-shm"} {
+		if fi, err := os.Stat(p); err == nil {
+			st.Bytes += fi.Size()
+		}
+	}
+	return st, rows.Err()
+}
+
+// Check implements store.Store: SQLite's integrity and foreign-key checks, both full-text
+// indexes against their content, and every session's counters against its rows.
+func (db *DB) Check(ctx context.Context) ([]string, error) {
+	var problems []string
+	q := db.read()
+	lines, err := queryStrings(ctx, q, "PRAGMA integrity_check")
+	if err != nil {
+		return nil, fmt.Errorf("integrity check: %w", err)
+	}
+	for _, l := range lines {
+		if l != "ok" {
+			problems = append(problems, "integrity: "+l)
+		}
+	}
+	fk, err := queryStrings(ctx, q, "SELECT \"table\" || ' row ' || rowid || ' -> ' || parent FROM pragma_foreign_key_check")
+	if err != nil {
+		return nil, fmt.Errorf("foreign key check: %w", err)
+	}
+	for _, l := range fk {
+		problems = append(problems, "foreign key: "+l)
+	}
+	for _, t := range []string{"messages_fts", "messages_trigram"} {
+		// rank 1 compares the index with its content table, not just its own structure.
+		if _, err := db.w.ExecContext(ctx, "INSERT INTO "+t+"("+t+", rank) VALUES ('integrity-check', 1)"); err != nil {
+			if isBusy(err) {
+				return nil, fmt.Errorf("check %s: %w", t, err)
+			}
+			problems = append(problems, t+": "+err.Error())
+		}
+	}
+	bad, err := queryStrings(ctx, q, `SELECT s.id || ': message_count ' || s.message_count || ', active rows ' || count(m.id)
+		FROM sessions s LEFT JOIN messages m ON m.session_id = s.id AND m.active = 1
+		GROUP BY s.id HAVING s.message_count <> count(m.id)`)
+	if err != nil {
+		return nil, fmt.Errorf("counter check: %w", err)
+	}
+	for _, l := range bad {
+		problems = append(problems, "counters: "+l)
+	}
+	return problems, nil
+}
+
+func queryStrings(ctx context.Context, q querier, query string) ([]string, error) {
+	rows, err := q.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s sql.NullString
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s.String)
+	}
+	if err := rows.Err(); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,194 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// Append implements store.Store.
+func (db *DB) Append(ctx context.Context, sessionID string, m store.Message, opts ...store.WriteOption) (int64, error) {
+	ids, err := db.appendMessages(ctx, sessionID, []store.Message{m}, store.ApplyWriteOptions(opts))
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// AppendBatch implements store.Store.
+func (db *DB) AppendBatch(ctx context.Context, sessionID string, ms []store.Message, opts ...store.WriteOption) ([]int64, error) {
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	return db.appendMessages(ctx, sessionID, ms, store.ApplyWriteOptions(opts))
+}
+
+// encodedMessage is a message made ready for binding, computed once outside the retry loop.
+type encodedMessage struct {
+	m     store.Message
+	calls sql.NullString
+	cjk   bool
+}
+
+func encodeMessages(ms []store.Message) ([]encodedMessage, int, error) {
+	out := make([]encodedMessage, len(ms))
+	toolCalls := 0
+	for i, m := range ms {
+		if err := store.PrepareMessage(&m); err != nil {
+			return nil, 0, fmt.Errorf("message %d: %w", i, err)
+		}
+		e := encodedMessage{m: m, cjk: hasCJK(m.Content)}
+		if len(m.ToolCalls) > 0 {
+			b, err := json.Marshal(m.ToolCalls)
+			if err != nil {
+				return nil, 0, fmt.Errorf("message %d: encode tool calls: %w", i, err)
+			}
+			e.calls = sql.NullString{String: string(b), Valid: true}
+			toolCalls += len(m.ToolCalls)
+		}
+		out[i] = e
+	}
+	return out, toolCalls, nil
+}
+
+func (db *DB) appendMessages(ctx context.Context, sessionID string, ms []store.Message, w store.WriteOptions) ([]int64, error) {
+	enc, toolCalls, err := encodeMessages(ms)
+	if err != nil {
+		return nil, fmt.Errorf("append to %s: %w", sessionID, err)
+	}
+	var ids []int64
+	err = db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error {
+		ids = ids[:0]
+		last := enc[len(enc)-1].m.Timestamp
+		if err := bumpSession(ctx, tx, sessionID, len(enc), toolCalls, micros(last), w); err != nil {
+			return err
+		}
+		for _, e := range enc {
+			id, err := insertMessage(ctx, tx, sessionID, e, true, false)
+			if err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("append to %s: %w", sessionID, err)
+	}
+	return ids, nil
+}
+
+// bumpSession adds to the active counters and refreshes last activity, on the chain root too so
+// a compression chain lists by its newest activity. It refuses sessions rotated by compression.
+func bumpSession(ctx context.Context, tx *sql.Tx, id string, msgs, toolCalls int, at int64, w store.WriteOptions) error {
+	var root string
+	var closed bool
+	err := tx.QueryRowContext(ctx, `UPDATE sessions SET message_count = message_count + ?,
+		tool_call_count = tool_call_count + ?, last_active = max(last_active, ?)
+		WHERE id = ? RETURNING root_id, ended_at IS NOT NULL AND end_reason = 'compression'`,
+		msgs, toolCalls, at, id).Scan(&root, &closed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound("session", id)
+	}
+	if err != nil {
+		return err
+	}
+	if closed && !w.AllowClosed {
+		return fmt.Errorf("session %s: %w", id, store.ErrSessionClosed)
+	}
+	if root != id {
+		_, err = tx.ExecContext(ctx, "UPDATE sessions SET last_active = max(last_active, ?) WHERE id = ?", at, root)
+	}
+	return err
+}
+
+func insertMessage(ctx context.Context, tx *sql.Tx, sessionID string, e encodedMessage, active, compacted bool) (int64, error) {
+	m := e.m
+	var id int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO messages (session_id, role, content, api_content, tool_calls,
+		tool_call_id, tool_name, reasoning, reasoning_details, finish_reason, token_count, timestamp,
+		summary, active, compacted, cjk) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		sessionID, m.Role, m.Content, nullString(m.APIContent), e.calls, nullString(m.ToolCallID),
+		nullString(m.ToolName), nullString(m.Reasoning), nullJSON(m.ReasoningDetails), nullString(m.FinishReason),
+		m.TokenCount, micros(m.Timestamp), m.Summary, active, compacted, e.cjk).Scan(&id)
+	return id, err
+}
+
+// Conversation implements store.Store.
+func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) ([]store.Message, error) {
+	var where string
+	switch v {
+	case store.ViewActive:
+		where = "m.active = 1"
+	case store.ViewDisplay:
+		where = "(m.active = 1 OR m.compacted = 1)"
+	case store.ViewAll:
+		where = "1"
+	default:
+		return nil, fmt.Errorf("conversation %s: %w", sessionID, store.Invalid("view", "unknown view %d", v))
+	}
+	q := db.read()
+	ms, err := loadMessages(ctx, q, "SELECT "+messageCols+" FROM messages m WHERE m.session_id = ? AND "+where+" ORDER BY m.id", sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("conversation %s: %w", sessionID, err)
+	}
+	if len(ms) == 0 {
+		if _, err := getSession(ctx, q, sessionID); err != nil {
+			return nil, fmt.Errorf("conversation: %w", err)
+		}
+	}
+	if v == store.ViewDisplay {
+		ms = dedupeGenerations(ms)
+	}
+	return ms, nil
+}
+
+func loadMessages(ctx context.Context, q querier, query string, args ...any) ([]store.Message, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ms []store.Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	return ms, rows.Err()
+}
+
+// dedupeGenerations drops archived rows that a later compaction generation copied verbatim
+// (head messages re-inserted as active), keeping for each identical message the row with the
+// highest (active, id), in id order.
+func dedupeGenerations(ms []store.Message) []store.Message {
+	type key struct {
+		role, content, callID, name, calls string
+		ts                                 int64
+	}
+	keyOf := func(m store.Message) key {
+		calls, _ := json.Marshal(m.ToolCalls)
+		return key{m.Role, m.Content, m.ToolCallID, m.ToolName, string(calls), m.Timestamp.UnixMicro()}
+	}
+	winner := make(map[key]int, len(ms))
+	for i, m := range ms {
+		k := keyOf(m)
+		j, ok := winner[k]
+		if !ok || (m.Active && !ms[j].Active) || (m.Active == ms[j].Active && m.ID > ms[j].ID) {
+			winner[k] = i
+		}
+	}
+	out := ms[:0:0]
+	for i, m := range ms {
+		if winner[keyOf(m)] == i {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -1,0 +1,144 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migration is one schema version: its SQL, then an optional Go step in the same transaction
+// for what SQL cannot do (classifying scripts, for instance).
+type migration struct {
+	version int
+	name    string
+	sql     string
+	after   func(ctx context.Context, tx *sql.Tx) error
+}
+
+// goSteps attaches Go code to a schema version.
+var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
+	2: backfillCJK,
+}
+
+func loadMigrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migration file %q is not named NNNN_name.sql", e.Name())
+		}
+		b, err := migrationFiles.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: e.Name(), sql: string(b), after: goSteps[v]})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration versions must run 1..n without gaps; %s is out of place", m.name)
+		}
+	}
+	return ms, nil
+}
+
+// SchemaVersion is the schema version this build writes.
+func SchemaVersion() int {
+	ms, err := loadMigrations()
+	if err != nil {
+		return 0
+	}
+	return len(ms)
+}
+
+// migrate brings the schema to the newest version, one transaction per version. Several
+// processes may open a new database at once: each version is re-checked inside its write lock.
+func (db *DB) migrate(ctx context.Context) error {
+	return db.migrateTo(ctx, -1)
+}
+
+// migrateTo stops after version target (-1: all); tests use it to build older databases.
+func (db *DB) migrateTo(ctx context.Context, target int) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	var current int
+	if err := db.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if current > len(ms) {
+		return fmt.Errorf("database schema version %d is newer than this spool (%d): upgrade spool", current, len(ms))
+	}
+	for _, m := range ms {
+		if m.version <= current || (target >= 0 && m.version > target) {
+			continue
+		}
+		err := db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error {
+			var v int
+			if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+				return err
+			}
+			if v >= m.version {
+				return nil // another process got here first
+			}
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return err
+			}
+			if m.after != nil {
+				if err := m.after(ctx, tx); err != nil {
+					return err
+				}
+			}
+			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version=%d", m.version))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migrate to schema %s: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+// backfillCJK flags rows written before the trigram index existed; the update trigger indexes them.
+func backfillCJK(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, "SELECT id, content FROM messages")
+	if err != nil {
+		return err
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		var content string
+		if err := rows.Scan(&id, &content); err != nil {
+			rows.Close()
+			return err
+		}
+		if hasCJK(content) {
+			ids = append(ids, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, err := tx.ExecContext(ctx, "UPDATE messages SET cjk = 1 WHERE id = ?", id); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,268 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/spoolhq/spool/store"
+)
+
+const (
+	defaultSearchLimit = 20
+	contextChars       = 200
+	snippetTokens      = 40
+)
+
+// Search implements store.Store. User text never reaches the engine raw: it is sanitized, so no
+// input causes a syntax error. Queries with CJK text use the trigram index (runs of three or more
+// characters) or a scan of the CJK-flagged rows (shorter runs).
+func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.SearchHit, error) {
+	if q.Limit <= 0 {
+		q.Limit = defaultSearchLimit
+	}
+	q.Offset = max(q.Offset, 0)
+	var hits []store.SearchHit
+	var err error
+	if hasCJK(q.Text) {
+		hits, err = db.searchCJK(ctx, q)
+	} else {
+		match := sanitizeFTSQuery(q.Text)
+		if match == "" {
+			return nil, nil
+		}
+		hits, err = db.searchWords(ctx, match, q)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("search %q: %w", q.Text, err)
+	}
+	if !q.NoContext {
+		if err := db.addContext(ctx, hits); err != nil {
+			return nil, fmt.Errorf("search %q: context: %w", q.Text, err)
+		}
+	}
+	return hits, nil
+}
+
+// filters renders the visibility, source, role and session filters on m (messages) and s (sessions).
+func filters(q store.SearchQuery) (string, []any) {
+	conds := []string{"(m.active = 1 OR m.compacted = 1)"}
+	var args []any
+	in := func(col string, vals []string, not bool) {
+		if len(vals) == 0 {
+			return
+		}
+		op := " IN ("
+		if not {
+			op = " NOT IN ("
+		}
+		conds = append(conds, col+op+strings.TrimSuffix(strings.Repeat("?,", len(vals)), ",")+")")
+		for _, v := range vals {
+			args = append(args, v)
+		}
+	}
+	in("s.source", q.Sources, false)
+	in("s.source", q.ExcludeSources, true)
+	in("m.role", q.Roles, false)
+	in("m.session_id", q.SessionIDs, false)
+	return strings.Join(conds, " AND "), args
+}
+
+func orderBy(sort store.SearchSort, rank string) string {
+	switch sort {
+	case store.SortNewest:
+		return "m.id DESC"
+	case store.SortOldest:
+		return "m.id ASC"
+	}
+	return rank
+}
+
+const hitCols = `m.id, m.session_id, m.role, s.source, s.model, s.started_at, m.timestamp, m.active, m.compacted`
+
+func scanHit(r rowScanner, extra ...any) (store.SearchHit, error) {
+	var h store.SearchHit
+	var started, ts int64
+	err := r.Scan(append([]any{&h.MessageID, &h.SessionID, &h.Role, &h.Source, &h.Model, &started, &ts, &h.Active, &h.Compacted}, extra...)...)
+	h.SessionStarted, h.Timestamp = fromMicros(started), fromMicros(ts)
+	return h, err
+}
+
+// searchWords ranks with FTS5's bm25 in one pass that carries only ids, then builds snippets for
+// the page alone: a snippet costs far more than a rank, and only a page's worth is shown.
+func (db *DB) searchWords(ctx context.Context, match string, q store.SearchQuery) ([]store.SearchHit, error) {
+	cond, args := filters(q)
+	rq := db.read()
+	rows, err := rq.QueryContext(ctx, `SELECT `+hitCols+` FROM messages_fts f
+		JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
+		WHERE messages_fts MATCH ? AND `+cond+` ORDER BY `+orderBy(q.Sort, "f.rank")+` LIMIT ? OFFSET ?`,
+		append(append([]any{match}, args...), q.Limit, q.Offset)...)
+	if err != nil {
+		return nil, err
+	}
+	var hits []store.SearchHit
+	for rows.Next() {
+		h, err := scanHit(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		hits = append(hits, h)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range hits {
+		err := rq.QueryRowContext(ctx, `SELECT snippet(messages_fts, -1, '>>>', '<<<', '...', ?)
+			FROM messages_fts WHERE messages_fts MATCH ? AND rowid = ?`, snippetTokens, match, hits[i].MessageID).Scan(&hits[i].Snippet)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+	}
+	return hits, nil
+}
+
+// searchCJK finds substrings: every term of three or more characters goes through the trigram
+// index; shorter terms (two-character words are common in Chinese) are matched with LIKE over the
+// rows flagged as containing CJK, which is a small share of a typical store.
+func (db *DB) searchCJK(ctx context.Context, q store.SearchQuery) ([]store.SearchHit, error) {
+	terms := cjkTerms(q.Text)
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	var long, short []string
+	for _, t := range terms {
+		if utf8.RuneCountInString(t) >= 3 {
+			long = append(long, `"`+strings.ReplaceAll(t, `"`, `""`)+`"`)
+		} else {
+			short = append(short, t)
+		}
+	}
+	cond, args := filters(q)
+	var from string
+	var pre []any
+	rank := "m.id DESC"
+	if len(long) > 0 {
+		from = "messages_trigram f JOIN messages m ON m.id = f.rowid"
+		cond = "messages_trigram MATCH ? AND " + cond
+		pre = append(pre, strings.Join(long, " "))
+		rank = "f.rank"
+	} else {
+		from = "messages m INDEXED BY messages_cjk"
+		cond = "m.cjk = 1 AND " + cond
+	}
+	for _, t := range short {
+		cond += ` AND m.content LIKE ? ESCAPE '\'`
+		args = append(args, "%"+likeEscape(t)+"%")
+	}
+	rows, err := db.read().QueryContext(ctx, `SELECT `+hitCols+`, m.content FROM `+from+`
+		JOIN sessions s ON s.id = m.session_id WHERE `+cond+` ORDER BY `+orderBy(q.Sort, rank)+` LIMIT ? OFFSET ?`,
+		append(append(pre, args...), q.Limit, q.Offset)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var hits []store.SearchHit
+	for rows.Next() {
+		var content string
+		h, err := scanHit(rows, &content)
+		if err != nil {
+			return nil, err
+		}
+		h.Snippet = substringSnippet(content, terms[0])
+		hits = append(hits, h)
+	}
+	return hits, rows.Err()
+}
+
+// cjkTerms splits a query into literal substrings to find: FTS operators and quotes are dropped.
+func cjkTerms(s string) []string {
+	var out []string
+	for _, f := range strings.Fields(s) {
+		f = strings.Trim(f, `"*()+-^:`)
+		switch strings.ToUpper(f) {
+		case "", "AND", "OR", "NOT", "NEAR":
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// substringSnippet shows 120 characters from 40 before the first occurrence of term, marked.
+func substringSnippet(content, term string) string {
+	i := strings.Index(content, term)
+	if i < 0 {
+		return truncateRunes(content, 120)
+	}
+	r := []rune(content)
+	at := utf8.RuneCountInString(content[:i])
+	n := utf8.RuneCountInString(term)
+	start := max(0, at-40)
+	end := min(len(r), start+120)
+	var b strings.Builder
+	if start > 0 {
+		b.WriteString("...")
+	}
+	b.WriteString(string(r[start:at]))
+	b.WriteString(">>>" + string(r[at:min(at+n, len(r))]) + "<<<")
+	if at+n < end {
+		b.WriteString(string(r[at+n : end]))
+	}
+	if end < len(r) {
+		b.WriteString("...")
+	}
+	return b.String()
+}
+
+// addContext attaches the visible neighbours of each hit within its session.
+func (db *DB) addContext(ctx context.Context, hits []store.SearchHit) error {
+	q := db.read()
+	for i := range hits {
+		h := &hits[i]
+		var err error
+		if h.Before, err = neighbour(ctx, q, `SELECT id, role, substr(content, 1, ?) FROM messages
+			WHERE session_id = ? AND id < ? AND (active = 1 OR compacted = 1) ORDER BY id DESC LIMIT 1`, h); err != nil {
+			return err
+		}
+		if h.After, err = neighbour(ctx, q, `SELECT id, role, substr(content, 1, ?) FROM messages
+			WHERE session_id = ? AND id > ? AND (active = 1 OR compacted = 1) ORDER BY id LIMIT 1`, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func neighbour(ctx context.Context, q querier, query string, h *store.SearchHit) (*store.ContextLine, error) {
+	var c store.ContextLine
+	err := q.QueryRowContext(ctx, query, contextChars, h.SessionID, h.MessageID).Scan(&c.MessageID, &c.Role, &c.Content)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// CheckMatch reports whether the FTS engine refuses the sanitized form of query (a non-nil
+// error); benchmarks count these as engine rejections. CJK queries never reach MATCH unquoted.
+func (db *DB) CheckMatch(ctx context.Context, query string) error {
+	if hasCJK(query) {
+		return nil
+	}
+	match := sanitizeFTSQuery(query)
+	if match == "" {
+		return nil
+	}
+	var n int
+	return db.read().QueryRowContext(ctx, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", match).Scan(&n)
+}

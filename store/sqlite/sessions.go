@@ -1,0 +1,520 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/store"
+)
+
+const routineBudget = 20 * time.Second
+
+func notFound(kind, ref string) error {
+	return fmt.Errorf("%s %q: %w", kind, ref, store.ErrNotFound)
+}
+
+// CreateSession implements store.Store.
+func (db *DB) CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error) {
+	if ns.Source == "" {
+		ns.Source = "cli"
+	}
+	if ns.StartedAt.IsZero() {
+		ns.StartedAt = time.Now()
+	}
+	if ns.ID == "" {
+		ns.ID = store.NewSessionID(ns.StartedAt)
+	}
+	if err := validateNewSession(&ns); err != nil {
+		return store.Session{}, fmt.Errorf("create session %s: %w", ns.ID, err)
+	}
+	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
+		return createSessionTx(ctx, tx, ns)
+	})
+	if err != nil {
+		return store.Session{}, fmt.Errorf("create session %s: %w", ns.ID, err)
+	}
+	return db.GetSession(ctx, ns.ID)
+}
+
+func validateNewSession(ns *store.NewSession) error {
+	if strings.TrimSpace(ns.ID) != ns.ID || strings.ContainsAny(ns.ID, "/\\\x00") || strings.Contains(ns.ID, "..") {
+		return store.Invalid("id", "%q contains whitespace, a path separator or \"..\"", ns.ID)
+	}
+	if !ns.Relation.Valid() {
+		return store.Invalid("relation", "unknown relation %q", ns.Relation)
+	}
+	if ns.Relation != store.RelationNone && ns.ParentID == "" {
+		return store.Invalid("relation", "%q needs a parent session", ns.Relation)
+	}
+	if ns.ParentID == ns.ID {
+		return store.Invalid("parent", "a session cannot be its own parent")
+	}
+	if err := store.ValidateModelConfig(ns.ModelConfig); err != nil {
+		return err
+	}
+	t, err := store.CleanTitle(ns.Title)
+	if err != nil {
+		return err
+	}
+	ns.Title = t
+	return nil
+}
+
+// createSessionTx inserts ns unless its id exists (ensure semantics).
+func createSessionTx(ctx context.Context, tx *sql.Tx, ns store.NewSession) error {
+	var existingSource string
+	err := tx.QueryRowContext(ctx, "SELECT source FROM sessions WHERE id = ?", ns.ID).Scan(&existingSource)
+	if err == nil {
+		// Never overwrite an earlier writer's values; a placeholder source may be upgraded.
+		if existingSource == "unknown" && ns.Source != "unknown" {
+			_, err = tx.ExecContext(ctx, "UPDATE sessions SET source = ? WHERE id = ?", ns.Source, ns.ID)
+		}
+		return err
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	rootID := ns.ID
+	if ns.ParentID != "" {
+		var parentRoot, cwd, branch string
+		err := tx.QueryRowContext(ctx, "SELECT root_id, cwd, git_branch FROM sessions WHERE id = ?", ns.ParentID).
+			Scan(&parentRoot, &cwd, &branch)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("parent session", ns.ParentID)
+		}
+		if err != nil {
+			return err
+		}
+		if ns.Relation == store.RelationCompression {
+			rootID = parentRoot
+		}
+		if ns.Cwd == "" {
+			ns.Cwd = cwd
+		}
+		if ns.GitBranch == "" {
+			ns.GitBranch = branch
+		}
+	}
+	if ns.Title != "" {
+		if holder, err := titleHolder(ctx, tx, ns.Title); err != nil {
+			return err
+		} else if holder != "" {
+			return &store.TitleInUseError{Title: ns.Title, SessionID: holder}
+		}
+	}
+	started := micros(ns.StartedAt)
+	_, err = tx.ExecContext(ctx, `INSERT INTO sessions (id, source, user_id, session_key, title, model,
+		model_config, parent_session_id, relation, root_id, started_at, last_active, cwd, git_branch)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		ns.ID, ns.Source, ns.UserID, ns.SessionKey, nullString(ns.Title), ns.Model, nullJSON(ns.ModelConfig),
+		nullString(ns.ParentID), string(ns.Relation), rootID, started, started, ns.Cwd, ns.GitBranch)
+	return err
+}
+
+func titleHolder(ctx context.Context, tx *sql.Tx, title string) (string, error) {
+	var id string
+	err := tx.QueryRowContext(ctx, "SELECT id FROM sessions WHERE title = ?", title).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return id, err
+}
+
+// GetSession implements store.Store.
+func (db *DB) GetSession(ctx context.Context, id string) (store.Session, error) {
+	s, err := getSession(ctx, db.read(), id)
+	if err != nil {
+		return s, fmt.Errorf("get session: %w", err)
+	}
+	return s, nil
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func getSession(ctx context.Context, q querier, id string) (store.Session, error) {
+	s, err := scanSession(q.QueryRowContext(ctx, "SELECT "+sessionCols+" FROM sessions s WHERE s.id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, notFound("session", id)
+	}
+	return s, err
+}
+
+var titleNumber = regexp.MustCompile(`^(.*) #(\d+)$`)
+
+// ResolveSession implements store.Store.
+func (db *DB) ResolveSession(ctx context.Context, ref string) (store.Session, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return store.Session{}, store.Invalid("session", "empty reference")
+	}
+	q := db.read()
+	if s, err := getSession(ctx, q, ref); err == nil || !errors.Is(err, store.ErrNotFound) {
+		return s, err
+	}
+	if id, err := resolveTitle(ctx, q, ref); err != nil {
+		return store.Session{}, err
+	} else if id != "" {
+		return getSession(ctx, q, id)
+	}
+	rows, err := q.QueryContext(ctx, "SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 50",
+		ref, ref+"\U0010FFFF")
+	if err != nil {
+		return store.Session{}, err
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return store.Session{}, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	switch len(ids) {
+	case 0:
+		return store.Session{}, notFound("session", ref)
+	case 1:
+		return getSession(ctx, q, ids[0])
+	}
+	return store.Session{}, &store.AmbiguousError{Ref: ref, Matches: ids}
+}
+
+// resolveTitle finds a session by title: "name" resolves to its newest numbered continuation
+// ("name #3") when there is one, else to the exact title; a numbered ref matches only itself.
+func resolveTitle(ctx context.Context, q querier, ref string) (string, error) {
+	t, err := store.CleanTitle(strings.Trim(ref, "\"'`"))
+	if err != nil || t == "" {
+		return "", nil
+	}
+	query, args := "SELECT id FROM sessions WHERE title = ?1", []any{t}
+	if !titleNumber.MatchString(t) {
+		query = `SELECT id FROM sessions WHERE title = ?1 OR title GLOB ?2
+			ORDER BY title = ?1, started_at DESC LIMIT 1`
+		args = append(args, globEscape(t)+" #[0-9]*")
+	}
+	var id string
+	err = q.QueryRowContext(ctx, query, args...).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return id, err
+}
+
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[':
+			b.WriteByte('[')
+			b.WriteRune(r)
+			b.WriteByte(']')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// UpdateSession implements store.Store.
+func (db *DB) UpdateSession(ctx context.Context, id string, p store.SessionPatch) error {
+	if err := store.ValidateModelConfig(p.ModelConfig); err != nil {
+		return fmt.Errorf("update session %s: %w", id, err)
+	}
+	var sets []string
+	var args []any
+	add := func(col string, v any) { sets = append(sets, col+" = ?"); args = append(args, v) }
+	if p.Model != nil {
+		add("model", *p.Model)
+	}
+	if p.ModelConfig != nil {
+		add("model_config", string(p.ModelConfig))
+	}
+	if p.Cwd != nil {
+		add("cwd", *p.Cwd)
+	}
+	if p.GitBranch != nil {
+		add("git_branch", *p.GitBranch)
+	}
+	if p.Source != nil {
+		if *p.Source == "" {
+			return fmt.Errorf("update session %s: %w", id, store.Invalid("source", "must not be empty"))
+		}
+		add("source", *p.Source)
+	}
+	if len(sets) == 0 {
+		_, err := db.GetSession(ctx, id)
+		return err
+	}
+	return db.updateOne(ctx, "update session", id, "UPDATE sessions SET "+strings.Join(sets, ", ")+" WHERE id = ?", append(args, id)...)
+}
+
+// updateOne runs a single-row update and reports a missing session as ErrNotFound.
+func (db *DB) updateOne(ctx context.Context, what, id, query string, args ...any) error {
+	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return existsOr(ctx, tx, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	return nil
+}
+
+// existsOr returns ErrNotFound when the session is missing, nil otherwise.
+func existsOr(ctx context.Context, tx *sql.Tx, id string) error {
+	var one int
+	err := tx.QueryRowContext(ctx, "SELECT 1 FROM sessions WHERE id = ?", id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound("session", id)
+	}
+	return err
+}
+
+// EndSession implements store.Store.
+func (db *DB) EndSession(ctx context.Context, id, reason string) error {
+	if reason == "" {
+		return fmt.Errorf("end session %s: %w", id, store.Invalid("reason", "must not be empty"))
+	}
+	return db.updateOne(ctx, "end session", id,
+		"UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL",
+		micros(time.Now()), reason, id)
+}
+
+// ReopenSession implements store.Store.
+func (db *DB) ReopenSession(ctx context.Context, id string) error {
+	return db.updateOne(ctx, "reopen session", id,
+		"UPDATE sessions SET ended_at = NULL, end_reason = '' WHERE id = ?", id)
+}
+
+// SetTitle implements store.Store.
+func (db *DB) SetTitle(ctx context.Context, id, title string) error {
+	t, err := store.CleanTitle(title)
+	if err != nil {
+		return fmt.Errorf("set title of %s: %w", id, err)
+	}
+	err = db.write(ctx, routineBudget, func(tx *sql.Tx) error {
+		var root string
+		if err := tx.QueryRowContext(ctx, "SELECT root_id FROM sessions WHERE id = ?", id).Scan(&root); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return notFound("session", id)
+			}
+			return err
+		}
+		if t != "" {
+			var holder, holderRoot string
+			err := tx.QueryRowContext(ctx, "SELECT id, root_id FROM sessions WHERE title = ?", t).Scan(&holder, &holderRoot)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+			case err != nil:
+				return err
+			case holder == id:
+				return nil
+			case holderRoot == root:
+				// Held by another member of the same compression chain: the title moves to this one.
+				if _, err := tx.ExecContext(ctx, "UPDATE sessions SET title = NULL WHERE id = ?", holder); err != nil {
+					return err
+				}
+			default:
+				return &store.TitleInUseError{Title: t, SessionID: holder}
+			}
+		}
+		_, err := tx.ExecContext(ctx, "UPDATE sessions SET title = ? WHERE id = ?", nullString(t), id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set title of %s: %w", id, err)
+	}
+	return nil
+}
+
+// NextTitle implements store.Store.
+func (db *DB) NextTitle(ctx context.Context, base string) (string, error) {
+	t, err := store.CleanTitle(base)
+	if err != nil {
+		return "", err
+	}
+	if m := titleNumber.FindStringSubmatch(t); m != nil {
+		t = m[1]
+	}
+	if t == "" {
+		return "", store.Invalid("title", "empty")
+	}
+	rows, err := db.read().QueryContext(ctx, "SELECT title FROM sessions WHERE title = ?1 OR title GLOB ?2",
+		t, globEscape(t)+" #[0-9]*")
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	found, maxN := false, 1
+	for rows.Next() {
+		var title string
+		if err := rows.Scan(&title); err != nil {
+			return "", err
+		}
+		found = true
+		if m := titleNumber.FindStringSubmatch(title); m != nil && m[1] == t {
+			if n, err := strconv.Atoi(m[2]); err == nil && n > maxN {
+				maxN = n
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	if !found {
+		return t, nil
+	}
+	next := fmt.Sprintf("%s #%d", t, maxN+1)
+	if len([]rune(next)) > store.MaxTitleLength {
+		return "", store.Invalid("title", "numbered title %q is longer than %d characters", next, store.MaxTitleLength)
+	}
+	return next, nil
+}
+
+// DeleteSession implements store.Store.
+func (db *DB) DeleteSession(ctx context.Context, id string) error {
+	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
+		if err := existsOr(ctx, tx, id); err != nil {
+			return err
+		}
+		return deleteSessionTx(ctx, tx, id)
+	})
+	if err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	return nil
+}
+
+// deleteSessionTx deletes id with its delegate children; other children are orphaned, and a
+// compression continuation becomes the root of what remains of its chain.
+func deleteSessionTx(ctx context.Context, tx *sql.Tx, id string) error {
+	rows, err := tx.QueryContext(ctx, "SELECT id, relation FROM sessions WHERE parent_session_id = ?", id)
+	if err != nil {
+		return err
+	}
+	type child struct{ id, rel string }
+	var children []child
+	for rows.Next() {
+		var c child
+		if err := rows.Scan(&c.id, &c.rel); err != nil {
+			rows.Close()
+			return err
+		}
+		children = append(children, c)
+	}
+	rows.Close()
+	for _, c := range children {
+		if c.rel == string(store.RelationDelegate) {
+			if err := deleteSessionTx(ctx, tx, c.id); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE sessions SET parent_session_id = NULL, relation = '' WHERE id = ?", c.id); err != nil {
+			return err
+		}
+		if c.rel == string(store.RelationCompression) {
+			if _, err := tx.ExecContext(ctx, `WITH RECURSIVE chain(id) AS (
+					SELECT ?1 UNION SELECT s.id FROM sessions s JOIN chain ON s.parent_session_id = chain.id
+					WHERE s.relation = 'compression')
+				UPDATE sessions SET root_id = ?1 WHERE id IN (SELECT id FROM chain)`, c.id); err != nil {
+				return err
+			}
+		}
+	}
+	var hash sql.NullString
+	if err := tx.QueryRowContext(ctx, "SELECT system_prompt_hash FROM sessions WHERE id = ?", id).Scan(&hash); err != nil {
+		return err
+	}
+	for _, q := range []string{
+		"DELETE FROM messages WHERE session_id = ?",
+		"DELETE FROM compression_locks WHERE session_id = ?",
+		"DELETE FROM sessions WHERE id = ?",
+	} {
+		if _, err := tx.ExecContext(ctx, q, id); err != nil {
+			return err
+		}
+	}
+	if hash.Valid {
+		_, err := tx.ExecContext(ctx, `DELETE FROM system_prompts WHERE hash = ?1
+			AND NOT EXISTS (SELECT 1 FROM sessions WHERE system_prompt_hash = ?1)`, hash.String)
+		return err
+	}
+	return nil
+}
+
+// PromptHash is the content address of a system prompt.
+func PromptHash(prompt string) string {
+	sum := sha256.Sum256([]byte(prompt))
+	return hex.EncodeToString(sum[:])
+}
+
+// SetSystemPrompt implements store.Store.
+func (db *DB) SetSystemPrompt(ctx context.Context, id, prompt string) (string, error) {
+	prompt = store.CleanText(prompt)
+	hash := PromptHash(prompt)
+	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
+		return setPromptTx(ctx, tx, id, prompt, hash)
+	})
+	if err != nil {
+		return "", fmt.Errorf("set system prompt of %s: %w", id, err)
+	}
+	return hash, nil
+}
+
+func setPromptTx(ctx context.Context, tx *sql.Tx, id, prompt, hash string) error {
+	if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO system_prompts (hash, prompt) VALUES (?, ?)", hash, prompt); err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, "UPDATE sessions SET system_prompt_hash = ? WHERE id = ?", hash, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound("session", id)
+	}
+	return nil
+}
+
+// SystemPrompt implements store.Store.
+func (db *DB) SystemPrompt(ctx context.Context, id string) (string, error) {
+	var prompt sql.NullString
+	err := db.read().QueryRowContext(ctx, `SELECT p.prompt FROM sessions s
+		LEFT JOIN system_prompts p ON p.hash = s.system_prompt_hash WHERE s.id = ?`, id).Scan(&prompt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", notFound("session", id)
+	}
+	if err != nil {
+		return "", fmt.Errorf("system prompt of %s: %w", id, err)
+	}
+	return prompt.String, nil
+}
+
+// RecordUsage implements store.Store.
+func (db *DB) RecordUsage(ctx context.Context, id string, u store.Usage) error {
+	return db.updateOne(ctx, "record usage of", id, `UPDATE sessions SET
+		input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+		cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,
+		reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ?,
+		cost_usd = cost_usd + ? WHERE id = ?`,
+		u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens,
+		u.APICalls, u.CostUSD, id)
+}

@@ -1,0 +1,25 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	storetest.Main(m, openStore)
+}
+
+func openStore(ctx context.Context, dsn string) (store.Store, error) {
+	return Open(ctx, dsn, Options{})
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		NewDSN: func(t *testing.T) string { return filepath.Join(t.TempDir(), "spool.db") },
+		Open:   openStore,
+	})
+}

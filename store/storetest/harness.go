@@ -1,0 +1,73 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// Harness tells the suite how to reach a backend.
+type Harness struct {
+	// NewDSN returns the location of a fresh, empty database for one test (a file path, a
+	// database URL). It must be usable from other processes.
+	NewDSN func(t *testing.T) string
+	// Open opens the database at dsn, creating the schema if needed.
+	Open func(ctx context.Context, dsn string) (store.Store, error)
+}
+
+// open returns a store on a fresh database, closed when the test ends.
+func (h Harness) open(t *testing.T) (store.Store, string) {
+	t.Helper()
+	dsn := h.NewDSN(t)
+	st := h.reopen(t, dsn)
+	return st, dsn
+}
+
+func (h Harness) reopen(t *testing.T, dsn string) store.Store {
+	t.Helper()
+	st, err := h.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatalf("open %s: %v", dsn, err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// Run runs the whole suite.
+func Run(t *testing.T, h Harness) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, h Harness)
+	}{
+		{"Sessions", testSessions},
+		{"Titles", testTitles},
+		{"Resolve", testResolve},
+		{"SystemPromptAndUsage", testPromptAndUsage},
+		{"MessageRoundTrip", testMessageRoundTrip},
+		{"TextCleaning", testTextCleaning},
+		{"BatchAtomic", testBatchAtomic},
+		{"CompactInPlace", testCompactInPlace},
+		{"CompactFenced", testCompactFenced},
+		{"Rotate", testRotate},
+		{"Branch", testBranch},
+		{"List", testList},
+		{"Search", testSearch},
+		{"SearchNeverErrors", testSearchNeverErrors},
+		{"SearchCJK", testSearchCJK},
+		{"Delete", testDelete},
+		{"Prune", testPrune},
+		{"Import", testImport},
+		{"StatsAndCheck", testStatsAndCheck},
+		{"CompressionLocks", testCompressionLocks},
+		{"ConcurrentGoroutines", testConcurrentGoroutines},
+		{"ConcurrentProcesses", testConcurrentProcesses},
+		{"KilledMidWrite", testKilledMidWrite},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, h)
+		})
+	}
+}

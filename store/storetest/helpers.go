@@ -1,0 +1,121 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/store"
+)
+
+var bg = context.Background()
+
+func mustCreate(t *testing.T, st store.Store, ns store.NewSession) store.Session {
+	t.Helper()
+	s, err := st.CreateSession(bg, ns)
+	if err != nil {
+		t.Fatalf("create %+v: %v", ns, err)
+	}
+	return s
+}
+
+func mustAppend(t *testing.T, st store.Store, sid string, ms ...store.Message) []int64 {
+	t.Helper()
+	ids, err := st.AppendBatch(bg, sid, ms)
+	if err != nil {
+		t.Fatalf("append to %s: %v", sid, err)
+	}
+	return ids
+}
+
+func mustConversation(t *testing.T, st store.Store, sid string, v store.View) []store.Message {
+	t.Helper()
+	ms, err := st.Conversation(bg, sid, v)
+	if err != nil {
+		t.Fatalf("conversation %s: %v", sid, err)
+	}
+	return ms
+}
+
+func mustSession(t *testing.T, st store.Store, id string) store.Session {
+	t.Helper()
+	s, err := st.GetSession(bg, id)
+	if err != nil {
+		t.Fatalf("get %s: %v", id, err)
+	}
+	return s
+}
+
+func user(text string) store.Message { return store.Message{Role: store.RoleUser, Content: text} }
+
+func assistant(text string) store.Message {
+	return store.Message{Role: store.RoleAssistant, Content: text}
+}
+
+func toolCall(id, name, args string) store.ToolCall {
+	return store.ToolCall{ID: id, Type: "function", Function: store.ToolFunction{Name: name, Arguments: args}}
+}
+
+func callingAssistant(text string, calls ...store.ToolCall) store.Message {
+	return store.Message{Role: store.RoleAssistant, Content: text, ToolCalls: calls}
+}
+
+func toolResult(callID, name, text string) store.Message {
+	return store.Message{Role: store.RoleTool, Content: text, ToolCallID: callID, ToolName: name}
+}
+
+// contents lists the content of each message.
+func contents(ms []store.Message) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Content
+	}
+	return out
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func wantErr(t *testing.T, err, target error, what string) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s: got error %v, want %v", what, err, target)
+	}
+}
+
+func expectCounts(t *testing.T, st store.Store, sid string, msgs, calls int) {
+	t.Helper()
+	s := mustSession(t, st, sid)
+	if s.MessageCount != msgs || s.ToolCallCount != calls {
+		t.Fatalf("session %s counters = %d messages, %d tool calls; want %d, %d", sid, s.MessageCount, s.ToolCallCount, msgs, calls)
+	}
+}
+
+func expectHealthy(t *testing.T, st store.Store) {
+	t.Helper()
+	problems, err := st.Check(bg)
+	if err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	if len(problems) > 0 {
+		t.Fatalf("check found problems: %v", problems)
+	}
+}
+
+// at returns a fixed base time plus n seconds, so ordering tests do not depend on the clock.
+func at(n int) time.Time {
+	return time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Second)
+}
+
+func sid(prefix string, n int) string { return fmt.Sprintf("%s-%03d", prefix, n) }

@@ -1,0 +1,218 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/store"
+)
+
+func testSessions(t *testing.T, h Harness) {
+	st, _ := h.open(t)
+
+	// Defaults: id, source, start time.
+	s := mustCreate(t, st, store.NewSession{Model: "m1"})
+	if s.ID == "" || s.Source != "cli" || s.StartedAt.IsZero() || s.Ended() {
+		t.Fatalf("defaults not applied: %+v", s)
+	}
+	if _, err := st.ResolveSession(bg, s.ID[:15]); err != nil {
+		t.Fatalf("generated id %q is not prefix-resolvable: %v", s.ID, err)
+	}
+
+	// Ensure semantics: a second create of the same id changes nothing.
+	a := mustCreate(t, st, store.NewSession{ID: "s-a", Source: "telegram", UserID: "u1", SessionKey: "k1",
+		Model: "m1", ModelConfig: json.RawMessage(`{"temperature":0.2}`), StartedAt: at(0), Cwd: "/w", GitBranch: "main"})
+	again := mustCreate(t, st, store.NewSession{ID: "s-a", Source: "cli", UserID: "u2", Model: "m2"})
+	if again.Source != "telegram" || again.UserID != "u1" || again.Model != "m1" || !again.StartedAt.Equal(at(0)) {
+		t.Fatalf("ensure overwrote an earlier writer's values: %+v", again)
+	}
+	if a.SessionKey != "k1" || string(a.ModelConfig) != `{"temperature":0.2}` || a.Cwd != "/w" || a.GitBranch != "main" {
+		t.Fatalf("fields not stored: %+v", a)
+	}
+
+	// Bad input.
+	_, err := st.CreateSession(bg, store.NewSession{ID: "bad", Relation: "cousin", ParentID: "s-a"})
+	wantErr(t, err, store.ErrInvalid, "unknown relation")
+	_, err = st.CreateSession(bg, store.NewSession{ID: "orphan", Relation: store.RelationBranch, ParentID: "nope"})
+	wantErr(t, err, store.ErrNotFound, "missing parent")
+	_, err = st.CreateSession(bg, store.NewSession{ID: "cfg", ModelConfig: json.RawMessage(`[1,2]`)})
+	wantErr(t, err, store.ErrInvalid, "model_config array")
+	_, err = st.CreateSession(bg, store.NewSession{ID: "../etc"})
+	wantErr(t, err, store.ErrInvalid, "path-like id")
+	_, err = st.GetSession(bg, "missing")
+	wantErr(t, err, store.ErrNotFound, "get missing")
+
+	// Children inherit workspace from their parent.
+	c := mustCreate(t, st, store.NewSession{ID: "s-a-child", ParentID: "s-a", Relation: store.RelationBranch})
+	if c.Cwd != "/w" || c.GitBranch != "main" || c.ParentID != "s-a" || c.Relation != store.RelationBranch {
+		t.Fatalf("child did not inherit: %+v", c)
+	}
+
+	// End: first stamp wins; reopen clears.
+	if err := st.EndSession(bg, "s-a", store.EndUserExit); err != nil {
+		t.Fatal(err)
+	}
+	first := mustSession(t, st, "s-a")
+	time.Sleep(2 * time.Millisecond)
+	if err := st.EndSession(bg, "s-a", "other"); err != nil {
+		t.Fatal(err)
+	}
+	second := mustSession(t, st, "s-a")
+	if !second.Ended() || second.EndReason != store.EndUserExit || !second.EndedAt.Equal(first.EndedAt) {
+		t.Fatalf("end re-stamped: first %v %q, second %v %q", first.EndedAt, first.EndReason, second.EndedAt, second.EndReason)
+	}
+	if err := st.ReopenSession(bg, "s-a"); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustSession(t, st, "s-a"); r.Ended() || r.EndReason != "" {
+		t.Fatalf("reopen left %+v", r)
+	}
+	wantErr(t, st.EndSession(bg, "missing", "x"), store.ErrNotFound, "end missing")
+	wantErr(t, st.EndSession(bg, "s-a", ""), store.ErrInvalid, "end without reason")
+
+	// Update metadata.
+	model, cwd := "m9", "/elsewhere"
+	if err := st.UpdateSession(bg, "s-a", store.SessionPatch{Model: &model, Cwd: &cwd, ModelConfig: json.RawMessage(`{"a":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if u := mustSession(t, st, "s-a"); u.Model != "m9" || u.Cwd != "/elsewhere" || string(u.ModelConfig) != `{"a":1}` || u.Source != "telegram" {
+		t.Fatalf("update: %+v", u)
+	}
+	wantErr(t, st.UpdateSession(bg, "missing", store.SessionPatch{Model: &model}), store.ErrNotFound, "update missing")
+	wantErr(t, st.UpdateSession(bg, "s-a", store.SessionPatch{ModelConfig: json.RawMessage(`nope`)}), store.ErrInvalid, "update bad config")
+}
+
+func testTitles(t *testing.T, h Harness) {
+	st, _ := h.open(t)
+	mustCreate(t, st, store.NewSession{ID: "t1", StartedAt: at(0)})
+	mustCreate(t, st, store.NewSession{ID: "t2", StartedAt: at(1)})
+
+	if err := st.SetTitle(bg, "t1", "  Fix\tthe \u200bparser\n "); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustSession(t, st, "t1").Title; got != "Fix the parser" {
+		t.Fatalf("title not cleaned: %q", got)
+	}
+	err := st.SetTitle(bg, "t2", "Fix the parser")
+	var inUse *store.TitleInUseError
+	if !errors.As(err, &inUse) || inUse.SessionID != "t1" || !errors.Is(err, store.ErrTitleInUse) {
+		t.Fatalf("duplicate title: got %v, want TitleInUseError naming t1", err)
+	}
+	if got := mustSession(t, st, "t2").Title; got != "" {
+		t.Fatalf("failed SetTitle changed the title to %q", got)
+	}
+	wantErr(t, st.SetTitle(bg, "t2", strings.Repeat("x", store.MaxTitleLength+1)), store.ErrInvalid, "long title")
+	wantErr(t, st.SetTitle(bg, "missing", "x"), store.ErrNotFound, "title of missing session")
+
+	next, err := st.NextTitle(bg, "Fix the parser")
+	if err != nil || next != "Fix the parser #2" {
+		t.Fatalf("NextTitle = %q, %v", next, err)
+	}
+	if err := st.SetTitle(bg, "t2", next); err != nil {
+		t.Fatal(err)
+	}
+	if next, _ = st.NextTitle(bg, "Fix the parser #2"); next != "Fix the parser #3" {
+		t.Fatalf("NextTitle after #2 = %q", next)
+	}
+	if fresh, _ := st.NextTitle(bg, "Unused"); fresh != "Unused" {
+		t.Fatalf("NextTitle of a free title = %q", fresh)
+	}
+	// The bare title resolves to the newest numbered continuation; a numbered one to itself.
+	if s, err := st.ResolveSession(bg, "Fix the parser"); err != nil || s.ID != "t2" {
+		t.Fatalf("resolve by title = %v, %v; want t2", s.ID, err)
+	}
+	if s, err := st.ResolveSession(bg, "Fix the parser #2"); err != nil || s.ID != "t2" {
+		t.Fatalf("resolve numbered title = %v, %v", s.ID, err)
+	}
+	// Clearing frees the title.
+	if err := st.SetTitle(bg, "t1", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetTitle(bg, "t2", "Fix the parser"); err != nil {
+		t.Fatalf("title should be free after clearing: %v", err)
+	}
+	if _, err := st.CreateSession(bg, store.NewSession{ID: "t3", Title: "Fix the parser"}); !errors.Is(err, store.ErrTitleInUse) {
+		t.Fatalf("create with a taken title: %v", err)
+	}
+}
+
+func testResolve(t *testing.T, h Harness) {
+	st, _ := h.open(t)
+	for _, id := range []string{"20261101_120000_aaaaaa", "20261101_120000_aaabbb", "20261102_090000_cccccc"} {
+		mustCreate(t, st, store.NewSession{ID: id})
+	}
+	cases := []struct {
+		ref, want string
+		err       error
+	}{
+		{"20261101_120000_aaaaaa", "20261101_120000_aaaaaa", nil},
+		{"20261102", "20261102_090000_cccccc", nil},
+		{"20261101_120000_aaab", "20261101_120000_aaabbb", nil},
+		{"20261101", "", store.ErrNotFound}, // ambiguous: checked below
+		{"2099", "", store.ErrNotFound},
+		{"   ", "", store.ErrInvalid},
+	}
+	for _, c := range cases {
+		s, err := st.ResolveSession(bg, c.ref)
+		if c.ref == "20261101" {
+			var amb *store.AmbiguousError
+			if !errors.As(err, &amb) || len(amb.Matches) != 2 || !strings.Contains(err.Error(), "ambiguous") {
+				t.Fatalf("ambiguous prefix: got %v", err)
+			}
+			continue
+		}
+		if c.err != nil {
+			wantErr(t, err, c.err, "resolve "+c.ref)
+			continue
+		}
+		if err != nil || s.ID != c.want {
+			t.Fatalf("resolve %q = %q, %v; want %q", c.ref, s.ID, err, c.want)
+		}
+	}
+}
+
+func testPromptAndUsage(t *testing.T, h Harness) {
+	st, _ := h.open(t)
+	mustCreate(t, st, store.NewSession{ID: "p1"})
+	mustCreate(t, st, store.NewSession{ID: "p2"})
+	prompt := "You are spool.\n\n## Tools\n- session_search 🔎\n会话\n"
+	h1, err := st.SetSystemPrompt(bg, "p1", prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, _ := st.SetSystemPrompt(bg, "p2", prompt)
+	if h1 != h2 || len(h1) != 64 {
+		t.Fatalf("same prompt gave hashes %q and %q", h1, h2)
+	}
+	if got, _ := st.SystemPrompt(bg, "p2"); got != prompt {
+		t.Fatalf("prompt round trip: %q", got)
+	}
+	if s := mustSession(t, st, "p1"); s.SystemPromptHash != h1 {
+		t.Fatalf("session hash %q, want %q", s.SystemPromptHash, h1)
+	}
+	stats, _ := st.Stats(bg)
+	if stats.SystemPrompts != 1 {
+		t.Fatalf("prompt stored %d times, want once", stats.SystemPrompts)
+	}
+	if got, err := st.SystemPrompt(bg, "missing"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("prompt of missing session = %q, %v", got, err)
+	}
+	_, err = st.SetSystemPrompt(bg, "missing", "x")
+	wantErr(t, err, store.ErrNotFound, "set prompt on missing session")
+
+	u := store.Usage{InputTokens: 100, OutputTokens: 20, CacheReadTokens: 80, CacheWriteTokens: 10, ReasoningTokens: 5, APICalls: 1, CostUSD: 0.25}
+	for i := 0; i < 3; i++ {
+		if err := st.RecordUsage(bg, "p1", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := mustSession(t, st, "p1").Usage
+	want := u.Add(u).Add(u)
+	if got != want {
+		t.Fatalf("usage = %+v, want %+v", got, want)
+	}
+	wantErr(t, st.RecordUsage(bg, "missing", u), store.ErrNotFound, "usage of missing session")
+}
