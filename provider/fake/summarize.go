@@ -304,7 +304,7 @@ func sectionItems(heading string, prev []string, turns []summaryTurn) []string {
 		for _, t := range turns {
 			for _, l := range append(append([]string(nil), t.calls...), t.lines...) {
 				for _, p := range pathToken.FindAllString(l, -1) {
-					if len(items) < 30+len(prev) {
+					if len(items) < 30+len(prev) && !strings.Contains(p, "...") {
 						add("- " + p)
 					}
 				}
