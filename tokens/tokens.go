@@ -44,8 +44,7 @@ func EstimateWire(messages []provider.Message) int {
 	for i := range messages {
 		m := &messages[i]
 		n += PerMessage + EstimateText(m.Content) + envelope(m.ToolCalls) +
-			EstimateText(m.Reasoning) + chars(len(m.ReasoningDetails)) +
-			EstimateText(m.ToolCallID) + EstimateText(m.ToolName)
+			EstimateText(m.Reasoning) + chars(len(m.ReasoningDetails))
 	}
 	return n
 }
