@@ -44,7 +44,7 @@ var entryHeadings = map[EntryKind]string{
 // rendered ledger never exceeds MaxLedgerChars (user asks are quoted within Config.UserAsksBudget
 // of that and older ones become excerpts with a recovery pointer).
 var entryCaps = map[EntryKind]int{
-	EntryWrote: 30, EntryRead: 30, EntryCommand: 30, EntryIdentifier: 60,
+	EntryWrote: 30, EntryRead: 30, EntryCommand: 30, EntryIdentifier: 80,
 	EntryError: 15, EntryDecision: 30, EntryAsk: 40,
 }
 
@@ -135,6 +135,10 @@ func (l *Ledger) bound() {
 	l.Entries = out
 }
 
+// sourceMarks keep the relevance of identifiers and errors across compactions: what the user
+// said outranks what the agent said, which outranks what a tool printed.
+var sourceMarks = map[int]string{1: " (output)", 2: "", 3: " (user)"}
+
 func idTag(id int64) string { return "[m" + strconv.FormatInt(id, 10) + "]" }
 
 // render writes the ledger section. Asks are quoted verbatim newest first while askBudget
@@ -187,7 +191,7 @@ func (l *Ledger) renderOnce(sessionID string, askBudget int) string {
 					fmt.Fprintf(&b, "- %s (excerpt) %s\n", idTag(e.MsgID), e.Text)
 				}
 			default:
-				fmt.Fprintf(&b, "- %s %s\n", e.Text, idTag(e.MsgID))
+				fmt.Fprintf(&b, "- %s%s %s\n", e.Text, sourceMarks[e.relevance], idTag(e.MsgID))
 			}
 		}
 	}
@@ -279,6 +283,12 @@ func parseLedger(body string) Ledger {
 			rest = rest[:len(rest)-len(m[0])]
 		}
 		switch kind {
+		case EntryIdentifier, EntryError:
+			for rel, mark := range sourceMarks {
+				if mark != "" && strings.HasSuffix(rest, mark) {
+					rest, e.relevance = strings.TrimSuffix(rest, mark), rel
+				}
+			}
 		case EntryWrote, EntryRead:
 			rest = strings.TrimSuffix(strings.TrimPrefix(rest, "`"), "`")
 		case EntryCommand:
@@ -486,7 +496,7 @@ func isWordByte(c byte) bool {
 	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
-var errorWords = []string{"error", "exception", "panic:", "traceback", "fatal", "failed", "failure", "segmentation fault", "undefined:", "cannot ", "permission denied", "not found"}
+var errorWords = []string{"error", "exception", "panic:", "traceback", "fatal", "fail", "segmentation fault", "undefined", "cannot ", "can't ", "permission denied", "not found", "does not exist", "no such ", "refused", "invalid "}
 
 // errorLines returns up to limit distinct lines of text that report an error.
 func errorLines(text string, limit int) []string {
