@@ -46,8 +46,8 @@ func (a *app) config() (config.Config, error) {
 	return cfg, nil
 }
 
-// openStore opens the configured store; it is the only place a command gets one. tweak, when
-// non-nil, adjusts the configuration first (command flags).
+// openStore opens the configured store once per invocation; it is the only place a command
+// gets one.
 func (a *app) openStore(ctx context.Context) (store.Store, error) {
 	if a.st != nil {
 		return a.st, nil
@@ -75,6 +75,9 @@ func openSQLite(ctx context.Context, cfg config.Config) (*sqlite.DB, error) {
 		JournalMode: cfg.Database.JournalMode,
 	})
 	if err != nil {
+		if strings.Contains(err.Error(), path) {
+			return nil, fmt.Errorf("open database: %w", err)
+		}
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	return db, nil

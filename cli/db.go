@@ -44,7 +44,11 @@ func (a *app) dbCheckCommand() *cobra.Command {
 			for _, p := range problems {
 				fmt.Fprintf(a.stdout, "problem: %s\n", oneLine(p))
 			}
-			fmt.Fprintf(a.stderr, "spool: %d problems found in %s\n", len(problems), cfg.Database.Path)
+			noun := "problems"
+			if len(problems) == 1 {
+				noun = "problem"
+			}
+			fmt.Fprintf(a.stderr, "spool: %d %s found in %s\n", len(problems), noun, cfg.Database.Path)
 			return nil
 		},
 	}

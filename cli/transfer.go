@@ -125,6 +125,10 @@ func writeAtomic(path string, fn func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
 		return fmt.Errorf("create %s: %w", path, err)
 	}
 	tmp := f.Name()

@@ -285,20 +285,24 @@ func (e *ImportLineError) Is(target error) bool { return target == ErrInvalid }
 // already exists are skipped and listed, never overwritten. progress, when non-nil, is called
 // with the number of lines imported so far.
 //
-// When r is an io.ReadSeeker (a file) it is read twice, holding one session at a time in memory;
+// When r can seek (a file) it is read twice, holding one session at a time in memory;
 // any other reader is buffered whole.
 func Import(ctx context.Context, st Store, r io.Reader, progress func(n int)) (ImportResult, error) {
 	rs, ok := r.(io.ReadSeeker)
+	var start int64
+	if ok {
+		// A pipe is an *os.File too, but cannot seek.
+		var err error
+		if start, err = rs.Seek(0, io.SeekCurrent); err != nil {
+			ok = false
+		}
+	}
 	if !ok {
 		data, err := io.ReadAll(r)
 		if err != nil {
 			return ImportResult{}, fmt.Errorf("import: read: %w", err)
 		}
-		rs = bytes.NewReader(data)
-	}
-	start, err := rs.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return ImportResult{}, fmt.Errorf("import: %w", err)
+		rs, start = bytes.NewReader(data), 0
 	}
 	plan, err := validateImport(rs)
 	if err != nil {
