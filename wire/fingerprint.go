@@ -27,61 +27,70 @@ type Fingerprint struct {
 // FingerprintOf hashes req layer by layer. tiers are the system prompt's tiers when known; they
 // are ignored unless they join ("\n\n") to exactly req.System.
 func FingerprintOf(req provider.Request, tiers []string) Fingerprint {
-	fp := Fingerprint{
-		Model:    sum(func(h hash.Hash) { field(h, req.Model) }),
-		System:   sum(func(h hash.Hash) { field(h, req.System) }),
-		Messages: make([]string, len(req.Messages)),
+	h := &hasher{h: sha256.New()}
+	fp := Fingerprint{Messages: make([]string, len(req.Messages))}
+	h.field(req.Model)
+	fp.Model = h.sum()
+	h.field(req.System)
+	fp.System = h.sum()
+	for _, t := range req.Tools {
+		h.field(t.Name)
+		h.field(t.Description)
+		h.field(string(t.Parameters))
 	}
-	fp.Tools = sum(func(h hash.Hash) {
-		for _, t := range req.Tools {
-			field(h, t.Name)
-			field(h, t.Description)
-			field(h, string(t.Parameters))
-		}
-	})
+	fp.Tools = h.sum()
 	if len(tiers) > 0 && strings.Join(tiers, "\n\n") == req.System {
 		fp.Tiers = make([]string, len(tiers))
 		for i, t := range tiers {
-			fp.Tiers[i] = sum(func(h hash.Hash) { field(h, t) })
+			h.field(t)
+			fp.Tiers[i] = h.sum()
 		}
 	}
 	for i := range req.Messages {
 		m := &req.Messages[i]
-		fp.Messages[i] = sum(func(h hash.Hash) {
-			field(h, m.Role)
-			field(h, m.Content)
-			field(h, m.ToolCallID)
-			field(h, m.ToolName)
-			field(h, m.Reasoning)
-			field(h, string(m.ReasoningDetails))
-			count(h, len(m.ToolCalls))
-			for _, tc := range m.ToolCalls {
-				field(h, tc.ID)
-				field(h, tc.Type)
-				field(h, tc.Function.Name)
-				field(h, tc.Function.Arguments)
-			}
-		})
+		h.field(m.Role)
+		h.field(m.Content)
+		h.field(m.ToolCallID)
+		h.field(m.ToolName)
+		h.field(m.Reasoning)
+		h.field(string(m.ReasoningDetails))
+		h.count(len(m.ToolCalls))
+		for _, tc := range m.ToolCalls {
+			h.field(tc.ID)
+			h.field(tc.Type)
+			h.field(tc.Function.Name)
+			h.field(tc.Function.Arguments)
+		}
+		fp.Messages[i] = h.sum()
 	}
 	return fp
 }
 
-func sum(write func(hash.Hash)) string {
-	h := sha256.New()
-	write(h)
-	return hex.EncodeToString(h.Sum(nil))
+// hasher writes length-prefixed fields, so adjacent fields can never run into each other, and
+// reuses its buffers across layers.
+type hasher struct {
+	h   hash.Hash
+	buf []byte
+	num [8]byte
+	out [sha256.Size]byte
 }
 
-// field writes s length-prefixed, so adjacent fields can never run into each other.
-func field(h hash.Hash, s string) {
-	count(h, len(s))
-	h.Write([]byte(s))
+func (h *hasher) field(s string) {
+	h.count(len(s))
+	h.buf = append(h.buf[:0], s...)
+	h.h.Write(h.buf)
 }
 
-func count(h hash.Hash, n int) {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(n))
-	h.Write(b[:])
+func (h *hasher) count(n int) {
+	binary.BigEndian.PutUint64(h.num[:], uint64(n))
+	h.h.Write(h.num[:])
+}
+
+// sum returns the hex digest of everything written since the last sum.
+func (h *hasher) sum() string {
+	d := h.h.Sum(h.out[:0])
+	h.h.Reset()
+	return hex.EncodeToString(d)
 }
 
 // Layer names a part of a request.
