@@ -53,6 +53,9 @@ type Env struct {
 	Tools []string
 	// Skills is the skills index; order does not matter.
 	Skills []Skill
+	// Notes are lines placed just before the session line, such as the compressor's note after
+	// the first compaction. They are inputs like any other: the same notes give the same bytes.
+	Notes []string
 	// Identity, when set, replaces both Home/SOUL.md and the built-in identity.
 	Identity string
 	// Size bounds; zero means the default.
@@ -264,6 +267,11 @@ func volatileTier(env Env) (string, error) {
 			}
 		}
 		parts = append(parts, b.String())
+	}
+	for _, n := range env.Notes {
+		if n = strings.TrimSpace(n); n != "" {
+			parts = append(parts, n)
+		}
 	}
 	parts = append(parts, sessionLine(env))
 	return strings.Join(parts, "\n\n"), nil

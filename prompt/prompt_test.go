@@ -143,15 +143,26 @@ func TestRebuildAfterCompaction(t *testing.T) {
 	if changed || again.Text() != first.Text() {
 		t.Fatalf("rebuild with unchanged files changed the bytes (changed=%v)", changed)
 	}
-	write(t, filepath.Join(env.Home, "memories", "MEMORY.md"), "- the build uses mage now\n")
-	next, changed, err := Rebuild(first.Text(), env)
+	env.Notes = []string{"Earlier turns were compacted; use session_search for details."}
+	noted, changed, err := Rebuild(first.Text(), env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !changed || next.Text() == first.Text() {
+	if !changed || !strings.HasSuffix(noted.Volatile, "\n\n"+env.Notes[0]+"\n\n"+sessionLine(env)) {
+		t.Fatalf("a compaction note belongs just before the session line:\n%s", noted.Volatile)
+	}
+	if again, changed, _ := Rebuild(noted.Text(), env); changed || again.Text() != noted.Text() {
+		t.Fatal("rebuild with the same note changed the bytes")
+	}
+	write(t, filepath.Join(env.Home, "memories", "MEMORY.md"), "- the build uses mage now\n")
+	next, changed, err := Rebuild(noted.Text(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !changed || next.Text() == noted.Text() {
 		t.Fatal("rebuild after a MEMORY.md edit kept the old bytes")
 	}
-	if !strings.Contains(next.Volatile, "mage now") || next.Stable != first.Stable || next.Context != first.Context {
+	if !strings.Contains(next.Volatile, "mage now") || next.Stable != noted.Stable || next.Context != noted.Context {
 		t.Error("a MEMORY.md edit should change the volatile tier only")
 	}
 }
