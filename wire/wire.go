@@ -113,9 +113,9 @@ type Result struct {
 
 // Build converts the active history into wire messages. The turn context goes into the last user
 // message unless that message already has a sidecar; pass an empty TurnContext when the turn has
-// no new user message, or an earlier, already sent message would change.
-// It fails on a message a provider would reject (a system row, an unknown role, a tool result without its call id); the history itself
-// is never modified.
+// no new user message, or an earlier, already sent message would change. It fails on a message a
+// provider would reject (a system row, an unknown role, a tool result without its call id); the
+// history itself is never modified.
 func Build(history []store.Message, turn TurnContext) (Result, error) {
 	res := Result{Messages: make([]provider.Message, 0, len(history)), Current: -1}
 	for i := len(history) - 1; i >= 0; i-- {
