@@ -111,7 +111,7 @@ func (r *recordingSummarizer) last() string {
 
 type fixedClock struct{ t time.Time }
 
-func (c *fixedClock) Now() time.Time           { return c.t }
+func (c *fixedClock) Now() time.Time          { return c.t }
 func (c *fixedClock) Advance(d time.Duration) { c.t = c.t.Add(d) }
 
 // session simulates a store: committing a plan gives its messages fresh ids, like
@@ -120,10 +120,11 @@ type session struct {
 	id     string
 	active []store.Message
 	nextID int64
+	all    map[int64]store.Message // every row ever written, archived ones included
 }
 
 func newSession(ms []store.Message) *session {
-	s := &session{id: "sess"}
+	s := &session{id: "sess", all: map[int64]store.Message{}}
 	for _, m := range ms {
 		s.nextID = max(s.nextID, m.ID)
 	}
@@ -136,6 +137,7 @@ func (s *session) append(ms ...store.Message) {
 		s.nextID++
 		m.ID, m.SessionID, m.Active = s.nextID, s.id, true
 		s.active = append(s.active, m)
+		s.all[m.ID] = m
 	}
 }
 

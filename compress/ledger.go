@@ -444,7 +444,10 @@ func userFacts(text string, id int64, add func(EntryKind, string, int64, int), s
 		add(EntryDecision, d, id, 3)
 	}
 	for _, e := range errorLines(text, 2) {
-		add(EntryError, e, id, 3)
+		// A user sentence merely mentioning a failure is an ask, not an error report.
+		if containsAny(strings.ToLower(e), "error", "exception", "panic", "traceback") {
+			add(EntryError, e, id, 3)
+		}
 	}
 }
 

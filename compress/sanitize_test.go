@@ -16,7 +16,9 @@ func TestSanitize(t *testing.T) {
 		}
 		return m
 	}
-	res := func(id string) store.Message { return store.Message{Role: store.RoleTool, ToolCallID: id, Content: "out " + id} }
+	res := func(id string) store.Message {
+		return store.Message{Role: store.RoleTool, ToolCallID: id, Content: "out " + id}
+	}
 	user := store.Message{Role: store.RoleUser, Content: "hi"}
 	text := store.Message{Role: store.RoleAssistant, Content: "done"}
 	withText := func(m store.Message, s string) store.Message { m.Content = s; return m }

@@ -1,0 +1,169 @@
+package compress
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// noiseTurns appends coding turns whose outputs are full of distinct identifiers.
+func noiseTurns(s *session, round, n int) {
+	for i := range n {
+		var out strings.Builder
+		for j := range 10 {
+			fmt.Fprintf(&out, "M src/r%d/t%d/f%d.go\n", round, i, j)
+		}
+		fmt.Fprintf(&out, "commit %040x\nexit code: 0", round*1000+i)
+		codingTurn(s, i, fmt.Sprintf("Round %d step %d, see #%d.", round, i, 9000+round*100+i), fmt.Sprintf("git status --round %d", round), out.String())
+	}
+}
+
+func TestLedgerSurvivesFiveCompactions(t *testing.T) {
+	t.Parallel()
+	// The summariser keeps nothing specific: whatever survives is the ledger's doing.
+	sum := &recordingSummarizer{reply: "## Goal\nKeep going.\n\n## Completed Actions\n1. WORKED — ok"}
+	c, _ := newTestCompressor(sum, nil)
+	s := plantedSession(20)
+	st := &State{}
+	facts := []string{
+		"#4821",
+		"3f9a2c1d4e5b6a7980a1b2c3d4e5f60718293a4b",
+		"https://github.com/acme/app/pull/77",
+		"`internal/db/migrate.go`",
+		"`docs/schema.md`",
+		"`go test ./internal/db/...` -> exit 1",
+		`pq: relation "users" does not exist`,
+		`"Let's use PostgreSQL instead of MySQL."`,
+		`"Never push to main directly."`,
+	}
+	var plan Plan
+	for round := 1; round <= 5; round++ {
+		var err error
+		plan, err = c.Compress(context.Background(), Request{SessionID: s.id, Messages: s.active, Model: smallModel, State: st})
+		if err != nil {
+			t.Fatalf("compaction %d: %v", round, err)
+		}
+		if why := Validate(plan.Messages); why != "" {
+			t.Fatalf("compaction %d: %s", round, why)
+		}
+		_, ledger, ok := cutSection(plan.Summary, LedgerHeading)
+		if !ok || len(LedgerHeading)+len(ledger) > MaxLedgerChars {
+			t.Fatalf("compaction %d: ledger %d chars (bound %d)", round, len(ledger), MaxLedgerChars)
+		}
+		s.commit(plan)
+		noiseTurns(s, round, 25)
+	}
+	if st.CompressionCount != 5 {
+		t.Fatalf("%d compactions", st.CompressionCount)
+	}
+	tagRe := regexp.MustCompile(`\[m(\d+)\]`)
+	for _, f := range facts {
+		line := ""
+		for l := range strings.SplitSeq(plan.Summary, "\n") {
+			if strings.Contains(l, f) {
+				line = l
+				break
+			}
+		}
+		if line == "" {
+			t.Errorf("fact %s lost after 5 compactions", f)
+			continue
+		}
+		m := tagRe.FindStringSubmatch(line)
+		if m == nil {
+			t.Errorf("fact %s has no message id: %q", f, line)
+			continue
+		}
+		id, _ := strconv.ParseInt(m[1], 10, 64)
+		orig, ok := s.all[id]
+		if !ok {
+			t.Errorf("fact %s points at unknown message %d", f, id)
+			continue
+		}
+		// The pointed-at row (archived now) holds the fact: one session_search recovers it.
+		raw := orig.Content
+		for _, tc := range orig.ToolCalls {
+			raw += tc.Function.Arguments
+		}
+		needle := strings.Trim(strings.SplitN(f, "` ->", 2)[0], "`\"")
+		if !strings.Contains(strings.ReplaceAll(raw, `\"`, `"`), needle) {
+			t.Errorf("fact %s: message %d does not contain %q", f, id, needle)
+		}
+	}
+	// Dedup: each fact appears once in the ledger.
+	for _, f := range facts[3:] {
+		if n := strings.Count(plan.Summary, f); n != 1 {
+			t.Errorf("fact %s appears %d times", f, n)
+		}
+	}
+}
+
+func TestLedgerRoundTrip(t *testing.T) {
+	t.Parallel()
+	l := Ledger{Entries: []LedgerEntry{
+		{Kind: EntryWrote, Text: "a/b.go", MsgID: 3, relevance: 2},
+		{Kind: EntryCommand, Text: "echo `x` -> exit 2", Status: "0", MsgID: 4, relevance: 2},
+		{Kind: EntryIdentifier, Text: "#12", MsgID: 5, relevance: 3},
+		{Kind: EntryIdentifier, Text: "abc1234", MsgID: 6, relevance: 1},
+		{Kind: EntryError, Text: "panic: boom", MsgID: 7, relevance: 1},
+		{Kind: EntryDecision, Text: `never use "sudo"`, MsgID: 8, relevance: 3},
+		{Kind: EntryAsk, Text: "line one\n\n  indented\n## not a heading", MsgID: 9, relevance: 3},
+	}}
+	l.bound()
+	text := l.render("sess", 1000)
+	back := parseLedger("## Goal\nx\n\n" + text + "\n\n## Other\ny")
+	if len(back.Entries) != len(l.Entries) {
+		t.Fatalf("parsed %d entries, want %d\n%s", len(back.Entries), len(l.Entries), text)
+	}
+	for i := range l.Entries {
+		if back.Entries[i] != l.Entries[i] {
+			t.Errorf("entry %d: got %+v want %+v", i, back.Entries[i], l.Entries[i])
+		}
+	}
+	if again := back.render("sess", 1000); again != text {
+		t.Fatalf("re-render differs:\n%s\n---\n%s", again, text)
+	}
+}
+
+func TestLedgerAsksBudget(t *testing.T) {
+	t.Parallel()
+	var ms []store.Message
+	for i := range 10 {
+		ms = append(ms, store.Message{ID: int64(i + 1), Role: store.RoleUser, Content: fmt.Sprintf("ask %d %s", i, strings.Repeat("x", 90))})
+	}
+	var l Ledger
+	l.merge(extractLedger(ms))
+	l.bound()
+	text := l.render("sess", 300) // room for 3 verbatim asks
+	if got := strings.Count(text, "(excerpt)"); got != 7 {
+		t.Fatalf("%d excerpts, want 7:\n%s", got, text)
+	}
+	if !strings.Contains(text, "- [m10] ask 9 ") || strings.Index(text, "[m10]") > strings.Index(text, "[m9]") {
+		t.Fatal("asks not newest first")
+	}
+}
+
+func TestIdentifiers(t *testing.T) {
+	t.Parallel()
+	text := "See #123 and PR #45, commit deadbee1 / 0123456789abcdef0123456789abcdef01234567, file ./cmd/main.go:12:3, " +
+		"config.yaml, https://example.com/a?b=1. Not ids: 1234567, #abc, deadbeef, version 1.2.3, and/or."
+	got := identifiers(text)
+	want := []string{"#123", "#45", "deadbee1", "0123456789abcdef0123456789abcdef01234567", "./cmd/main.go", "config.yaml", "https://example.com/a?b=1"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestDecisions(t *testing.T) {
+	t.Parallel()
+	got := decisions("Hi there. Let's use sqlite. The sky is blue! We must never break the API; also, don't push to main\nUse Go 1.26 instead of 1.25.", 10)
+	want := []string{"Let's use sqlite.", "We must never break the API;", "also, don't push to main", "Use Go 1.26 instead of 1.25."}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("got %q", got)
+	}
+}
