@@ -273,3 +273,5 @@ func (db *DB) tryWrite(ctx context.Context, fn func(tx *sql.Tx) error) (err erro
 
 // read runs fn against the read pool.
 func (db *DB) read() *sql.DB { return db.r }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -61,6 +62,9 @@ func (db *DB) setJournal(ctx context.Context, want string) (string, error) {
 // fileHeaderWAL reports whether the database header's read/write versions say WAL (2).
 func fileHeaderWAL(path string) (bool, error) {
 	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}

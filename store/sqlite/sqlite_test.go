@@ -14,7 +14,7 @@ func TestMain(m *testing.M) {
 }
 
 func openStore(ctx context.Context, dsn string) (store.Store, error) {
-	return Open(ctx, dsn, Options{})
+	return Open(ctx, dsn, Options{Logger: discardLogger()})
 }
 
 func TestConformance(t *testing.T) {
