@@ -22,12 +22,12 @@ const taskGuidance = `Finish the task you were given before you stop. When somet
 const toolGuidance = `Use tools when they give a better answer than memory or guessing: read files before you ` +
 	`change them, run commands to check your work, and report tool failures as they are.`
 
-const memoryGuidance = `The memory section below is a snapshot taken when this session started. It may be out of ` +
+const memoryGuidance = `Any memory section below is a snapshot taken when this prompt was built. It may be out of ` +
 	`date; prefer what the user tells you now.`
 
 const memoryToolGuidance = memoryGuidance + ` Use the memory tool to save durable facts (preferences, ` +
 	`decisions, environment details) that will matter in later sessions; keep entries short and never store ` +
-	`secrets. Saved entries take effect in the next session, not in this prompt.`
+	`secrets. Saved entries appear in this prompt only when it is next built (a new session or a compaction).`
 
 const sessionSearchGuidance = `Earlier parts of this session and past sessions may have been compacted or ` +
 	`ended, but they are kept. Use the session_search tool before you answer when the user refers to earlier ` +
