@@ -317,7 +317,7 @@ func TestPruneStatsDeleteCheck(t *testing.T) {
 		t.Errorf("stats output %q", human)
 	}
 
-	// Only the ended session from 2025 is older than 30 days; open old ones are kept.
+	// Only the ended session from over a year ago is older than 30 days.
 	pr := decode[map[string]any](t, spool(t, home, "sessions", "prune", "--older-than", "30d", "--json").ok(t, "prune"))
 	if pr["pruned"] != float64(1) {
 		t.Errorf("prune = %v, want 1", pr)
@@ -325,8 +325,8 @@ func TestPruneStatsDeleteCheck(t *testing.T) {
 	if r := spool(t, home, "sessions", "show", idOld); r.code == 0 {
 		t.Error("pruned session still shows")
 	}
-	// Other units, all longer than anything seeded, so nothing more goes.
-	for _, d := range []string{"87600h", "5256000m", "315360000s", "315360000"} {
+	// Other units, all longer than the two days of the recent seed, so nothing more goes.
+	for _, d := range []string{"72h", "4320m", "259200s", "259200", "3d"} {
 		spool(t, home, "sessions", "prune", "--older-than", d, "--yes").ok(t, "prune "+d)
 	}
 

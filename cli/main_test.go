@@ -133,7 +133,12 @@ const (
 	idOld    = "20250101_080000_e3f4a5"
 )
 
-var seedTime = time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC)
+// seedTime is two days ago, so "prune --older-than 30d" keeps the recent sessions whatever the
+// date the tests run on; oldTime is over a year ago.
+var (
+	seedTime = time.Now().UTC().Add(-48 * time.Hour).Truncate(time.Second)
+	oldTime  = time.Now().UTC().Add(-400 * 24 * time.Hour).Truncate(time.Second)
+)
 
 // seed fills home's database: a titled root with tool calls and archived rows, a branch, a
 // compression continuation, an api session and an ended session from long ago.
@@ -161,8 +166,8 @@ func seed(t *testing.T, home string) {
 			Messages: []store.Message{{Role: store.RoleUser, Content: "[summary] continuing the parser", Summary: true, Timestamp: at(900)}}}))(t)
 		check(st.CreateSession(ctx, store.NewSession{ID: idAPI, Source: "api", Title: "Gateway chat", StartedAt: seedTime.Add(27 * time.Hour)}))(t)
 		check(st.Append(ctx, idAPI, store.Message{Role: store.RoleUser, Content: "hello from the gateway about tokenizer", Timestamp: seedTime.Add(27 * time.Hour)}))(t)
-		check(st.CreateSession(ctx, store.NewSession{ID: idOld, Title: "Ancient", StartedAt: time.Date(2025, 1, 1, 8, 0, 0, 0, time.UTC)}))(t)
-		check(st.Append(ctx, idOld, store.Message{Role: store.RoleUser, Content: "old news", Timestamp: time.Date(2025, 1, 1, 8, 0, 1, 0, time.UTC)}))(t)
+		check(st.CreateSession(ctx, store.NewSession{ID: idOld, Title: "Ancient", StartedAt: oldTime}))(t)
+		check(st.Append(ctx, idOld, store.Message{Role: store.RoleUser, Content: "old news", Timestamp: oldTime.Add(time.Second)}))(t)
 		if err := st.EndSession(ctx, idOld, store.EndUserExit); err != nil {
 			t.Fatal(err)
 		}
