@@ -15,15 +15,29 @@ import (
 // workers as real OS processes (this test binary re-executed, see TestMain).
 func TestRunStoreScaledDown(t *testing.T) {
 	t.Parallel()
+	for _, sync := range []string{"", "FULL"} {
+		t.Run("synchronous="+sync, func(t *testing.T) {
+			t.Parallel()
+			want := sync
+			if want == "" {
+				want = "NORMAL"
+			}
+			runScaledDown(t, sync, want)
+		})
+	}
+}
+
+func runScaledDown(t *testing.T, sync, wantSync string) {
 	sizes := Sizes{Seed: 20260428, Sessions: 10, Messages: 500, Queries: 50, ListIters: 20, W5Procs: 2, W5Msgs: 200}
 	var out, log bytes.Buffer
 	cfg := StoreConfig{
-		Sizes:      &sizes,
-		WorkerExe:  os.Args[0],
-		WorkerArgs: []string{"-test.run=^$"},
-		WorkerEnv:  []string{workerEnv + "=1"},
-		Dir:        t.TempDir(),
-		Log:        &log,
+		Sizes:       &sizes,
+		Synchronous: sync,
+		WorkerExe:   os.Args[0],
+		WorkerArgs:  []string{"-test.run=^$"},
+		WorkerEnv:   []string{workerEnv + "=1"},
+		Dir:         t.TempDir(),
+		Log:         &log,
 	}
 	err := RunStore(context.Background(), cfg, &out)
 	t.Log(log.String())
@@ -54,7 +68,8 @@ func TestRunStoreScaledDown(t *testing.T) {
 		ok   bool
 	}{
 		{"config.scaled_down", rep.Config.ScaledDown},
-		{"config.synchronous NORMAL", rep.Config.Synchronous == "NORMAL"},
+		{"config.synchronous", rep.Config.Synchronous == wantSync},
+		{"config.journal_mode", rep.Config.JournalMode == "wal" || rep.Config.JournalMode == "delete"},
 		{"env.sqlite_version set", rep.Env.SQLiteVersion != ""},
 		{"w1 verify_ok", rep.W1.VerifyOK},
 		{"w1 all appended", rep.W1.N == 500 && rep.W1.Errors == 0},
