@@ -39,8 +39,8 @@ const maxFTSNots = 128
 //     none dangles: leading and trailing ones go and a run of them keeps its last, so
 //     "a AND AND b" is "a AND b" and "a AND NOT b" is "a NOT b"; an operator word that is only
 //     part of a token ("(AND)" is one, "-AND-" is not) is quoted as a term;
-//   - grouping, column filters, NEAR(...), ^ and + are not offered: their characters separate
-//     terms, so NEAR(a b) searches for the words near, a and b.
+//   - grouping, column filters, NEAR groups, ^ and + are not offered: their characters separate
+//     terms, and the NEAR keyword and distance of NEAR(a b, 3) are dropped, leaving a b.
 //
 // The output is meant for unicode61. The trigram index tokenises differently; callers routing CJK
 // text there build their phrases from cjkRuns instead.
@@ -84,6 +84,11 @@ func sanitizeFTSQuery(q string) string {
 			chunk = append(chunk, r)
 			continue
 		}
+		if r == '(' && string(chunk) == "NEAR" {
+			// NEAR(a b, 3): keep the phrases as plain terms, drop the keyword and the distance.
+			chunk = chunk[:0]
+			blankNearDistance(rs, i+1)
+		}
 		flush()
 	}
 	flush()
@@ -101,6 +106,30 @@ func sanitizeFTSQuery(q string) string {
 		b.WriteString(it.text)
 	}
 	return b.String()
+}
+
+// blankNearDistance turns the ", N" that ends a NEAR group opening at rs[from] into spaces.
+func blankNearDistance(rs []rune, from int) {
+	end := indexRune(rs, from, ')')
+	if end < 0 {
+		return
+	}
+	comma := -1
+	for i := end - 1; i >= from; i-- {
+		if rs[i] == ',' {
+			comma = i
+			break
+		}
+		if rs[i] != ' ' && (rs[i] < '0' || rs[i] > '9') {
+			return
+		}
+	}
+	if comma < 0 {
+		return
+	}
+	for i := comma; i < end; i++ {
+		rs[i] = ' '
+	}
 }
 
 // ftsItem is one element of the rebuilt query: a rendered term or phrase, or a boolean operator.
