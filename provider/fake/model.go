@@ -13,6 +13,10 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
+// OfflineNotice is the one line spool prints when it answers with this model because no
+// provider is configured.
+const OfflineNotice = "No model provider configured: answering with the built-in offline model (deterministic and scripted; no network, no real intelligence)."
+
 // CacheStyle selects how the in-process client accounts prompt caching.
 type CacheStyle string
 
