@@ -501,39 +501,84 @@ func isWordByte(c byte) bool {
 
 var errorWords = []string{"error", "exception", "panic:", "traceback", "fatal", "fail", "segmentation fault", "undefined", "cannot ", "can't ", "permission denied", "not found", "does not exist", "no such ", "refused", "invalid "}
 
-// errorLines returns up to limit distinct lines of text that report an error.
+// errorLines returns up to limit lines of text that report an error.
 func errorLines(text string, limit int) []string {
+	lower := asciiLower(text)
+	var words []string
+	for _, w := range errorWords {
+		if strings.Contains(lower, w) {
+			words = append(words, w)
+		}
+	}
+	if len(words) == 0 {
+		return nil
+	}
 	var out []string
-	for line := range strings.SplitSeq(text, "\n") {
-		l := strings.TrimSpace(line)
-		if len(l) < 8 {
+	for pos := 0; pos < len(text) && len(out) < limit; {
+		end := strings.IndexByte(text[pos:], '\n')
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += pos
+		}
+		line := lower[pos:end]
+		pos = end + 1
+		if len(strings.TrimSpace(line)) < 8 {
 			continue
 		}
-		ll := strings.ToLower(l)
-		for _, w := range errorWords {
-			if strings.Contains(ll, w) {
-				out = append(out, clip(l, maxEntryText))
+		for _, w := range words {
+			if strings.Contains(line, w) {
+				out = append(out, clip(strings.TrimSpace(text[pos-1-len(line):pos-1]), maxEntryText))
 				break
 			}
-		}
-		if len(out) == limit {
-			break
 		}
 	}
 	return out
 }
 
-// identifiers finds paths, SHAs, issue/PR numbers and URLs in text with one tokenising pass.
-func identifiers(text string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, tok := range strings.FieldsFunc(text, isIDSeparator) {
-		id := classifyIdentifier(tok)
-		if id != "" && !seen[id] {
-			seen[id] = true
-			out = append(out, id)
+// asciiLower lowers ASCII letters only, so byte offsets stay valid in the original.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
 		}
 	}
+	return string(b)
+}
+
+// identifiers finds paths, SHAs, issue/PR numbers and URLs in text with one tokenising pass
+// (no regular expressions: this runs over every compacted message).
+func identifiers(text string) []string {
+	var out []string
+	start := -1
+	interesting := false
+	flush := func(end int) {
+		if start >= 0 && interesting {
+			if id := classifyIdentifier(text[start:end]); id != "" && !slices.Contains(out, id) {
+				out = append(out, id)
+			}
+		}
+		start, interesting = -1, false
+	}
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c < 0x80 && isIDSeparator(rune(c)) {
+			flush(i)
+			continue
+		}
+		if start < 0 {
+			start = i
+		}
+		// Only tokens with one of these can be an identifier; most words are skipped unclassified.
+		switch {
+		case c == '/' || c == '.' || c == '#':
+			interesting = true
+		case c >= '0' && c <= '9':
+			interesting = true
+		}
+	}
+	flush(len(text))
 	return out
 }
 

@@ -56,11 +56,11 @@ const (
 )
 
 // serializeTurns renders turns as the summariser's source material.
-func serializeTurns(ms []store.Message) string {
+func serializeTurns(ms []store.Message) (out string) {
 	parts := make([]string, 0, len(ms))
 	for _, m := range ms {
 		var b strings.Builder
-		content := redact(m.Content)
+		content := m.Content
 		if m.Role == store.RoleAssistant {
 			content = stripThink(content)
 		}
@@ -73,7 +73,7 @@ func serializeTurns(ms []store.Message) string {
 			if len(m.ToolCalls) > 0 {
 				b.WriteString("\n[Tool calls:")
 				for _, tc := range m.ToolCalls {
-					args := redact(tc.Function.Arguments)
+					args := tc.Function.Arguments
 					if len(args) > argsMaxChars {
 						args = headRunes(args, argsHeadChars) + "..."
 					}
@@ -86,7 +86,8 @@ func serializeTurns(ms []store.Message) string {
 		}
 		parts = append(parts, b.String())
 	}
-	out := strings.Join(parts, "\n\n")
+	out = strings.Join(parts, "\n\n")
+	defer func() { out = redact(out) }() // after the cap: never scan what is cut anyway
 	if len(out) > SummaryInputCap {
 		head := headRunes(out, SummaryInputCap*2/3)
 		tail := tailRunes(out, SummaryInputCap/3-200)
@@ -103,30 +104,38 @@ func truncateTurn(s string) string {
 	return headRunes(s, turnHeadChars) + "\n...[truncated]...\n" + tailRunes(s, turnTailChars)
 }
 
-var secretRes = []*regexp.Regexp{
-	regexp.MustCompile(`\b(sk|pk|rk)-[A-Za-z0-9_\-]{16,}`),
-	regexp.MustCompile(`\b(ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}`),
-	regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9\-]{10,}`),
-	regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`),
-	regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{30,}`),
-	regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9._\-+/=]{16,}`),
-	regexp.MustCompile(`(?i)\b(api[_-]?key|secret|password|passwd|token|access[_-]?key)(["']?\s*[:=]\s*["']?)[^\s"',;]{6,}`),
-	regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`),
+// secretRules find credentials. Each has lowercase hints, one of which must occur for the
+// (comparatively slow) expression to run at all.
+var secretRules = []struct {
+	re    *regexp.Regexp
+	hints []string
+	repl  string
+}{
+	{regexp.MustCompile(`\b(sk|pk|rk)-[A-Za-z0-9_\-]{16,}`), []string{"sk-", "pk-", "rk-"}, "[REDACTED]"},
+	{regexp.MustCompile(`\b(ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}`), []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, "[REDACTED]"},
+	{regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9\-]{10,}`), []string{"xox"}, "[REDACTED]"},
+	{regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`), []string{"akia"}, "[REDACTED]"},
+	{regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{30,}`), []string{"aiza"}, "[REDACTED]"},
+	{regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9._\-+/=]{16,}`), []string{"bearer"}, "$1 [REDACTED]"},
+	{regexp.MustCompile(`(?i)\b(api[_-]?key|secret|password|passwd|token|access[_-]?key)(["']?\s*[:=]\s*["']?)[^\s"',;]{6,}`),
+		[]string{"api_key", "api-key", "apikey", "secret", "passw", "token", "access_key", "access-key", "accesskey"}, "$1$2[REDACTED]"},
+	{regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`), []string{"private key-----"}, "[REDACTED]"},
 }
 
 // redact replaces credentials with [REDACTED].
 func redact(s string) string {
-	for i, re := range secretRes {
-		if !re.MatchString(s) {
-			continue
+	lower := strings.ToLower(s)
+	for _, r := range secretRules {
+		hit := false
+		for _, h := range r.hints {
+			if strings.Contains(lower, h) {
+				hit = true
+				break
+			}
 		}
-		switch i {
-		case 5:
-			s = re.ReplaceAllString(s, "$1 [REDACTED]")
-		case 6:
-			s = re.ReplaceAllString(s, "$1$2[REDACTED]")
-		default:
-			s = re.ReplaceAllString(s, "[REDACTED]")
+		if hit && r.re.MatchString(s) {
+			s = r.re.ReplaceAllString(s, r.repl)
+			lower = strings.ToLower(s)
 		}
 	}
 	return s

@@ -86,12 +86,29 @@ func parseArgs(raw string) callArgs {
 	return a
 }
 
+const exitScanTail = 4096
+
 var exitRe = regexp.MustCompile(`(?i)(?:exit(?:ed)?(?: with)?(?:[ _](?:code|status))?["']?\s*[:= ]\s*|returncode\s*[:= ]\s*)(-?\d{1,3})\b`)
 
-// exitStatus finds an exit status in a command's output.
+// exitStatus finds the last exit status reported in a command's output. The expression only
+// runs on short windows that start at a candidate keyword, so huge outputs stay cheap.
 func exitStatus(out string) (string, bool) {
-	if m := exitRe.FindStringSubmatch(out); m != nil {
-		return m[1], true
+	if len(out) > exitScanTail {
+		// Shells and tools report the status at the end.
+		out = out[len(out)-exitScanTail:]
+	}
+	for i := len(out) - 4; i >= 0; i-- {
+		c := out[i] | 0x20
+		if c != 'e' && c != 'r' {
+			continue
+		}
+		kw := out[i:min(len(out), i+10)]
+		if !strings.EqualFold(kw[:4], "exit") && !strings.EqualFold(kw, "returncode") {
+			continue
+		}
+		if m := exitRe.FindStringSubmatch(out[i:min(len(out), i+48)]); m != nil {
+			return m[1], true
+		}
 	}
 	return "", false
 }
@@ -109,6 +126,9 @@ func callIndex(ms []store.Message) map[string]store.ToolCall {
 
 // clip shortens s to at most n runes, adding "…" when cut, and folds it onto one line.
 func clip(s string, n int) string {
+	if len(s) > 8*n {
+		s = headRunes(s, 4*n) // whitespace folding below never needs more
+	}
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) <= n {
 		return s
@@ -140,11 +160,12 @@ func tailRunes(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	r := []rune(s)
-	if len(r) <= n {
-		return s
+	i := len(s)
+	for ; n > 0 && i > 0; n-- {
+		_, size := utf8.DecodeLastRuneInString(s[:i])
+		i -= size
 	}
-	return string(r[len(r)-n:])
+	return s[i:]
 }
 
 // cutBytes returns the longest prefix of s of at most n bytes that ends on a rune boundary.
