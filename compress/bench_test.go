@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
 )
 
 // BenchmarkCompress1000 measures compaction overhead excluding the model call (the summariser
