@@ -68,6 +68,22 @@ func CleanText(s string) string {
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
+// CleanIdent cleans an identifier (tool call id, tool name, finish reason): as CleanText, and
+// control characters become U+FFFD, since no provider sends them and backends may use them as
+// separators.
+func CleanIdent(s string) string {
+	s = CleanText(s)
+	if strings.IndexFunc(s, unicode.IsControl) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+}
+
 // PrepareMessage validates m and cleans its text fields in place. It is what every backend
 // calls before writing a message.
 func PrepareMessage(m *Message) error {
@@ -78,10 +94,10 @@ func PrepareMessage(m *Message) error {
 	}
 	m.Content = CleanText(m.Content)
 	m.APIContent = CleanText(m.APIContent)
-	m.ToolCallID = CleanText(m.ToolCallID)
-	m.ToolName = CleanText(m.ToolName)
+	m.ToolCallID = CleanIdent(m.ToolCallID)
+	m.ToolName = CleanIdent(m.ToolName)
 	m.Reasoning = CleanText(m.Reasoning)
-	m.FinishReason = CleanText(m.FinishReason)
+	m.FinishReason = CleanIdent(m.FinishReason)
 	for i := range m.ToolCalls {
 		tc := &m.ToolCalls[i]
 		tc.ID = CleanText(tc.ID)

@@ -26,7 +26,7 @@ const maxFTSNots = 128
 //     unmatched quote is a separator; a phrase with no letter or digit is dropped, so no empty
 //     "" phrase is ever emitted;
 //   - every ASCII character other than letters, digits, '_', '.', '-' and '*' separates terms
-//     (the reference set plus the backtick); '%' is kept only when the query contains CJK, for the
+//     (the reference set plus the backtick, which FTS5 also rejects); '%' is kept only when the query contains CJK, for the
 //     LIKE fallback, and then only inside a quoted term; non-ASCII symbols, punctuation and spaces
 //     (emoji, dashes, smart quotes, CJK punctuation) separate terms too, as unicode61 does;
 //   - '*' marks a prefix only right after a term: runs collapse, a leading '*' is dropped;
@@ -37,8 +37,9 @@ const maxFTSNots = 128
 //   - AND, OR and NOT (upper case, whole token) stay operators; one leading and one trailing
 //     operator word of any case is removed as in the reference, then operators are repaired so
 //     none dangles: leading and trailing ones go and a run of them keeps its last, so
-//     "a AND AND b" is "a AND b" and "a AND NOT b" is "a NOT b"; an operator word that is only
-//     part of a token ("(AND)" is one, "-AND-" is not) is quoted as a term;
+//     "a AND AND b" is "a AND b" and "a AND NOT b" is "a NOT b"; an operator word glued to other
+//     term characters ("-AND-", "AND*") is quoted as a term, while "(AND)" stays an operator
+//     because parentheses separate;
 //   - grouping, column filters, NEAR groups, ^ and + are not offered: their characters separate
 //     terms, and the NEAR keyword and distance of NEAR(a b, 3) are dropped, leaving a b.
 //

@@ -132,7 +132,7 @@ func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) 
 		return nil, fmt.Errorf("conversation %s: %w", sessionID, store.Invalid("view", "unknown view %d", v))
 	}
 	q := db.read()
-	ms, err := loadMessages(ctx, q, "SELECT "+messageCols+" FROM messages m WHERE m.session_id = ? AND "+where+" ORDER BY m.id", sessionID)
+	ms, err := loadMessages(ctx, q, sessionID, where)
 	if err != nil {
 		return nil, fmt.Errorf("conversation %s: %w", sessionID, err)
 	}
@@ -147,15 +147,15 @@ func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) 
 	return ms, nil
 }
 
-func loadMessages(ctx context.Context, q querier, query string, args ...any) ([]store.Message, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
+func loadMessages(ctx context.Context, q querier, sessionID, where string) ([]store.Message, error) {
+	rows, err := q.QueryContext(ctx, "SELECT "+messageCols+" FROM messages m WHERE m.session_id = ? AND "+where+" ORDER BY m.id", sessionID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var ms []store.Message
 	for rows.Next() {
-		m, err := scanMessage(rows)
+		m, err := scanMessage(rows, sessionID)
 		if err != nil {
 			return nil, err
 		}

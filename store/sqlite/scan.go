@@ -3,6 +3,10 @@ package sqlite
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/store"
@@ -61,31 +65,68 @@ func scanSession(r rowScanner, extra ...any) (store.Session, error) {
 	return s, nil
 }
 
-const messageCols = `m.id, m.session_id, m.role, m.content, m.api_content, m.tool_calls, m.tool_call_id,
-	m.tool_name, m.reasoning, m.reasoning_details, m.finish_reason, m.token_count, m.timestamp,
-	m.summary, m.active, m.compacted`
+// messageCols packs a message row into three columns. With modernc.org/sqlite every column read
+// is a locked C-API call costing about a microsecond, so a 16-column row costs three times a
+// 3-column one; loading a long transcript is dominated by it. The small fields travel as one
+// unit-separated string, the rare ones (tool calls, wire sidecar, reasoning) as one JSON array
+// that is NULL for most rows. Identifiers are cleaned of control characters on write, so the
+// separator cannot occur inside them.
+const messageCols = `m.content,
+	m.role || char(31) || m.id || char(31) || m.timestamp || char(31) ||
+		(m.active + 2 * m.compacted + 4 * m.summary) || char(31) || m.token_count || char(31) ||
+		coalesce(m.tool_call_id, '') || char(31) || coalesce(m.tool_name, '') || char(31) ||
+		coalesce(m.finish_reason, ''),
+	CASE WHEN m.tool_calls IS NULL AND m.api_content IS NULL AND m.reasoning IS NULL
+		AND m.reasoning_details IS NULL THEN NULL
+		ELSE json_array(m.tool_calls, m.api_content, m.reasoning, m.reasoning_details) END`
 
-func scanMessage(r rowScanner) (store.Message, error) {
-	var m store.Message
-	var api, calls, callID, toolName, reasoning, details, finish sql.NullString
-	var ts int64
-	if err := r.Scan(&m.ID, &m.SessionID, &m.Role, &m.Content, &api, &calls, &callID,
-		&toolName, &reasoning, &details, &finish, &m.TokenCount, &ts,
-		&m.Summary, &m.Active, &m.Compacted); err != nil {
+func scanMessage(r rowScanner, sessionID string) (store.Message, error) {
+	m := store.Message{SessionID: sessionID}
+	var head string
+	var extra sql.NullString
+	if err := r.Scan(&m.Content, &head, &extra); err != nil {
 		return m, err
 	}
-	m.APIContent, m.ToolCallID, m.ToolName = api.String, callID.String, toolName.String
-	m.Reasoning, m.FinishReason = reasoning.String, finish.String
-	if details.Valid {
-		m.ReasoningDetails = json.RawMessage(details.String)
-	}
-	if calls.Valid && calls.String != "" {
-		// Stored by us as a JSON array; a row that somehow is not parses as no calls rather
-		// than failing the whole transcript load.
-		if err := json.Unmarshal([]byte(calls.String), &m.ToolCalls); err != nil {
-			m.ToolCalls = nil
+	var f [8]string
+	for i := range f {
+		var ok bool
+		if i == len(f)-1 {
+			f[i] = head
+		} else if f[i], head, ok = strings.Cut(head, "\x1f"); !ok {
+			return m, fmt.Errorf("message row: malformed header")
 		}
 	}
-	m.Timestamp = fromMicros(ts)
+	id, err1 := strconv.ParseInt(f[1], 10, 64)
+	ts, err2 := strconv.ParseInt(f[2], 10, 64)
+	flags, err3 := strconv.Atoi(f[3])
+	tokens, err4 := strconv.Atoi(f[4])
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return m, fmt.Errorf("message row: %w", err)
+	}
+	m.Role, m.ID, m.Timestamp, m.TokenCount = f[0], id, fromMicros(ts), tokens
+	m.Active, m.Compacted, m.Summary = flags&1 != 0, flags&2 != 0, flags&4 != 0
+	m.ToolCallID, m.ToolName, m.FinishReason = f[5], f[6], f[7]
+	if extra.Valid {
+		var x [4]*string
+		if err := json.Unmarshal([]byte(extra.String), &x); err != nil {
+			return m, fmt.Errorf("message %d: extra fields: %w", id, err)
+		}
+		if x[0] != nil && *x[0] != "" {
+			// Stored by us as a JSON array; a row that somehow is not loads as no calls rather
+			// than failing the whole transcript.
+			if err := json.Unmarshal([]byte(*x[0]), &m.ToolCalls); err != nil {
+				m.ToolCalls = nil
+			}
+		}
+		if x[1] != nil {
+			m.APIContent = *x[1]
+		}
+		if x[2] != nil {
+			m.Reasoning = *x[2]
+		}
+		if x[3] != nil {
+			m.ReasoningDetails = json.RawMessage(*x[3])
+		}
+	}
 	return m, nil
 }

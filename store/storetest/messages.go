@@ -104,15 +104,23 @@ func testTextCleaning(t *testing.T, h Harness) {
 	if !utf8.ValidString(got.ToolCalls[0].ID) || !utf8.ValidString(got.ToolCalls[0].Function.Arguments) {
 		t.Fatalf("tool call not cleaned: %+v", got.ToolCalls[0])
 	}
+	// Control characters in identifiers are cleaned too (backends may use them as separators).
+	if _, err := st.Append(bg, "tc", toolResult("id\x1fwith\x00controls", "tool\x1e", "r")); err != nil {
+		t.Fatal(err)
+	}
+	res := mustConversation(t, st, "tc", store.ViewActive)[1]
+	if res.ToolCallID != "id\uFFFDwith\uFFFDcontrols" || res.ToolName != "tool\uFFFD" || res.Content != "r" {
+		t.Fatalf("identifiers with control characters: %q %q %q", res.ToolCallID, res.ToolName, res.Content)
+	}
 	// Refused input leaves nothing behind.
 	_, err := st.Append(bg, "tc", store.Message{Role: "robot", Content: "x"})
 	wantErr(t, err, store.ErrInvalid, "bad role")
 	_, err = st.Append(bg, "tc", store.Message{Role: store.RoleAssistant, ReasoningDetails: json.RawMessage(`{broken`)})
 	wantErr(t, err, store.ErrInvalid, "bad reasoning JSON")
-	if n := len(mustConversation(t, st, "tc", store.ViewAll)); n != 1 {
+	if n := len(mustConversation(t, st, "tc", store.ViewAll)); n != 2 {
 		t.Fatalf("refused appends stored rows: %d", n)
 	}
-	expectCounts(t, st, "tc", 1, 1)
+	expectCounts(t, st, "tc", 2, 1)
 }
 
 func testBatchAtomic(t *testing.T, h Harness) {
