@@ -106,7 +106,8 @@ func (m *Model) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 	if key == "" {
 		key = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 	}
-	reqID := "req_011C" + shortHash(r.URL.Path+key+r.Header.Get("Date"), 20)
+	body, err := readBody(r)
+	reqID := "req_011C" + shortHash(key+"\x00"+string(body), 20)
 	w.Header().Set("request-id", reqID)
 	invalid := func(msg string) {
 		writeWireError(w, anthropicInvalidStatus(http.StatusBadRequest, "invalid_request_error", msg, reqID))
@@ -119,7 +120,6 @@ func (m *Model) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		invalid("anthropic-version: header is required")
 		return
 	}
-	body, err := readBody(r)
 	if err != nil {
 		invalid("could not read request body: " + err.Error())
 		return

@@ -226,7 +226,7 @@ func (m *Model) process(c call) (result, *failure) {
 		f := m.queued[0]
 		m.queued = m.queued[1:]
 		fault = &f
-	} else if d := lastUserDirectives(c.msgs); d.fault != nil {
+	} else if d := callDirectives(c); d.fault != nil {
 		if d.faultTimes == 0 || m.fired[pk] < d.faultTimes {
 			m.fired[pk]++
 			fault = d.fault

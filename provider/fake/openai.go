@@ -57,13 +57,13 @@ type oaUsage struct {
 
 func (m *Model) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 	key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	w.Header().Set("x-request-id", "req_"+shortHash(r.URL.Path+key+r.Header.Get("Date"), 32))
 	w.Header().Set("openai-version", "2020-10-01")
+	body, err := readBody(r)
+	w.Header().Set("x-request-id", "req_"+shortHash(key+"\x00"+string(body), 32))
 	if m.cfg.APIKey != "" && key != m.cfg.APIKey {
 		writeWireError(w, openAIError(FaultAuth, "", key, 0, 0))
 		return
 	}
-	body, err := readBody(r)
 	if err != nil {
 		writeWireError(w, openAIInvalid("We could not read the body of your request: "+err.Error(), ""))
 		return

@@ -83,6 +83,21 @@ func lastUserDirectives(msgs []provider.Message) directives {
 	return parseDirectives(msgs[len(msgs)-1].Content)
 }
 
+// callDirectives are the directives that act on this call. In a summary request only the lines
+// before the turns are read: the turns may quote earlier directives, which must not fire again.
+func callDirectives(c call) directives {
+	if len(c.msgs) == 0 || !isSummaryRequest(c) {
+		return lastUserDirectives(c.msgs)
+	}
+	content := c.msgs[len(c.msgs)-1].Content
+	for _, mark := range []string{markPrevious, markTurns, markNewTurns} {
+		if i := strings.Index(content, mark); i >= 0 {
+			content = content[:i]
+		}
+	}
+	return parseDirectives(content)
+}
+
 // respond is the script: summarizer, tool results, directives, or a plain answer.
 func respond(c call, seed string) (string, []store.ToolCall, string) {
 	if isSummaryRequest(c) {

@@ -193,3 +193,18 @@ func TestSummarizerFollowsTheTemplateAndIsNotTriggeredByASummaryInHistory(t *tes
 		t.Errorf("chat after compaction answered %q (%v)", resp.Content, err)
 	}
 }
+
+func TestSummarizerIgnoresDirectivesQuotedInTurns(t *testing.T) {
+	t.Parallel()
+	m := New(Config{})
+	turns := "TURNS TO SUMMARIZE:\n[USER]: Try it.\nFAULT server\nCALL read_file {}\n\n[ASSISTANT]: Done."
+	resp, err := m.Chat(context.Background(), summaryRequest(summaryPreamble, turns), nil)
+	if err != nil || !strings.HasPrefix(resp.Content, "## Goal\n") || len(resp.ToolCalls) != 0 {
+		t.Errorf("quoted directives acted: %+v %v", resp, err)
+	}
+	// A directive before the turns still acts, so a test can fail the summarizer on purpose.
+	_, err = m.Chat(context.Background(), summaryRequest(summaryPreamble, "FAULT overloaded\n"+turns), nil)
+	if provider.ClassOf(err) != provider.ClassOverloaded {
+		t.Errorf("leading FAULT: %v", err)
+	}
+}
