@@ -81,6 +81,9 @@ func (db *DB) ArchiveAndCompact(ctx context.Context, req store.CompactRequest, o
 		if err := recount(ctx, tx, sid); err != nil {
 			return err
 		}
+		if err := db.indexNow(ctx, tx); err != nil {
+			return err
+		}
 		return tx.QueryRowContext(ctx, "SELECT message_count FROM sessions WHERE id = ?", sid).Scan(&active)
 	})
 	if err != nil {
@@ -170,9 +173,11 @@ func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opt
 		} else if err := recount(ctx, tx, child.ID); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
-			micros(time.Now()), store.EndCompression, pid)
-		return err
+		if _, err := tx.ExecContext(ctx, "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
+			micros(time.Now()), store.EndCompression, pid); err != nil {
+			return err
+		}
+		return db.indexNow(ctx, tx)
 	})
 	if err != nil {
 		return store.Session{}, fmt.Errorf("rotate %s: %w", pid, err)

@@ -42,6 +42,7 @@ type DB struct {
 	log         *slog.Logger
 	writes      atomic.Int64
 	busyRetries atomic.Int64
+	pending     atomic.Int64 // rows appended by this handle and not yet indexed
 	host        string
 }
 
@@ -193,6 +194,9 @@ func (db *DB) chmodSidecars() {
 // Close checkpoints (PASSIVE, never TRUNCATE) and closes both pools.
 func (db *DB) Close() error {
 	var errs []error
+	if err := db.flushIndex(context.Background()); err != nil {
+		errs = append(errs, fmt.Errorf("index pending messages: %w", err))
+	}
 	if db.journal == "wal" {
 		if _, err := db.w.Exec("PRAGMA wal_checkpoint(PASSIVE)"); err != nil && !isBusy(err) {
 			errs = append(errs, err)

@@ -147,7 +147,10 @@ func (db *DB) Branch(ctx context.Context, parentID string, child store.NewSessio
 			(SELECT system_prompt_hash FROM sessions WHERE id = ?) WHERE id = ?`, parentID, child.ID); err != nil {
 			return err
 		}
-		return copyActive(ctx, tx, parentID, child.ID, 0, -1)
+		if err := copyActive(ctx, tx, parentID, child.ID, 0, -1); err != nil {
+			return err
+		}
+		return db.indexNow(ctx, tx)
 	})
 	if err != nil {
 		return store.Session{}, fmt.Errorf("branch %s: %w", parentID, err)

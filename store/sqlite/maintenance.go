@@ -69,7 +69,10 @@ func (db *DB) ImportSession(ctx context.Context, s store.Session, prompt string,
 				return err
 			}
 		}
-		return recount(ctx, tx, ns.ID)
+		if err := recount(ctx, tx, ns.ID); err != nil {
+			return err
+		}
+		return db.indexNow(ctx, tx)
 	})
 	if err != nil {
 		return fmt.Errorf("import session %s: %w", s.ID, err)
@@ -176,6 +179,9 @@ func (db *DB) Stats(ctx context.Context) (store.Stats, error) {
 // indexes against their content, and every session's counters against its rows.
 func (db *DB) Check(ctx context.Context) ([]string, error) {
 	var problems []string
+	if err := db.flushIndex(ctx); err != nil {
+		return nil, fmt.Errorf("index pending messages: %w", err)
+	}
 	q := db.read()
 	lines, err := queryStrings(ctx, q, "PRAGMA integrity_check")
 	if err != nil {

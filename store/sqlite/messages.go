@@ -74,7 +74,7 @@ func (db *DB) appendMessages(ctx context.Context, sessionID string, ms []store.M
 			}
 			ids = append(ids, id)
 		}
-		return nil
+		return db.notePending(ctx, tx, len(enc))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("append to %s: %w", sessionID, err)

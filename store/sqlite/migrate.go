@@ -113,7 +113,7 @@ func (db *DB) migrateTo(ctx context.Context, target int) error {
 	return nil
 }
 
-// backfillCJK flags rows written before the trigram index existed; the update trigger indexes them.
+// backfillCJK flags rows written before the search indexes existed, then indexes every row.
 func backfillCJK(ctx context.Context, tx *sql.Tx) error {
 	rows, err := tx.QueryContext(ctx, "SELECT id, content FROM messages")
 	if err != nil {
@@ -140,5 +140,5 @@ func backfillCJK(ctx context.Context, tx *sql.Tx) error {
 			return err
 		}
 	}
-	return nil
+	return indexPending(ctx, tx)
 }

@@ -25,6 +25,9 @@ func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.SearchHi
 		q.Limit = defaultSearchLimit
 	}
 	q.Offset = max(q.Offset, 0)
+	if err := db.ensureIndexed(ctx); err != nil {
+		return nil, fmt.Errorf("search %q: index pending messages: %w", q.Text, err)
+	}
 	var hits []store.SearchHit
 	var err error
 	if hasCJK(q.Text) {
@@ -262,6 +265,9 @@ func (db *DB) CheckMatch(ctx context.Context, query string) error {
 	match := sanitizeFTSQuery(query)
 	if match == "" {
 		return nil
+	}
+	if err := db.ensureIndexed(ctx); err != nil {
+		return err
 	}
 	var n int
 	return db.read().QueryRowContext(ctx, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", match).Scan(&n)

@@ -5,55 +5,57 @@
 --
 -- The trigram index (substring search for scripts written without spaces) costs about 5x write
 -- throughput, so it holds only rows flagged cjk=1 by the writer.
+--
+-- Indexing is batched: FTS5 writes a new segment for every transaction, so indexing each append
+-- in its own commit would double its cost. Rows with id <= fts_state.upto are indexed; newer rows
+-- are pending and are indexed in batches by the writer (every 128 appends, before every search,
+-- at close). Message ids are assigned under the write lock, so every row at or below the highest
+-- committed id is final when a batch runs.
 ALTER TABLE messages ADD COLUMN cjk INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX messages_cjk ON messages(id) WHERE cjk = 1;
+
+CREATE TABLE fts_state (
+  id   INTEGER PRIMARY KEY CHECK (id = 1),
+  upto INTEGER NOT NULL
+);
+INSERT INTO fts_state (id, upto) VALUES (1, 0);
 
 CREATE VIEW messages_fts_src AS
   SELECT id,
          CASE WHEN role = 'tool' THEN substr(content, 1, 8192) ELSE content END AS content,
          tool_name,
          tool_calls
-  FROM messages;
+  FROM messages WHERE id <= (SELECT upto FROM fts_state);
+
+CREATE VIEW messages_trigram_src AS
+  SELECT id, CASE WHEN role = 'tool' THEN substr(content, 1, 8192) ELSE content END AS content
+  FROM messages WHERE cjk = 1 AND id <= (SELECT upto FROM fts_state);
 
 CREATE VIRTUAL TABLE messages_fts USING fts5(
   content, tool_name, tool_calls,
   content = 'messages_fts_src', content_rowid = 'id', tokenize = 'unicode61'
 );
 
-CREATE VIEW messages_trigram_src AS
-  SELECT id, CASE WHEN role = 'tool' THEN substr(content, 1, 8192) ELSE content END AS content
-  FROM messages WHERE cjk = 1;
-
 CREATE VIRTUAL TABLE messages_trigram USING fts5(
   content,
   content = 'messages_trigram_src', content_rowid = 'id', tokenize = 'trigram'
 );
 
-CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages BEGIN
-  INSERT INTO messages_fts(rowid, content, tool_name, tool_calls) VALUES (
-    new.id,
-    CASE WHEN new.role = 'tool' THEN substr(new.content, 1, 8192) ELSE new.content END,
-    new.tool_name, new.tool_calls);
-END;
-CREATE TRIGGER messages_trigram_ai AFTER INSERT ON messages WHEN new.cjk = 1 BEGIN
-  INSERT INTO messages_trigram(rowid, content) VALUES (
-    new.id,
-    CASE WHEN new.role = 'tool' THEN substr(new.content, 1, 8192) ELSE new.content END);
-END;
-
-CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages BEGIN
+-- Only indexed rows have index entries to remove or replace.
+CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages
+WHEN old.id <= (SELECT upto FROM fts_state) BEGIN
   INSERT INTO messages_fts(messages_fts, rowid, content, tool_name, tool_calls) VALUES (
     'delete', old.id,
     CASE WHEN old.role = 'tool' THEN substr(old.content, 1, 8192) ELSE old.content END,
     old.tool_name, old.tool_calls);
-END;
-CREATE TRIGGER messages_trigram_ad AFTER DELETE ON messages WHEN old.cjk = 1 BEGIN
-  INSERT INTO messages_trigram(messages_trigram, rowid, content) VALUES (
-    'delete', old.id,
-    CASE WHEN old.role = 'tool' THEN substr(old.content, 1, 8192) ELSE old.content END);
+  INSERT INTO messages_trigram(messages_trigram, rowid, content)
+    SELECT 'delete', old.id,
+      CASE WHEN old.role = 'tool' THEN substr(old.content, 1, 8192) ELSE old.content END
+    WHERE old.cjk = 1;
 END;
 
-CREATE TRIGGER messages_fts_au AFTER UPDATE OF content, role, tool_name, tool_calls ON messages BEGIN
+CREATE TRIGGER messages_fts_au AFTER UPDATE OF content, role, tool_name, tool_calls, cjk ON messages
+WHEN old.id <= (SELECT upto FROM fts_state) BEGIN
   INSERT INTO messages_fts(messages_fts, rowid, content, tool_name, tool_calls) VALUES (
     'delete', old.id,
     CASE WHEN old.role = 'tool' THEN substr(old.content, 1, 8192) ELSE old.content END,
@@ -62,18 +64,11 @@ CREATE TRIGGER messages_fts_au AFTER UPDATE OF content, role, tool_name, tool_ca
     new.id,
     CASE WHEN new.role = 'tool' THEN substr(new.content, 1, 8192) ELSE new.content END,
     new.tool_name, new.tool_calls);
-END;
-CREATE TRIGGER messages_trigram_au AFTER UPDATE OF content, role, cjk ON messages BEGIN
   INSERT INTO messages_trigram(messages_trigram, rowid, content)
     SELECT 'delete', old.id,
       CASE WHEN old.role = 'tool' THEN substr(old.content, 1, 8192) ELSE old.content END
     WHERE old.cjk = 1;
   INSERT INTO messages_trigram(rowid, content)
-    SELECT new.id,
-      CASE WHEN new.role = 'tool' THEN substr(new.content, 1, 8192) ELSE new.content END
+    SELECT new.id, CASE WHEN new.role = 'tool' THEN substr(new.content, 1, 8192) ELSE new.content END
     WHERE new.cjk = 1;
 END;
-
--- Rows written before this version: index them now. The cjk flag is backfilled afterwards by
--- the migration code (it can classify scripts); its update trigger fills the trigram index.
-INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');

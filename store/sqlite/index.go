@@ -1,0 +1,79 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// indexBatch is how many appended rows may wait before the writer indexes them. FTS5 writes one
+// segment per transaction, so a batch costs about what one row costs in its own transaction.
+const indexBatch = 128
+
+// indexPending adds every row above fts_state.upto to the full-text indexes and advances upto,
+// inside tx. It is idempotent: with nothing pending it changes nothing.
+func indexPending(ctx context.Context, tx *sql.Tx) error {
+	var upto, top int64
+	if err := tx.QueryRowContext(ctx, `SELECT upto, coalesce((SELECT max(id) FROM messages), 0) FROM fts_state`).Scan(&upto, &top); err != nil {
+		return fmt.Errorf("read index state: %w", err)
+	}
+	if top <= upto {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO messages_fts (rowid, content, tool_name, tool_calls)
+		SELECT id, CASE WHEN role = 'tool' THEN substr(content, 1, 8192) ELSE content END, tool_name, tool_calls
+		FROM messages WHERE id > ? AND id <= ? ORDER BY id`, upto, top); err != nil {
+		return fmt.Errorf("index words: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO messages_trigram (rowid, content)
+		SELECT id, CASE WHEN role = 'tool' THEN substr(content, 1, 8192) ELSE content END
+		FROM messages WHERE cjk = 1 AND id > ? AND id <= ? ORDER BY id`, upto, top); err != nil {
+		return fmt.Errorf("index substrings: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE fts_state SET upto = ?", top); err != nil {
+		return fmt.Errorf("advance index state: %w", err)
+	}
+	return nil
+}
+
+// notePending counts rows this handle appended; once a batch is due it indexes everything
+// pending inside tx, so the batch commits with the append that completed it.
+func (db *DB) notePending(ctx context.Context, tx *sql.Tx, added int) error {
+	if db.pending.Add(int64(added)) < indexBatch {
+		return nil
+	}
+	if err := indexPending(ctx, tx); err != nil {
+		return err
+	}
+	db.pending.Store(0)
+	return nil
+}
+
+// indexNow indexes everything pending inside tx: bulk writers (compaction, branch, import) call
+// it so their rows land in one segment with the write that made them.
+func (db *DB) indexNow(ctx context.Context, tx *sql.Tx) error {
+	if err := indexPending(ctx, tx); err != nil {
+		return err
+	}
+	db.pending.Store(0)
+	return nil
+}
+
+// ensureIndexed indexes pending rows before a search, so results are exact. Most searches find
+// nothing pending and cost one read.
+func (db *DB) ensureIndexed(ctx context.Context) error {
+	var pending bool
+	err := db.read().QueryRowContext(ctx, `SELECT coalesce((SELECT max(id) FROM messages), 0) > upto FROM fts_state`).Scan(&pending)
+	if err != nil || !pending {
+		return err
+	}
+	return db.flushIndex(ctx)
+}
+
+func (db *DB) flushIndex(ctx context.Context) error {
+	err := db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error { return indexPending(ctx, tx) })
+	if err == nil {
+		db.pending.Store(0)
+	}
+	return err
+}
