@@ -63,6 +63,16 @@ type Store interface {
 	RefreshCompressionLock(ctx context.Context, sessionID, holder string, ttl time.Duration) (bool, error)
 	ReleaseCompressionLock(ctx context.Context, sessionID, holder string) error
 
+	// AcquireLease takes the turn lease of the conversation sessionID belongs to, for ttl. A
+	// free, expired or provably dead holder's lease is taken with the next generation; a live
+	// foreign one returns *LeaseHeldError. The same holder acquiring again extends its lease.
+	AcquireLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (Lease, error)
+	// RenewLease extends l by ttl if it is still current, even after it expired (nobody took
+	// it); otherwise it returns ErrLeaseLost.
+	RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
+	// ReleaseLease gives l up if it is still current; releasing a lost lease is not an error.
+	ReleaseLease(ctx context.Context, l Lease) error
+
 	// ListSessions lists sessions newest activity first.
 	ListSessions(ctx context.Context, o ListOptions) ([]SessionListing, error)
 	// Search runs a full-text query over user, assistant and tool text, archived rows included.
@@ -81,6 +91,8 @@ type Store interface {
 
 // WriteOptions fence a transcript write.
 type WriteOptions struct {
+	// Lease, when set, must still be the conversation's current lease (ErrLeaseLost otherwise).
+	Lease *Lease
 	// AllowClosed permits writing to a session that ended with compression (import, repair).
 	AllowClosed bool
 }

@@ -150,6 +150,9 @@ func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opt
 		if ended.Valid && !w.AllowClosed {
 			return fmt.Errorf("session %s has ended: %w", pid, store.ErrSessionClosed)
 		}
+		if err := checkWritable(ctx, tx, pid, w); err != nil {
+			return err
+		}
 		var exists int
 		if tx.QueryRowContext(ctx, "SELECT 1 FROM sessions WHERE id = ?", child.ID).Scan(&exists) == nil {
 			return fmt.Errorf("session %s: %w", child.ID, store.ErrExists)
@@ -185,9 +188,11 @@ func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opt
 	return db.GetSession(ctx, child.ID)
 }
 
+// checkWritable refuses writes to a missing or rotated session and enforces the lease fence.
 func checkWritable(ctx context.Context, tx *sql.Tx, sid string, w store.WriteOptions) error {
 	var closed bool
-	err := tx.QueryRowContext(ctx, "SELECT ended_at IS NOT NULL AND end_reason = 'compression' FROM sessions WHERE id = ?", sid).Scan(&closed)
+	var root string
+	err := tx.QueryRowContext(ctx, "SELECT ended_at IS NOT NULL AND end_reason = 'compression', root_id FROM sessions WHERE id = ?", sid).Scan(&closed, &root)
 	if errors.Is(err, sql.ErrNoRows) {
 		return notFound("session", sid)
 	}
@@ -197,7 +202,7 @@ func checkWritable(ctx context.Context, tx *sql.Tx, sid string, w store.WriteOpt
 	if closed && !w.AllowClosed {
 		return fmt.Errorf("session %s: %w", sid, store.ErrSessionClosed)
 	}
-	return nil
+	return checkLease(ctx, tx, root, w.Lease)
 }
 
 func patchModelConfig(ctx context.Context, tx *sql.Tx, sid string, patch map[string]json.RawMessage) error {

@@ -100,6 +100,9 @@ func bumpSession(ctx context.Context, tx *sql.Tx, id string, msgs, toolCalls int
 	if closed && !w.AllowClosed {
 		return fmt.Errorf("session %s: %w", id, store.ErrSessionClosed)
 	}
+	if err := checkLease(ctx, tx, root, w.Lease); err != nil {
+		return err
+	}
 	if root != id {
 		_, err = tx.ExecContext(ctx, "UPDATE sessions SET last_active = max(last_active, ?) WHERE id = ?", at, root)
 	}

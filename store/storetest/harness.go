@@ -60,6 +60,7 @@ func Run(t *testing.T, h Harness) {
 		{"Import", testImport},
 		{"StatsAndCheck", testStatsAndCheck},
 		{"CompressionLocks", testCompressionLocks},
+		{"Leases", testLeases},
 		{"ConcurrentGoroutines", testConcurrentGoroutines},
 		{"ConcurrentProcesses", testConcurrentProcesses},
 		{"KilledMidWrite", testKilledMidWrite},

@@ -7,12 +7,15 @@ CREATE TABLE compression_locks (
   expires_at  INTEGER NOT NULL
 );
 
+-- A row outlives its holders: released leases keep their generation, so a fencing token is never
+-- handed out twice for one conversation.
 CREATE TABLE turn_leases (
   conversation_id TEXT PRIMARY KEY,
   holder          TEXT,
   generation      INTEGER NOT NULL DEFAULT 0,
   acquired_at     INTEGER,
-  expires_at      INTEGER
+  expires_at      INTEGER,
+  ttl             INTEGER NOT NULL DEFAULT 0
 );
 
 CREATE TABLE meta (

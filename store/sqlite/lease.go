@@ -1,0 +1,155 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spoolhq/spool/store"
+)
+
+const leaseBudget = 5 * time.Second
+
+// AcquireLease implements store.Store.
+func (db *DB) AcquireLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (store.Lease, error) {
+	if holder == "" {
+		return store.Lease{}, store.Invalid("holder", "empty")
+	}
+	ttl = max(ttl, 100*time.Millisecond)
+	var l store.Lease
+	err := db.write(ctx, leaseBudget, func(tx *sql.Tx) error {
+		conv, err := rootOf(ctx, tx, sessionID)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		var cur sql.NullString
+		var gen int64
+		var expires sql.NullInt64
+		err = tx.QueryRowContext(ctx, "SELECT holder, generation, expires_at FROM turn_leases WHERE conversation_id = ?", conv).
+			Scan(&cur, &gen, &expires)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		case !cur.Valid || expires.Int64 <= micros(now):
+		case cur.String == holder:
+			// Our own live lease: extend it, same generation (never wait on ourselves).
+			l = store.Lease{ConversationID: conv, Holder: holder, Generation: gen, ExpiresAt: fromMicros(micros(now.Add(ttl)))}
+			_, err := tx.ExecContext(ctx, "UPDATE turn_leases SET expires_at = ?, ttl = ? WHERE conversation_id = ?",
+				micros(l.ExpiresAt), int64(ttl/time.Microsecond), conv)
+			return err
+		case store.HolderProvablyDead(cur.String):
+			db.log.Info("spool: taking the turn lease of a dead holder", "conversation", conv, "holder", cur.String)
+		default:
+			return &store.LeaseHeldError{ConversationID: conv, Holder: cur.String, ExpiresAt: fromMicros(expires.Int64)}
+		}
+		l = store.Lease{ConversationID: conv, Holder: holder, Generation: gen + 1, ExpiresAt: fromMicros(micros(now.Add(ttl)))}
+		_, err = tx.ExecContext(ctx, `INSERT INTO turn_leases (conversation_id, holder, generation, acquired_at, expires_at, ttl)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (conversation_id) DO UPDATE SET holder = ?2, generation = ?3,
+			acquired_at = ?4, expires_at = ?5, ttl = ?6`,
+			conv, holder, l.Generation, micros(now), micros(l.ExpiresAt), int64(ttl/time.Microsecond))
+		return err
+	})
+	if err != nil {
+		return store.Lease{}, fmt.Errorf("acquire turn lease for %s: %w", sessionID, err)
+	}
+	return l, nil
+}
+
+// RenewLease implements store.Store.
+func (db *DB) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+	ttl = max(ttl, 100*time.Millisecond)
+	renewed := l
+	err := db.write(ctx, leaseBudget, func(tx *sql.Tx) error {
+		renewed.ExpiresAt = fromMicros(micros(time.Now().Add(ttl)))
+		res, err := tx.ExecContext(ctx, `UPDATE turn_leases SET expires_at = ?, ttl = ?
+			WHERE conversation_id = ? AND holder = ? AND generation = ?`,
+			micros(renewed.ExpiresAt), int64(ttl/time.Microsecond), l.ConversationID, l.Holder, l.Generation)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("generation %d of %s: %w", l.Generation, l.ConversationID, store.ErrLeaseLost)
+		}
+		return nil
+	})
+	if err != nil {
+		return l, fmt.Errorf("renew turn lease: %w", err)
+	}
+	return renewed, nil
+}
+
+// ReleaseLease implements store.Store.
+func (db *DB) ReleaseLease(ctx context.Context, l store.Lease) error {
+	var released bool
+	err := db.write(ctx, leaseBudget, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE turn_leases SET holder = NULL, expires_at = NULL
+			WHERE conversation_id = ? AND holder = ? AND generation = ?`, l.ConversationID, l.Holder, l.Generation)
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		released = n > 0
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("release turn lease of %s: %w", l.ConversationID, err)
+	}
+	if released {
+		db.ringLease(l.ConversationID)
+	}
+	return nil
+}
+
+// checkLease fences a transcript write on sessionID (whose conversation root is root) inside tx.
+func checkLease(ctx context.Context, tx *sql.Tx, root string, l *store.Lease) error {
+	if l == nil {
+		return nil
+	}
+	if root != l.ConversationID {
+		return fmt.Errorf("lease is for conversation %s, not %s: %w", l.ConversationID, root, store.ErrLeaseLost)
+	}
+	var holder sql.NullString
+	var gen, ttl int64
+	var expires sql.NullInt64
+	err := tx.QueryRowContext(ctx, "SELECT holder, generation, expires_at, ttl FROM turn_leases WHERE conversation_id = ?", root).
+		Scan(&holder, &gen, &expires, &ttl)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && (!holder.Valid || holder.String != l.Holder || gen != l.Generation)) {
+		return fmt.Errorf("generation %d of %s: %w", l.Generation, root, store.ErrLeaseLost)
+	}
+	if err != nil {
+		return err
+	}
+	if now := micros(time.Now()); expires.Int64 <= now {
+		// Ours, expired, and nobody took it: the write renews it rather than failing.
+		_, err = tx.ExecContext(ctx, "UPDATE turn_leases SET expires_at = ? WHERE conversation_id = ?", now+max(ttl, 100_000), root)
+	}
+	return err
+}
+
+// leaseBell is the file a release writes to, waking watchers of that conversation on this host.
+func (db *DB) leaseBell(conversationID string) string {
+	sum := sha256.Sum256([]byte(conversationID))
+	return filepath.Join(db.path+"-leases", hex.EncodeToString(sum[:12]))
+}
+
+// ringLease wakes local waiters; best effort (waiters also poll).
+func (db *DB) ringLease(conversationID string) {
+	p := db.leaseBell(conversationID)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return
+	}
+	_, _ = f.Write([]byte{1})
+	_ = f.Close()
+}

@@ -1,0 +1,140 @@
+package storetest
+
+import (
+	"errors"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/store"
+)
+
+func testLeases(t *testing.T, h Harness) {
+	st, _ := h.open(t)
+	mustCreate(t, st, store.NewSession{ID: "conv"})
+	a, err := st.AcquireLease(bg, "conv", "holder-a", time.Minute)
+	if err != nil || a.Generation != 1 || a.ConversationID != "conv" || a.Holder != "holder-a" {
+		t.Fatalf("first acquire: %+v %v", a, err)
+	}
+	_, err = st.AcquireLease(bg, "conv", "holder-b", time.Minute)
+	var held *store.LeaseHeldError
+	if !errors.As(err, &held) || held.Holder != "holder-a" || !errors.Is(err, store.ErrLeaseHeld) {
+		t.Fatalf("second holder: %v", err)
+	}
+	again, err := st.AcquireLease(bg, "conv", "holder-a", time.Minute)
+	if err != nil || again.Generation != a.Generation {
+		t.Fatalf("the holder re-acquiring its own lease must not wait on itself: %+v %v", again, err)
+	}
+	// Fenced writes.
+	if _, err := st.Append(bg, "conv", user("by a"), store.WithLease(a)); err != nil {
+		t.Fatalf("fenced append with the current lease: %v", err)
+	}
+	if err := st.ReleaseLease(bg, a); err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.Append(bg, "conv", user("stale a"), store.WithLease(a))
+	wantErr(t, err, store.ErrLeaseLost, "append with a released lease")
+	b, err := st.AcquireLease(bg, "conv", "holder-b", time.Minute)
+	if err != nil || b.Generation != 2 {
+		t.Fatalf("acquire after release: %+v %v", b, err)
+	}
+	_, err = st.AppendBatch(bg, "conv", []store.Message{user("stale a 1"), user("stale a 2")}, store.WithLease(a))
+	wantErr(t, err, store.ErrLeaseLost, "batch with a superseded generation")
+	_, err = st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "conv", Messages: []store.Message{user("x")}}, store.WithLease(a))
+	wantErr(t, err, store.ErrLeaseLost, "compaction with a superseded generation")
+	_, err = st.RenewLease(bg, a, time.Minute)
+	wantErr(t, err, store.ErrLeaseLost, "renew a superseded lease")
+	if err := st.ReleaseLease(bg, a); err != nil {
+		t.Fatalf("releasing a lost lease is not an error: %v", err)
+	}
+	if _, err := st.Append(bg, "conv", user("by b"), store.WithLease(b)); err != nil {
+		t.Fatalf("a stale release freed b's lease: %v", err)
+	}
+	if got := contents(mustConversation(t, st, "conv", store.ViewAll)); !equalStrings(got, []string{"by a", "by b"}) {
+		t.Fatalf("transcript = %q: a refused write landed", got)
+	}
+
+	// Expired but not taken: the owner renews (and writes) without deadlocking on itself.
+	if b, err = st.AcquireLease(bg, "conv", "holder-b", 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	if _, err := st.Append(bg, "conv", user("b after expiry"), store.WithLease(b)); err != nil {
+		t.Fatalf("write on an expired, untaken lease: %v", err)
+	}
+	if b, err = st.RenewLease(bg, b, 100*time.Millisecond); err != nil {
+		t.Fatalf("renew an expired, untaken lease: %v", err)
+	}
+	// Expired and taken: the old owner is fenced out.
+	time.Sleep(150 * time.Millisecond)
+	c, err := st.AcquireLease(bg, "conv", "holder-c", time.Minute)
+	if err != nil || c.Generation != 3 {
+		t.Fatalf("take an expired lease: %+v %v", c, err)
+	}
+	_, err = st.Append(bg, "conv", user("b too late"), store.WithLease(b))
+	wantErr(t, err, store.ErrLeaseLost, "write after the lease was taken")
+
+	// A provably dead holder on this host is replaced at once; generations never repeat.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dh := store.NewHolder()
+	dh.PID, dh.Start = dead.Process.Pid, ""
+	mustCreate(t, st, store.NewSession{ID: "conv2"})
+	if _, err := st.AcquireLease(bg, "conv2", dh.String(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := st.AcquireLease(bg, "conv2", "holder-d", time.Minute)
+	if err != nil || d2.Generation != 2 {
+		t.Fatalf("lease of a dead holder not reclaimed: %+v %v", d2, err)
+	}
+
+	// The lease belongs to the conversation: a compression continuation shares its root's lease,
+	// a branch has its own.
+	if _, err := st.RotateCompaction(bg, store.RotateRequest{ParentID: "conv", Messages: []store.Message{user("cont")},
+		Child: store.NewSession{ID: "conv-cont"}}, store.WithLease(c)); err != nil {
+		t.Fatalf("rotate under the lease: %v", err)
+	}
+	if _, err := st.Append(bg, "conv-cont", user("on the continuation"), store.WithLease(c)); err != nil {
+		t.Fatalf("continuation writes under its root's lease: %v", err)
+	}
+	_, err = st.AcquireLease(bg, "conv-cont", "holder-e", time.Minute)
+	wantErr(t, err, store.ErrLeaseHeld, "continuation's lease is its root's")
+	if _, err := st.Branch(bg, "conv-cont", store.NewSession{ID: "conv-branch"}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := st.AcquireLease(bg, "conv-branch", "holder-e", time.Minute)
+	if err != nil || e.ConversationID != "conv-branch" {
+		t.Fatalf("a branch is its own conversation: %+v %v", e, err)
+	}
+	_, err = st.Append(bg, "conv-cont", user("wrong lease"), store.WithLease(e))
+	wantErr(t, err, store.ErrLeaseLost, "a lease of another conversation")
+	_, err = st.AcquireLease(bg, "missing", "x", time.Minute)
+	wantErr(t, err, store.ErrNotFound, "lease of a missing session")
+	_, err = st.AcquireLease(bg, "conv2", "", time.Minute)
+	wantErr(t, err, store.ErrInvalid, "empty holder")
+
+	// Wake-up: a release wakes a watcher long before its poll interval.
+	w, ok := st.(store.LeaseWatcher)
+	if !ok {
+		t.Log("backend has no lease watcher; waiters poll")
+		return
+	}
+	watch, err := w.WatchLease("conv2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_ = st.ReleaseLease(bg, d2)
+	}()
+	start := time.Now()
+	if err := watch.Wait(bg, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited > 10*time.Second {
+		t.Fatalf("release did not wake the watcher (waited %v)", waited)
+	}
+}
