@@ -94,39 +94,118 @@ func scanHit(r rowScanner, extra ...any) (store.SearchHit, error) {
 	return h, err
 }
 
-// searchWords ranks with FTS5's bm25 in one pass that carries only ids, then builds snippets for
-// the page alone: a snippet costs far more than a rank, and only a page's worth is shown.
+// searchWords ranks with FTS5's bm25 over the index alone, then filters and describes only the
+// few rows it needs: joining every match to its message and session row before the sort costs a
+// B-tree lookup per match, which dominates for common words. When filters reject too many of the
+// over-fetched candidates, it falls back to ranking the filtered join.
 func (db *DB) searchWords(ctx context.Context, match string, q store.SearchQuery) ([]store.SearchHit, error) {
-	cond, args := filters(q)
-	rq := db.read()
-	rows, err := rq.QueryContext(ctx, `SELECT `+hitCols+` FROM messages_fts f
-		JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
-		WHERE messages_fts MATCH ? AND `+cond+` ORDER BY `+orderBy(q.Sort, "f.rank")+` LIMIT ? OFFSET ?`,
-		append(append([]any{match}, args...), q.Limit, q.Offset)...)
-	if err != nil {
-		return nil, err
-	}
+	want := q.Offset + q.Limit
 	var hits []store.SearchHit
-	for rows.Next() {
-		h, err := scanHit(rows)
-		if err != nil {
-			rows.Close()
+	var err error
+	ranked := false
+	if q.Sort == store.SortRelevance {
+		fetch := want*3 + 10
+		var ids []int64
+		if ids, err = rankedIDs(ctx, db.read(), match, fetch); err != nil {
 			return nil, err
 		}
-		hits = append(hits, h)
+		if hits, err = describeHits(ctx, db.read(), ids, q); err != nil {
+			return nil, err
+		}
+		// Enough survivors, or no more candidates: done. Otherwise the filters ate the
+		// candidates and the filtered set is ranked instead.
+		if ranked = len(hits) >= want || len(ids) < fetch; ranked {
+			hits = hits[min(q.Offset, len(hits)):min(want, len(hits))]
+		}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
+	if !ranked {
+		if hits, err = db.searchFiltered(ctx, match, q); err != nil {
+			return nil, err
+		}
 	}
 	for i := range hits {
-		err := rq.QueryRowContext(ctx, `SELECT snippet(messages_fts, -1, '>>>', '<<<', '...', ?)
+		err := db.read().QueryRowContext(ctx, `SELECT snippet(messages_fts, -1, '>>>', '<<<', '...', ?)
 			FROM messages_fts WHERE messages_fts MATCH ? AND rowid = ?`, snippetTokens, match, hits[i].MessageID).Scan(&hits[i].Snippet)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
 	}
 	return hits, nil
+}
+
+func rankedIDs(ctx context.Context, q querier, match string, n int) ([]int64, error) {
+	rows, err := q.QueryContext(ctx, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank, rowid LIMIT ?", match, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// describeHits loads the rows of ids that pass q's filters, keeping the order of ids.
+func describeHits(ctx context.Context, rq querier, ids []int64, q store.SearchQuery) ([]store.SearchHit, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	cond, args := filters(q)
+	list := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := rq.QueryContext(ctx, `SELECT `+hitCols+` FROM messages m JOIN sessions s ON s.id = m.session_id
+		WHERE `+cond+` AND m.id IN (`+list+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	byID := make(map[int64]store.SearchHit, len(ids))
+	for rows.Next() {
+		h, err := scanHit(rows)
+		if err != nil {
+			return nil, err
+		}
+		byID[h.MessageID] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	hits := make([]store.SearchHit, 0, len(byID))
+	for _, id := range ids {
+		if h, ok := byID[id]; ok {
+			hits = append(hits, h)
+		}
+	}
+	return hits, nil
+}
+
+// searchFiltered ranks (or orders by id) the matches that pass the filters.
+func (db *DB) searchFiltered(ctx context.Context, match string, q store.SearchQuery) ([]store.SearchHit, error) {
+	cond, args := filters(q)
+	rows, err := db.read().QueryContext(ctx, `SELECT `+hitCols+` FROM messages_fts f
+		JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
+		WHERE messages_fts MATCH ? AND `+cond+` ORDER BY `+orderBy(q.Sort, "f.rank, m.id")+` LIMIT ? OFFSET ?`,
+		append(append([]any{match}, args...), q.Limit, q.Offset)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var hits []store.SearchHit
+	for rows.Next() {
+		h, err := scanHit(rows)
+		if err != nil {
+			return nil, err
+		}
+		hits = append(hits, h)
+	}
+	return hits, rows.Err()
 }
 
 // searchCJK finds substrings: every term of three or more characters goes through the trigram

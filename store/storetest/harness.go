@@ -53,6 +53,7 @@ func Run(t *testing.T, h Harness) {
 		{"Branch", testBranch},
 		{"List", testList},
 		{"Search", testSearch},
+		{"SearchSelectiveFilter", testSearchSelectiveFilter},
 		{"SearchNeverErrors", testSearchNeverErrors},
 		{"SearchCJK", testSearchCJK},
 		{"Delete", testDelete},

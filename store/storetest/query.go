@@ -172,6 +172,52 @@ func testSearch(t *testing.T, h Harness) {
 	}
 }
 
+// testSearchSelectiveFilter: a filter that matches only low-ranked rows still finds them.
+func testSearchSelectiveFilter(t *testing.T, h Harness) {
+	st, _ := h.open(t)
+	mustCreate(t, st, store.NewSession{ID: "many", Source: "cli"})
+	mustCreate(t, st, store.NewSession{ID: "few", Source: "cron"})
+	batch := make([]store.Message, 200)
+	for i := range batch {
+		batch[i] = user("needle needle needle in a haystack")
+	}
+	mustAppend(t, st, "many", batch...)
+	mustAppend(t, st, "few", assistant("one needle lost among many, many, many other words in this long message"))
+	for _, q := range []store.SearchQuery{
+		{Text: "needle", Sources: []string{"cron"}, Limit: 1},
+		{Text: "needle", Roles: []string{"assistant"}, Limit: 5},
+		{Text: "needle", SessionIDs: []string{"few"}},
+	} {
+		hits, err := st.Search(bg, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) != 1 || hits[0].SessionID != "few" {
+			t.Fatalf("search %+v: %d hits %+v, want the one message of session few", q, len(hits), hits)
+		}
+	}
+	// Paging through relevance order returns every match once.
+	seen := map[int64]bool{}
+	for off := 0; ; off += 20 {
+		hits, err := st.Search(bg, store.SearchQuery{Text: "needle", Offset: off, Limit: 20, NoContext: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range hits {
+			if seen[h.MessageID] {
+				t.Fatalf("message %d returned on two pages", h.MessageID)
+			}
+			seen[h.MessageID] = true
+		}
+		if len(hits) < 20 {
+			break
+		}
+	}
+	if len(seen) != 201 {
+		t.Fatalf("paging found %d of 201 matches", len(seen))
+	}
+}
+
 func testSearchNeverErrors(t *testing.T, h Harness) {
 	st, _ := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "n"})
