@@ -90,7 +90,7 @@ func (r *retryClient) Chat(ctx context.Context, req Request, onDelta func(Delta)
 			r.policy.OnRetry(attempt, wait, err)
 		}
 		if serr := r.sleep(ctx, wait); serr != nil {
-			return resp, fmt.Errorf("waiting to retry (%v): %w", serr, err)
+			return resp, fmt.Errorf("waiting to retry: %w: %w", serr, err)
 		}
 	}
 }
