@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/provider"
+	"github.com/spoolhq/spool/provider/anthropic"
 	"github.com/spoolhq/spool/provider/fake"
 	"github.com/spoolhq/spool/provider/openai"
 )
@@ -15,13 +16,21 @@ import (
 // The real adapters against the fake's HTTP wire: what spool's tests and benchmarks rely on.
 
 type adapterCase struct {
-	name string
-	make func(t *testing.T, baseURL string) provider.Client
+	name   string
+	writes bool // the provider reports cache writes (Anthropic) or not (OpenAI)
+	make   func(t *testing.T, baseURL string) provider.Client
 }
 
 var adapterCases = []adapterCase{
-	{"openai", func(t *testing.T, base string) provider.Client {
+	{"openai", false, func(t *testing.T, base string) provider.Client {
 		c, err := openai.New(openai.Config{BaseURL: base + "/v1", APIKey: "sk-fake-adapter-test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}},
+	{"anthropic", true, func(t *testing.T, base string) provider.Client {
+		c, err := anthropic.New(anthropic.Config{BaseURL: base, APIKey: "sk-ant-fake-adapter-test"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +71,7 @@ func TestAdaptersAgainstFake(t *testing.T) {
 				if first.FinishReason != "tool_calls" || len(first.ToolCalls) != 2 || first.ToolCalls[1].Function.Arguments != `{"path":"a b.go"}` {
 					t.Fatalf("stream=%v: calls %+v", stream, first)
 				}
-				if first.Usage.InputTokens < 1500 || first.Usage.OutputTokens == 0 {
+				if first.Usage.InputTokens < 1500 || first.Usage.OutputTokens == 0 || (first.Usage.CacheWriteTokens > 0) != ac.writes {
 					t.Errorf("stream=%v: usage %+v", stream, first.Usage)
 				}
 				req.Messages = append(req.Messages, provider.Message{Role: "assistant", ToolCalls: first.ToolCalls},
