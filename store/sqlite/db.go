@@ -130,6 +130,7 @@ func dsn(path string, busyMS int, synchronous string, readOnly bool) string {
 	if readOnly {
 		q.Set("_query_only", "1")
 	}
+	addTuning(q)
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 

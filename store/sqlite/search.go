@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -84,14 +82,38 @@ func orderBy(sort store.SearchSort, rank string) string {
 	return rank
 }
 
-const hitCols = `m.id, m.session_id, m.role, s.source, s.model, s.started_at, m.timestamp, m.active, m.compacted`
+// windowOrder picks which matches enter the ranking window: the oldest when listing oldest first.
+func windowOrder(sort store.SearchSort) string {
+	if sort == store.SortOldest {
+		return "ASC"
+	}
+	return "DESC"
+}
 
-func scanHit(r rowScanner, extra ...any) (store.SearchHit, error) {
-	var h store.SearchHit
+const hitCols = `m.id, m.session_id, m.role, s.source, s.model, s.started_at, m.timestamp, m.active, m.compacted,
+	m.content, coalesce(m.tool_calls, '')`
+
+// hit is a search hit with the text its snippet is cut from.
+type hit struct {
+	store.SearchHit
+	text, toolText string
+}
+
+func scanHit(r rowScanner) (hit, error) {
+	var h hit
 	var started, ts int64
-	err := r.Scan(append([]any{&h.MessageID, &h.SessionID, &h.Role, &h.Source, &h.Model, &started, &ts, &h.Active, &h.Compacted}, extra...)...)
+	err := r.Scan(&h.MessageID, &h.SessionID, &h.Role, &h.Source, &h.Model, &started, &ts, &h.Active, &h.Compacted,
+		&h.text, &h.toolText)
 	h.SessionStarted, h.Timestamp = fromMicros(started), fromMicros(ts)
 	return h, err
+}
+
+func unwrap(hs []hit) []store.SearchHit {
+	out := make([]store.SearchHit, len(hs))
+	for i, h := range hs {
+		out[i] = h.SearchHit
+	}
+	return out
 }
 
 // searchWords ranks with FTS5's bm25 over the index alone, then filters and describes only the
@@ -100,7 +122,7 @@ func scanHit(r rowScanner, extra ...any) (store.SearchHit, error) {
 // over-fetched candidates, it falls back to ranking the filtered join.
 func (db *DB) searchWords(ctx context.Context, match string, q store.SearchQuery) ([]store.SearchHit, error) {
 	want := q.Offset + q.Limit
-	var hits []store.SearchHit
+	var hits []hit
 	var err error
 	ranked := false
 	if q.Sort == store.SortRelevance {
@@ -123,18 +145,28 @@ func (db *DB) searchWords(ctx context.Context, match string, q store.SearchQuery
 			return nil, err
 		}
 	}
+	terms := matchTerms(match)
 	for i := range hits {
-		err := db.read().QueryRowContext(ctx, `SELECT snippet(messages_fts, -1, '>>>', '<<<', '...', ?)
-			FROM messages_fts WHERE messages_fts MATCH ? AND rowid = ?`, snippetTokens, match, hits[i].MessageID).Scan(&hits[i].Snippet)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return nil, err
+		h := &hits[i]
+		var ok bool
+		if h.Snippet, ok = snippet(h.text, terms, snippetTokens); !ok {
+			if h.Snippet, ok = snippet(h.toolText, terms, snippetTokens); !ok {
+				h.Snippet = headSnippet(h.text, 120)
+			}
 		}
 	}
-	return hits, nil
+	return unwrap(hits), nil
 }
 
+// rankWindow bounds how many matches are ranked by relevance: the newest rankWindow of them. A
+// query matching more messages than that (a common word) is answered from recent history, and
+// its cost stays bounded instead of growing with the whole store: bm25 reads every ranked
+// match's position list and length.
+const rankWindow = 1000
+
 func rankedIDs(ctx context.Context, q querier, match string, n int) ([]int64, error) {
-	rows, err := q.QueryContext(ctx, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank, rowid LIMIT ?", match, n)
+	rows, err := q.QueryContext(ctx, `SELECT rowid FROM (SELECT rowid, rank FROM messages_fts
+		WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?) ORDER BY rank, rowid LIMIT ?`, match, rankWindow, n)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +183,7 @@ func rankedIDs(ctx context.Context, q querier, match string, n int) ([]int64, er
 }
 
 // describeHits loads the rows of ids that pass q's filters, keeping the order of ids.
-func describeHits(ctx context.Context, rq querier, ids []int64, q store.SearchQuery) ([]store.SearchHit, error) {
+func describeHits(ctx context.Context, rq querier, ids []int64, q store.SearchQuery) ([]hit, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -166,7 +198,7 @@ func describeHits(ctx context.Context, rq querier, ids []int64, q store.SearchQu
 		return nil, err
 	}
 	defer rows.Close()
-	byID := make(map[int64]store.SearchHit, len(ids))
+	byID := make(map[int64]hit, len(ids))
 	for rows.Next() {
 		h, err := scanHit(rows)
 		if err != nil {
@@ -177,7 +209,7 @@ func describeHits(ctx context.Context, rq querier, ids []int64, q store.SearchQu
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	hits := make([]store.SearchHit, 0, len(byID))
+	hits := make([]hit, 0, len(byID))
 	for _, id := range ids {
 		if h, ok := byID[id]; ok {
 			hits = append(hits, h)
@@ -187,17 +219,19 @@ func describeHits(ctx context.Context, rq querier, ids []int64, q store.SearchQu
 }
 
 // searchFiltered ranks (or orders by id) the matches that pass the filters.
-func (db *DB) searchFiltered(ctx context.Context, match string, q store.SearchQuery) ([]store.SearchHit, error) {
+func (db *DB) searchFiltered(ctx context.Context, match string, q store.SearchQuery) ([]hit, error) {
 	cond, args := filters(q)
-	rows, err := db.read().QueryContext(ctx, `SELECT `+hitCols+` FROM messages_fts f
-		JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
-		WHERE messages_fts MATCH ? AND `+cond+` ORDER BY `+orderBy(q.Sort, "f.rank, m.id")+` LIMIT ? OFFSET ?`,
-		append(append([]any{match}, args...), q.Limit, q.Offset)...)
+	rows, err := db.read().QueryContext(ctx, `SELECT `+hitCols+` FROM (SELECT f.rowid AS id, f.rank AS rank
+		FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
+		WHERE messages_fts MATCH ? AND `+cond+` ORDER BY f.rowid `+windowOrder(q.Sort)+` LIMIT ?) w
+		JOIN messages m ON m.id = w.id JOIN sessions s ON s.id = m.session_id
+		ORDER BY `+orderBy(q.Sort, "w.rank, m.id")+` LIMIT ? OFFSET ?`,
+		append(append([]any{match}, args...), rankWindow+q.Offset, q.Limit, q.Offset)...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var hits []store.SearchHit
+	var hits []hit
 	for rows.Next() {
 		h, err := scanHit(rows)
 		if err != nil {
@@ -241,7 +275,7 @@ func (db *DB) searchCJK(ctx context.Context, q store.SearchQuery) ([]store.Searc
 		cond += ` AND m.content LIKE ? ESCAPE '\'`
 		args = append(args, "%"+likeEscape(t)+"%")
 	}
-	rows, err := db.read().QueryContext(ctx, `SELECT `+hitCols+`, m.content FROM `+from+`
+	rows, err := db.read().QueryContext(ctx, `SELECT `+hitCols+` FROM `+from+`
 		JOIN sessions s ON s.id = m.session_id WHERE `+cond+` ORDER BY `+orderBy(q.Sort, rank)+` LIMIT ? OFFSET ?`,
 		append(append(pre, args...), q.Limit, q.Offset)...)
 	if err != nil {
@@ -250,13 +284,12 @@ func (db *DB) searchCJK(ctx context.Context, q store.SearchQuery) ([]store.Searc
 	defer rows.Close()
 	var hits []store.SearchHit
 	for rows.Next() {
-		var content string
-		h, err := scanHit(rows, &content)
+		h, err := scanHit(rows)
 		if err != nil {
 			return nil, err
 		}
-		h.Snippet = substringSnippet(content, terms[0])
-		hits = append(hits, h)
+		h.Snippet = substringSnippet(h.text, terms[0])
+		hits = append(hits, h.SearchHit)
 	}
 	return hits, rows.Err()
 }
@@ -305,34 +338,72 @@ func substringSnippet(content, term string) string {
 	return b.String()
 }
 
-// addContext attaches the visible neighbours of each hit within its session.
+// addContext attaches the visible neighbours of each hit within its session: one query finds the
+// neighbour ids of the whole page, a second loads them.
 func (db *DB) addContext(ctx context.Context, hits []store.SearchHit) error {
+	if len(hits) == 0 {
+		return nil
+	}
 	q := db.read()
+	args := make([]any, 0, 2*len(hits))
+	for _, h := range hits {
+		args = append(args, h.MessageID, h.SessionID)
+	}
+	rows, err := q.QueryContext(ctx, `WITH h(id, sid) AS (VALUES `+strings.TrimSuffix(strings.Repeat("(?, ?),", len(hits)), ",")+`)
+		SELECT h.id,
+			coalesce((SELECT m.id FROM messages m WHERE m.session_id = h.sid AND m.id < h.id
+				AND (m.active = 1 OR m.compacted = 1) ORDER BY m.id DESC LIMIT 1), 0),
+			coalesce((SELECT m.id FROM messages m WHERE m.session_id = h.sid AND m.id > h.id
+				AND (m.active = 1 OR m.compacted = 1) ORDER BY m.id LIMIT 1), 0)
+		FROM h`, args...)
+	if err != nil {
+		return err
+	}
+	type pair struct{ before, after int64 }
+	near := map[int64]pair{}
+	var ids []any
+	for rows.Next() {
+		var id int64
+		var p pair
+		if err := rows.Scan(&id, &p.before, &p.after); err != nil {
+			rows.Close()
+			return err
+		}
+		near[id] = p
+		for _, n := range []int64{p.before, p.after} {
+			if n != 0 {
+				ids = append(ids, n)
+			}
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	lines := map[int64]*store.ContextLine{}
+	if len(ids) > 0 {
+		rows, err := q.QueryContext(ctx, `SELECT id, role, substr(content, 1, ?) FROM messages WHERE id IN (`+
+			strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`)`, append([]any{contextChars}, ids...)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c store.ContextLine
+			if err := rows.Scan(&c.MessageID, &c.Role, &c.Content); err != nil {
+				return err
+			}
+			lines[c.MessageID] = &c
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
 	for i := range hits {
-		h := &hits[i]
-		var err error
-		if h.Before, err = neighbour(ctx, q, `SELECT id, role, substr(content, 1, ?) FROM messages
-			WHERE session_id = ? AND id < ? AND (active = 1 OR compacted = 1) ORDER BY id DESC LIMIT 1`, h); err != nil {
-			return err
-		}
-		if h.After, err = neighbour(ctx, q, `SELECT id, role, substr(content, 1, ?) FROM messages
-			WHERE session_id = ? AND id > ? AND (active = 1 OR compacted = 1) ORDER BY id LIMIT 1`, h); err != nil {
-			return err
-		}
+		p := near[hits[i].MessageID]
+		hits[i].Before, hits[i].After = lines[p.before], lines[p.after]
 	}
 	return nil
-}
-
-func neighbour(ctx context.Context, q querier, query string, h *store.SearchHit) (*store.ContextLine, error) {
-	var c store.ContextLine
-	err := q.QueryRowContext(ctx, query, contextChars, h.SessionID, h.MessageID).Scan(&c.MessageID, &c.Role, &c.Content)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
 }
 
 // CheckMatch reports whether the FTS engine refuses the sanitized form of query (a non-nil
