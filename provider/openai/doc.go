@@ -2,8 +2,11 @@
 // it (OpenRouter, Ollama, vLLM, llama.cpp). The system prompt goes first as a system message,
 // tool results as role "tool" with their tool_call_id; streams ask for
 // stream_options.include_usage so cached and reasoning token counts arrive at the end. Reasoning
-// text is read from reasoning_content or reasoning, whichever the server sends. The official SDK
-// (openai-go/v3) builds and sends the request; responses, SSE and errors are read here, because
-// the SDK drops a final SSE event without a trailing blank line and loses the status of error
-// bodies without an "error" key. Equal Requests produce byte-identical bodies.
+// text is read from reasoning_content or reasoning, whichever the server sends. Equal Requests
+// produce byte-identical bodies.
+//
+// The official SDK (openai-go/v3) builds and sends the request; responses, SSE and errors are
+// read here, because the SDK's stream decoder silently drops a final SSE event that lacks a
+// trailing blank line (the recorded Ollama tool-call chunk yields nothing, and no error) and its
+// errors carry no message for bodies without an "error" key (vLLM, proxies).
 package openai

@@ -115,7 +115,7 @@ func (c *Client) Chat(ctx context.Context, req provider.Request, onDelta func(pr
 		params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
 		opts = append(opts, option.WithJSONSet("stream", true), option.WithHeader("Accept", "text/event-stream"))
 	}
-	// The SDK decodes neither a final SSE event without a blank line nor error bodies that lack
+	// The SDK drops a final SSE event that lacks a blank line and reads error messages only from
 	// an "error" key, so it only builds and sends the request; the raw response is read here.
 	var raw *http.Response
 	opts = append(opts, option.WithResponseBodyInto(&raw))
