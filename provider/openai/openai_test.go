@@ -589,3 +589,30 @@ func TestWithRetry(t *testing.T) {
 		}
 	})
 }
+
+func TestStreamWithoutDoneAfterFinish(t *testing.T) {
+	t.Parallel()
+	resp := replay.Load(t, "04a-chat-stream-tool-call-deltas.sse")
+	resp.Body = bytes.TrimSuffix(bytes.TrimSpace(resp.Body), []byte("data: [DONE]"))
+	srv := replay.Serve(t, resp)
+	got, err := newClient(t, srv, "").Chat(context.Background(), userReq("hi"), func(provider.Delta) {})
+	if err != nil || got.FinishReason != "tool_calls" || len(got.ToolCalls) != 1 {
+		t.Errorf("got %+v, %v: a clean end after finish_reason is complete", got, err)
+	}
+}
+
+func TestStreamedRequestsAreByteIdentical(t *testing.T) {
+	t.Parallel()
+	srv := replay.Serve(t, replay.Load(t, "03-chat-stream-text-include-usage-cached.sse"))
+	for i := 0; i < 3; i++ {
+		if _, err := newClient(t, srv, "k").Chat(context.Background(), conversation(), func(provider.Delta) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := srv.Requests()
+	for i := 1; i < len(reqs); i++ {
+		if !bytes.Equal(reqs[0].Body, reqs[i].Body) {
+			t.Fatalf("streamed request %d differs:\n%s\n%s", i, reqs[0].Body, reqs[i].Body)
+		}
+	}
+}
