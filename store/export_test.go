@@ -50,8 +50,8 @@ func seedTree(t *testing.T, st store.Store) (root, branch, cont, grand, other st
 		Title: "Root work", Model: "m-1", ModelConfig: json.RawMessage(`{"temperature":0.2}`),
 		StartedAt: t0, Cwd: "/src/x", GitBranch: "main"}))(t)
 	must(st.SetSystemPrompt(ctx, root, "You are a careful agent.\nRules: 会话 🚀"))(t)
-	if err := st.RecordUsage(ctx, root, store.Usage{InputTokens: 1000, OutputTokens: 200, CacheReadTokens: 800,
-		CacheWriteTokens: 100, ReasoningTokens: 50, APICalls: 3, CostUSD: 0.0125}); err != nil {
+	if err := st.RecordRequest(ctx, root, store.RequestRecord{Usage: store.Usage{InputTokens: 1000, OutputTokens: 200, CacheReadTokens: 800,
+		CacheWriteTokens: 100, ReasoningTokens: 50, APICalls: 3, CostUSD: 0.0125}}); err != nil {
 		t.Fatal(err)
 	}
 	msgs := []store.Message{

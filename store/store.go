@@ -32,8 +32,10 @@ type Store interface {
 	SetSystemPrompt(ctx context.Context, id, prompt string) (hash string, err error)
 	// SystemPrompt returns the session's stored prompt ("" when none was set).
 	SystemPrompt(ctx context.Context, id string) (string, error)
-	// RecordUsage adds u to the session's counters.
-	RecordUsage(ctx context.Context, id string, u Usage) error
+	// RecordRequest stores one model call's accounting and adds its usage to the session.
+	RecordRequest(ctx context.Context, id string, r RequestRecord) error
+	// Requests lists a session's recorded model calls, newest first (limit 0: all).
+	Requests(ctx context.Context, id string, limit int) ([]RequestRecord, error)
 
 	// Append stores one message as an active row and returns its id.
 	Append(ctx context.Context, sessionID string, m Message, opts ...WriteOption) (int64, error)

@@ -280,3 +280,23 @@ type Stats struct {
 	Bytes            int64          `json:"bytes"`
 	Usage            Usage          `json:"usage"`
 }
+
+// RequestRecord is the accounting of one model call: what it cost and, when the provider's
+// prompt cache missed bytes it had before, where and why the prefix changed.
+type RequestRecord struct {
+	At    time.Time
+	Model string
+	// Task is "turn" for the agent's own calls (the default) or the auxiliary task
+	// ("compression", "title", ...).
+	Task  string
+	Usage Usage // this call's tokens and cost; APICalls is counted as one when zero
+	Break *CacheBreak
+}
+
+// CacheBreak explains a prompt-cache miss: the first layer of the request whose bytes changed.
+type CacheBreak struct {
+	Layer      string `json:"layer"`           // "model", "tools", "system", "system.<tier>", "messages"
+	Index      int    `json:"index,omitempty"` // the tier or message index within Layer
+	Reason     string `json:"reason"`          // "compaction", "tools", "ttl", "resume", "edit", "model", "unknown"
+	LostTokens int64  `json:"lost_tokens"`     // cached tokens the previous request had and this one did not
+}

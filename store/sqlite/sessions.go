@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -447,6 +448,7 @@ func deleteSessionTx(ctx context.Context, tx *sql.Tx, id string) error {
 	for _, q := range []string{
 		"DELETE FROM messages WHERE session_id = ?",
 		"DELETE FROM compression_locks WHERE session_id = ?",
+		"DELETE FROM requests WHERE session_id = ?",
 		"DELETE FROM sessions WHERE id = ?",
 	} {
 		if _, err := tx.ExecContext(ctx, q, id); err != nil {
@@ -508,13 +510,91 @@ func (db *DB) SystemPrompt(ctx context.Context, id string) (string, error) {
 	return prompt.String, nil
 }
 
-// RecordUsage implements store.Store.
-func (db *DB) RecordUsage(ctx context.Context, id string, u store.Usage) error {
-	return db.updateOne(ctx, "record usage of", id, `UPDATE sessions SET
-		input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
-		cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,
-		reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ?,
-		cost_usd = cost_usd + ? WHERE id = ?`,
-		u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens,
-		u.APICalls, u.CostUSD, id)
+// RecordRequest implements store.Store.
+func (db *DB) RecordRequest(ctx context.Context, id string, r store.RequestRecord) error {
+	if r.At.IsZero() {
+		r.At = time.Now()
+	}
+	if r.Task == "" {
+		r.Task = "turn"
+	}
+	u := r.Usage
+	if u.APICalls == 0 {
+		u.APICalls = 1
+	}
+	var brk sql.NullString
+	if r.Break != nil {
+		b, err := json.Marshal(r.Break)
+		if err != nil {
+			return fmt.Errorf("record request of %s: %w", id, err)
+		}
+		brk = sql.NullString{String: string(b), Valid: true}
+	}
+	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET
+			input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+			cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,
+			reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ?,
+			cost_usd = cost_usd + ? WHERE id = ?`,
+			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens,
+			u.APICalls, u.CostUSD, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound("session", id)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO requests (session_id, at, model, task, input_tokens, output_tokens,
+			cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cache_break)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, micros(r.At), r.Model, r.Task, u.InputTokens, u.OutputTokens,
+			u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, brk)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record request of %s: %w", id, err)
+	}
+	return nil
+}
+
+// Requests implements store.Store.
+func (db *DB) Requests(ctx context.Context, id string, limit int) ([]store.RequestRecord, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	q := db.read()
+	rows, err := q.QueryContext(ctx, `SELECT at, model, task, input_tokens, output_tokens, cache_read_tokens,
+		cache_write_tokens, reasoning_tokens, cost_usd, cache_break FROM requests WHERE session_id = ?
+		ORDER BY id DESC LIMIT ?`, id, limit)
+	if err != nil {
+		return nil, fmt.Errorf("requests of %s: %w", id, err)
+	}
+	defer rows.Close()
+	var out []store.RequestRecord
+	for rows.Next() {
+		var r store.RequestRecord
+		var at int64
+		var brk sql.NullString
+		u := &r.Usage
+		if err := rows.Scan(&at, &r.Model, &r.Task, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens,
+			&u.CacheWriteTokens, &u.ReasoningTokens, &u.CostUSD, &brk); err != nil {
+			return nil, fmt.Errorf("requests of %s: %w", id, err)
+		}
+		r.At, u.APICalls = fromMicros(at), 1
+		if brk.Valid {
+			r.Break = &store.CacheBreak{}
+			if err := json.Unmarshal([]byte(brk.String), r.Break); err != nil {
+				return nil, fmt.Errorf("requests of %s: cache break: %w", id, err)
+			}
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("requests of %s: %w", id, err)
+	}
+	if len(out) == 0 {
+		if _, err := getSession(ctx, q, id); err != nil {
+			return nil, fmt.Errorf("requests: %w", err)
+		}
+	}
+	return out, nil
 }

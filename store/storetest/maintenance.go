@@ -100,7 +100,7 @@ func testImport(t *testing.T, h Harness) {
 		Messages: []store.Message{user("ask A"), {Role: store.RoleAssistant, Content: "sum", Summary: true}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.RecordUsage(bg, "i0", store.Usage{InputTokens: 5, APICalls: 1}); err != nil {
+	if err := src.RecordRequest(bg, "i0", store.RequestRecord{Usage: store.Usage{InputTokens: 5, APICalls: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := src.EndSession(bg, "i0", store.EndUserExit); err != nil {

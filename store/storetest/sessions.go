@@ -205,7 +205,12 @@ func testPromptAndUsage(t *testing.T, h Harness) {
 
 	u := store.Usage{InputTokens: 100, OutputTokens: 20, CacheReadTokens: 80, CacheWriteTokens: 10, ReasoningTokens: 5, APICalls: 1, CostUSD: 0.25}
 	for i := 0; i < 3; i++ {
-		if err := st.RecordUsage(bg, "p1", u); err != nil {
+		r := store.RequestRecord{At: at(i), Model: "m", Usage: u}
+		if i == 2 {
+			r.Task = "compression"
+			r.Break = &store.CacheBreak{Layer: "messages", Index: 4, Reason: "compaction", LostTokens: 1234}
+		}
+		if err := st.RecordRequest(bg, "p1", r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -214,5 +219,18 @@ func testPromptAndUsage(t *testing.T, h Harness) {
 	if got != want {
 		t.Fatalf("usage = %+v, want %+v", got, want)
 	}
-	wantErr(t, st.RecordUsage(bg, "missing", u), store.ErrNotFound, "usage of missing session")
+	reqs, err := st.Requests(bg, "p1", 2)
+	if err != nil || len(reqs) != 2 {
+		t.Fatalf("requests: %d, %v", len(reqs), err)
+	}
+	if r := reqs[0]; r.Task != "compression" || r.Break == nil || *r.Break != (store.CacheBreak{Layer: "messages", Index: 4, Reason: "compaction", LostTokens: 1234}) ||
+		r.Usage != u || !r.At.Equal(at(2)) || r.Model != "m" {
+		t.Fatalf("newest request = %+v (break %+v)", r, r.Break)
+	}
+	if r := reqs[1]; r.Task != "turn" || r.Break != nil {
+		t.Fatalf("second newest request = %+v", r)
+	}
+	wantErr(t, st.RecordRequest(bg, "missing", store.RequestRecord{Usage: u}), store.ErrNotFound, "request of missing session")
+	_, err = st.Requests(bg, "missing", 0)
+	wantErr(t, err, store.ErrNotFound, "requests of missing session")
 }

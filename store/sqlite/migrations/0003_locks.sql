@@ -22,3 +22,20 @@ CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
   value TEXT NOT NULL
 );
+
+-- One row per model call: usage and cache-break forensics (which layer's bytes changed, why).
+CREATE TABLE requests (
+  id                 INTEGER PRIMARY KEY,
+  session_id         TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  at                 INTEGER NOT NULL,
+  model              TEXT NOT NULL DEFAULT '',
+  task               TEXT NOT NULL DEFAULT 'turn',
+  input_tokens       INTEGER NOT NULL DEFAULT 0,
+  output_tokens      INTEGER NOT NULL DEFAULT 0,
+  cache_read_tokens  INTEGER NOT NULL DEFAULT 0,
+  cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+  reasoning_tokens   INTEGER NOT NULL DEFAULT 0,
+  cost_usd           REAL NOT NULL DEFAULT 0,
+  cache_break        TEXT
+);
+CREATE INDEX requests_session ON requests(session_id, id);
