@@ -1,0 +1,358 @@
+package turn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// Store is the part of store.Store a turn uses. A backend that also implements
+// store.LeaseWatcher wakes waiters at once when a lease is released.
+type Store interface {
+	AcquireLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (store.Lease, error)
+	RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error)
+	ReleaseLease(ctx context.Context, l store.Lease) error
+	AppendBatch(ctx context.Context, sessionID string, ms []store.Message, opts ...store.WriteOption) ([]int64, error)
+	ArchiveAndCompact(ctx context.Context, req store.CompactRequest, opts ...store.WriteOption) (int, error)
+	AcquireCompressionLock(ctx context.Context, sessionID, holder string, ttl time.Duration) (bool, error)
+	RefreshCompressionLock(ctx context.Context, sessionID, holder string, ttl time.Duration) (bool, error)
+	ReleaseCompressionLock(ctx context.Context, sessionID, holder string) error
+}
+
+// Defaults of Options (the reference's turn lease figures).
+const (
+	DefaultTTL        = 300 * time.Second
+	DefaultRenewEvery = 60 * time.Second
+	DefaultWait       = 30 * time.Minute
+	DefaultPoll       = time.Second
+	DefaultNotice     = 15 * time.Second
+)
+
+// endBudget bounds End's final flush and release, which run even when the caller's context is
+// already cancelled (an interrupted turn still persists what it produced and frees the lease).
+const endBudget = 15 * time.Second
+
+// Options configure a turn. Zero fields take the defaults; tests shorten them.
+type Options struct {
+	// TTL is how long the lease (and a compaction's lock) outlives its last renewal.
+	TTL time.Duration
+	// RenewEvery is the renewal period; it must be shorter than TTL.
+	RenewEvery time.Duration
+	// Wait bounds how long Begin waits for another holder (ErrWaitTimeout after it).
+	Wait time.Duration
+	// Poll is the retry period while waiting when no wake-up arrives; each wait is jittered by
+	// ±20% so waiters do not retry in lockstep.
+	Poll time.Duration
+	// Notice is how often OnWait is called while waiting.
+	Notice time.Duration
+	// OnWait, when set, is called every Notice while Begin waits (first after one Notice), with
+	// the time waited so far and the current holder, so a UI can say why nothing happens.
+	OnWait func(waited time.Duration, holder string)
+	// Holder identifies this turn. It must be unique per turn: the store lets a holder re-acquire
+	// its own lease, so two turns sharing a holder would not exclude each other. Default:
+	// store.NewHolder().String(), with a fresh nonce for every Begin.
+	Holder string
+}
+
+func (o Options) withDefaults() (Options, error) {
+	for _, f := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"TTL", &o.TTL, DefaultTTL}, {"RenewEvery", &o.RenewEvery, DefaultRenewEvery}, {"Wait", &o.Wait, DefaultWait},
+		{"Poll", &o.Poll, DefaultPoll}, {"Notice", &o.Notice, DefaultNotice},
+	} {
+		if *f.v < 0 {
+			return o, store.Invalid("turn."+f.name, "negative duration %s", *f.v)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	if o.RenewEvery >= o.TTL {
+		return o, store.Invalid("turn.RenewEvery", "%s must be shorter than the TTL %s", o.RenewEvery, o.TTL)
+	}
+	if o.Holder == "" {
+		o.Holder = store.NewHolder().String()
+	}
+	return o, nil
+}
+
+// Turn holds a conversation's lease for one turn. Its methods are safe for concurrent use.
+type Turn struct {
+	st      Store
+	session string
+	o       Options
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	stopRenew context.CancelFunc
+	renewDone chan struct{}
+
+	mu     sync.Mutex
+	lease  store.Lease
+	lost   *LeaseLostError
+	queue  []store.Message // everything Added; queue[:cursor] is persisted
+	cursor int
+	ids    []int64
+	ended  bool
+
+	flushMu sync.Mutex // one flush at a time, so the cursor never hands a message out twice
+
+	endOnce sync.Once
+	endErr  error
+}
+
+// Begin waits for the turn lease of sessionID's conversation and returns the running turn. It
+// retries at once on a busy database (that is not another holder), waits for a wake-up or a
+// jittered poll while another holder owns the lease, and gives up after o.Wait with a
+// *WaitTimeoutError, or when ctx ends. The caller must End the turn (or use Run), and must
+// reload the history after Begin returns: another turn may have committed while we waited.
+func Begin(ctx context.Context, st Store, sessionID string, o Options) (*Turn, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l, err := acquire(ctx, st, sessionID, o)
+	if err != nil {
+		return nil, err
+	}
+	t := &Turn{st: st, session: sessionID, o: o, lease: l, renewDone: make(chan struct{})}
+	t.ctx, t.cancel = context.WithCancelCause(ctx)
+	// The renewer outlives a cancelled caller context on purpose: the lease must stay ours until
+	// End has flushed and released it.
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	t.stopRenew = stop
+	go t.renew(rctx)
+	return t, nil
+}
+
+func acquire(ctx context.Context, st Store, sessionID string, o Options) (store.Lease, error) {
+	start := time.Now()
+	deadline := start.Add(o.Wait)
+	nextNotice := start.Add(o.Notice)
+	var watch store.LeaseWatch
+	defer func() {
+		if watch != nil {
+			_ = watch.Close()
+		}
+	}()
+	watcher, canWatch := st.(store.LeaseWatcher)
+	for {
+		if err := ctx.Err(); err != nil {
+			return store.Lease{}, fmt.Errorf("wait for the turn lease of %s: %w", sessionID, context.Cause(ctx))
+		}
+		l, err := st.AcquireLease(ctx, sessionID, o.Holder, o.TTL)
+		if err == nil {
+			return l, nil
+		}
+		var held *store.LeaseHeldError
+		switch {
+		case errors.As(err, &held):
+		case errors.Is(err, store.ErrBusy):
+			// A locked database is not another holder: try again at once, within the bound.
+			if time.Now().After(deadline) {
+				return store.Lease{}, fmt.Errorf("wait for the turn lease of %s: %w", sessionID, err)
+			}
+			continue
+		case ctx.Err() != nil:
+			return store.Lease{}, fmt.Errorf("wait for the turn lease of %s: %w", sessionID, context.Cause(ctx))
+		default:
+			return store.Lease{}, err
+		}
+		now := time.Now()
+		if !now.Before(deadline) {
+			return store.Lease{}, &WaitTimeoutError{SessionID: sessionID, Holder: held.Holder, Waited: now.Sub(start)}
+		}
+		if watch == nil && canWatch {
+			// Watch first, then try again before sleeping: a release between the failed attempt
+			// and the watch's start would otherwise be missed until the next poll.
+			if w, werr := watcher.WatchLease(held.ConversationID); werr == nil {
+				watch = w
+				continue
+			}
+			canWatch = false // polling still works
+		}
+		if o.OnWait != nil && !now.Before(nextNotice) {
+			o.OnWait(now.Sub(start), held.Holder)
+			for !now.Before(nextNotice) {
+				nextNotice = nextNotice.Add(o.Notice)
+			}
+		}
+		d := min(jitter(o.Poll), deadline.Sub(now))
+		if o.OnWait != nil {
+			d = min(d, nextNotice.Sub(now))
+		}
+		if err := sleep(ctx, watch, d); err != nil {
+			return store.Lease{}, fmt.Errorf("wait for the turn lease of %s: %w", sessionID, context.Cause(ctx))
+		}
+	}
+}
+
+// jitter spreads d by ±20%.
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+func sleep(ctx context.Context, watch store.LeaseWatch, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if watch != nil {
+		if err := watch.Wait(ctx, d); err == nil || ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// A broken watch degrades to the plain sleep below.
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// renew extends the lease every RenewEvery until End stops it. A proven loss cancels the turn;
+// a busy database is retried while the lease has time left; any other failure cancels the turn,
+// since we can no longer vouch for the lease.
+func (t *Turn) renew(ctx context.Context) {
+	defer close(t.renewDone)
+	timer := time.NewTimer(t.o.RenewEvery)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		l := t.Lease()
+		nl, err := t.st.RenewLease(ctx, l, t.o.TTL)
+		switch {
+		case err == nil:
+			t.mu.Lock()
+			t.lease = nl
+			t.mu.Unlock()
+			timer.Reset(t.o.RenewEvery)
+		case ctx.Err() != nil:
+			return // End is stopping us; an interrupted renewal is no loss
+		case errors.Is(err, store.ErrLeaseLost):
+			t.lose(err, false)
+			return
+		case errors.Is(err, store.ErrBusy) && time.Until(l.ExpiresAt) > t.o.RenewEvery/4:
+			timer.Reset(t.o.RenewEvery / 4)
+		default:
+			t.lose(err, true)
+			return
+		}
+	}
+}
+
+// lose records the loss once and cancels the turn's context with it as the cause.
+func (t *Turn) lose(err error, refresh bool) *LeaseLostError {
+	t.mu.Lock()
+	if t.lost == nil {
+		t.lost = &LeaseLostError{ConversationID: t.lease.ConversationID, Generation: t.lease.Generation, Refresh: refresh, Err: err}
+	}
+	lost := t.lost
+	t.mu.Unlock()
+	t.cancel(lost)
+	return lost
+}
+
+// Context is cancelled when the lease is lost (context.Cause is then a *LeaseLostError), when
+// the context given to Begin ends, or when the turn ends (cause ErrEnded).
+func (t *Turn) Context() context.Context { return t.ctx }
+
+// SessionID is the session the turn writes to.
+func (t *Turn) SessionID() string { return t.session }
+
+// Holder is the turn's holder identity (also its compression-lock holder).
+func (t *Turn) Holder() string { return t.o.Holder }
+
+// Lease is the current lease (its expiry moves with each renewal; the generation never does).
+func (t *Turn) Lease() store.Lease {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lease
+}
+
+// Fence is the write option that fences a store write with the turn's lease.
+func (t *Turn) Fence() store.WriteOption { return store.WithLease(t.Lease()) }
+
+// Lost returns the loss that cancelled the turn, or nil while the lease is ours.
+func (t *Turn) Lost() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.lost == nil {
+		return nil
+	}
+	return t.lost
+}
+
+// End finishes the turn: it stops the renewer, flushes the messages not yet persisted (unless
+// the lease was lost: they are dropped and End reports how many), releases the lease (releasing
+// a lost lease is harmless) and cancels the turn's context. It runs even when ctx is already
+// cancelled, bounded by its own budget. Only the first call does the work; later calls return
+// the same result.
+func (t *Turn) End(ctx context.Context) error {
+	t.endOnce.Do(func() { t.endErr = t.end(ctx) })
+	return t.endErr
+}
+
+func (t *Turn) end(ctx context.Context) error {
+	t.stopRenew()
+	<-t.renewDone
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endBudget)
+	defer cancel()
+	var errs []error
+	t.flushMu.Lock()
+	if lost := t.Lost(); lost != nil {
+		if n := t.Pending(); n > 0 {
+			errs = append(errs, fmt.Errorf("end turn on %s: %d messages not persisted: %w", t.session, n, lost))
+		}
+	} else if err := t.flushLocked(dctx); err != nil {
+		errs = append(errs, fmt.Errorf("end turn on %s: %w", t.session, err))
+	}
+	t.mu.Lock()
+	t.ended = true
+	t.mu.Unlock()
+	t.flushMu.Unlock()
+	if err := t.st.ReleaseLease(dctx, t.Lease()); err != nil {
+		errs = append(errs, fmt.Errorf("end turn on %s: %w", t.session, err))
+	}
+	t.cancel(ErrEnded)
+	return errors.Join(errs...)
+}
+
+// Run begins a turn, calls fn with the turn's context, and ends the turn on every exit path: a
+// return, an error, or a panic (re-raised after the lease is released). When fn fails because
+// the lease was lost, the returned error says so (errors.Is(err, store.ErrLeaseLost)). fn must
+// reload the history before using it (see Begin).
+func Run(ctx context.Context, st Store, sessionID string, o Options, fn func(ctx context.Context, t *Turn) error) (err error) {
+	t, err := Begin(ctx, st, sessionID, o)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		p := recover()
+		endErr := t.End(ctx)
+		if p != nil {
+			panic(p)
+		}
+		err = errors.Join(err, endErr)
+	}()
+	err = fn(t.Context(), t)
+	if lost := t.Lost(); err != nil && lost != nil && !errors.Is(err, store.ErrLeaseLost) {
+		err = fmt.Errorf("%w: %w", lost, err)
+	}
+	return err
+}
