@@ -1,0 +1,17 @@
+// Package tools is the agent's tool registry and its built-in tools (read_file, write_file,
+// list_files, search_files, terminal, memory, session_search).
+//
+// A Registry's definitions are sorted by name and their JSON schemas are canonicalized once at
+// construction, so two registries built from the same tools give byte-identical definitions in
+// every process: a tool change is a prompt-cache break, and it must never happen by accident.
+//
+// Registry.Call never fails and never panics: an unknown tool, arguments that are not a JSON
+// object or that violate the tool's schema, a tool error and a tool panic all come back as an
+// error Result whose text tells the model what went wrong. Output is capped (head and tail kept
+// around a marker) so one command cannot flood the context.
+//
+// Tools act for the user: paths resolve against Env.WorkDir, the terminal asks Env.Approver
+// before it runs anything, memory writes files the prompt package reads only at the next prompt
+// build (new session or compaction), and session_search is a read-only view of the store
+// through package recall.
+package tools
