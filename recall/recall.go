@@ -31,8 +31,8 @@ const (
 	bookendContent = 300
 	// fullMessages bounds the messages of all results together under detail=full.
 	fullMessages = 100
-	bookendCount  = 3
-	previewChars  = 160
+	bookendCount = 3
+	previewChars = 160
 	// browsePages bounds how many listing pages browse reads to fill its results.
 	browsePages = 5
 )
