@@ -1,0 +1,197 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/spoolhq/spool/compress"
+	"github.com/spoolhq/spool/prompt"
+	"github.com/spoolhq/spool/provider"
+	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/turn"
+	"github.com/spoolhq/spool/wire"
+)
+
+// Tools is what the agent needs from a tool registry (package tools provides one).
+type Tools interface {
+	// Definitions are the tools offered to the model, in a stable order: the same registry
+	// gives byte-identical definitions in every process.
+	Definitions() []provider.Tool
+	// Call runs one tool call and returns the text for the model. A failed call returns the
+	// failure as text with isError set; it never returns a Go error for a tool's own failure.
+	Call(ctx context.Context, call store.ToolCall) (text string, isError bool)
+}
+
+// Defaults.
+const (
+	DefaultMaxIterations = 32
+	DefaultContextLength = 128_000
+	// DefaultCacheTTL is the provider cache lifetime used to explain a break as "ttl".
+	DefaultCacheTTL = 5 * time.Minute
+)
+
+// Config is an agent's model and behaviour. Zero fields take defaults.
+type Config struct {
+	Model string
+	// Provider names the endpoint for the prompt and the threshold rules ("openai", "fake").
+	// Empty means Client.Name().
+	Provider string
+	// ContextLength is the model's window in tokens (DefaultContextLength when zero).
+	ContextLength int
+	// MaxTokens is the output reservation sent with every request (0: provider default).
+	MaxTokens int
+	// MaxIterations bounds the model calls of one turn (DefaultMaxIterations when zero).
+	MaxIterations int
+	// Compression configures the preflight gate and the default compressor. Its zero value
+	// disables compaction; start from compress.DefaultConfig().
+	Compression compress.Config
+	// Prompt is the template of every session's prompt build; the agent fills SessionID,
+	// StartedAt, Model, Provider, Tools and the compaction note.
+	Prompt prompt.Env
+	// Lease configures the turn lease; OnWait is set per run from RunOptions.
+	Lease turn.Options
+	// Source is the source of sessions the agent creates ("cli" when empty).
+	Source string
+	// CacheTTL is the provider's cache lifetime for break explanations (DefaultCacheTTL).
+	CacheTTL time.Duration
+}
+
+// Deps are an agent's collaborators.
+type Deps struct {
+	Store  store.Store
+	Client provider.Client
+	// Tools may be nil: the model is then offered no tools.
+	Tools Tools
+	// Compressor is the compaction engine; nil means the default compressor summarizing with
+	// Client, when Config.Compression is enabled.
+	Compressor compress.Engine
+	Config     Config
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Agent runs turns. It is safe for concurrent use; turns of one conversation take turns through
+// the lease, also across processes.
+type Agent struct {
+	st     store.Store
+	client provider.Client
+	tools  Tools
+	engine compress.Engine
+	cfg    Config
+	now    func() time.Time
+
+	threshold compress.Resolution
+
+	mu    sync.Mutex
+	memos map[string]*memo // per session: the last request's forensics
+}
+
+// New checks deps and returns an agent.
+func New(d Deps) (*Agent, error) {
+	if d.Store == nil {
+		return nil, errors.New("agent: no store")
+	}
+	if d.Client == nil {
+		return nil, errors.New("agent: no model client")
+	}
+	cfg := d.Config
+	if cfg.Provider == "" {
+		cfg.Provider = d.Client.Name()
+	}
+	if cfg.ContextLength <= 0 {
+		cfg.ContextLength = DefaultContextLength
+	}
+	if cfg.MaxIterations <= 0 {
+		cfg.MaxIterations = DefaultMaxIterations
+	}
+	if cfg.CacheTTL <= 0 {
+		cfg.CacheTTL = DefaultCacheTTL
+	}
+	if cfg.Source == "" {
+		cfg.Source = "cli"
+	}
+	a := &Agent{st: d.Store, client: d.Client, tools: d.Tools, engine: d.Compressor, cfg: cfg, now: d.Now, memos: map[string]*memo{}}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	thr, err := compress.Resolve(cfg.Compression, a.compressModel())
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	a.threshold = thr
+	if a.engine == nil && cfg.Compression.Enabled {
+		c := compress.New(cfg.Compression, compress.ClientSummarizer{Client: d.Client})
+		c.Now = a.now
+		a.engine = c
+	}
+	return a, nil
+}
+
+func (a *Agent) compressModel() compress.Model {
+	return compress.Model{Name: a.cfg.Model, Provider: a.cfg.Provider, ContextLength: a.cfg.ContextLength, MaxTokens: a.cfg.MaxTokens}
+}
+
+// Threshold is the resolved compaction trigger of the agent's model.
+func (a *Agent) Threshold() compress.Resolution { return a.threshold }
+
+// CreateSession creates a session for this agent's model, from the current directory.
+func (a *Agent) CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error) {
+	if ns.Model == "" {
+		ns.Model = a.cfg.Model
+	}
+	if ns.Source == "" {
+		ns.Source = a.cfg.Source
+	}
+	if ns.Cwd == "" {
+		ns.Cwd, _ = os.Getwd()
+	}
+	s, err := a.st.CreateSession(ctx, ns)
+	if err != nil {
+		return store.Session{}, fmt.Errorf("create session: %w", err)
+	}
+	return s, nil
+}
+
+// RunOptions are one turn's callbacks and extras. Callbacks run on the turn's goroutine.
+type RunOptions struct {
+	// OnDelta streams the model's text as it arrives; nil makes the calls non-streaming.
+	OnDelta func(provider.Delta)
+	// OnWait is called while another holder keeps the conversation busy.
+	OnWait func(waited time.Duration, holder string)
+	// OnToolCall is called before each tool runs, OnToolResult after.
+	OnToolCall   func(call store.ToolCall)
+	OnToolResult func(call store.ToolCall, result string, isError bool)
+	// OnNotice hears one-line notices for the user (a compaction, a paused compactor).
+	OnNotice func(string)
+	// Context is per-turn text for this turn's user message only (recall, plugin context).
+	Context wire.TurnContext
+	// ForceCompact compacts before the first model call whatever the size (a manual /compress),
+	// with Focus as its topic.
+	ForceCompact bool
+	Focus        string
+}
+
+// Result is what one turn did.
+type Result struct {
+	SessionID string `json:"session_id"`
+	// Reply is the final answer's text ("" when the turn ended without one).
+	Reply        string `json:"reply"`
+	FinishReason string `json:"finish_reason,omitempty"`
+	// Usage sums the turn's model calls.
+	Usage store.Usage `json:"usage"`
+	// Calls is how many model calls the turn made and ToolCalls how many tools it ran.
+	Calls     int `json:"model_calls"`
+	ToolCalls int `json:"tool_calls"`
+	// Compactions counts compactions committed during the turn.
+	Compactions int `json:"compactions,omitempty"`
+	// Breaks are the cache breaks recorded for the turn's calls.
+	Breaks []store.CacheBreak `json:"cache_breaks,omitempty"`
+	// Messages are the messages the turn appended, in order (ids are zero).
+	Messages []store.Message `json:"-"`
+	// Interrupted is set when the turn's context ended before a final answer.
+	Interrupted bool `json:"interrupted,omitempty"`
+}

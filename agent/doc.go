@@ -1,0 +1,27 @@
+// Package agent runs one turn of a conversation: lease → reload the active history → restore (or
+// build once) the frozen system prompt → preflight compaction → model call, streamed → tool calls,
+// several per response, results appended in call order → loop until a final answer (bounded) →
+// persist incrementally under the lease fence → record usage, cost and cache forensics for every
+// model call → release.
+//
+// The one rule (DESIGN §1) is kept by construction: the system prompt is restored byte for byte
+// from the store and rebuilt only after a compaction; the user message's wire text (with per-turn
+// context) is composed once and persisted as its api_content sidecar before the first model
+// call, so every later request replays the same bytes; tool definitions come from the registry in
+// its stable order.
+//
+// An interrupted turn (its context cancelled) keeps what was said: the user message is persisted
+// before the model is called, streamed text that arrived becomes an assistant message marked
+// "interrupted", and every tool call left without a result gets a recorded cancellation result,
+// so the history stays acceptable to every provider. Nothing is half-written: each flush is one
+// fenced batch.
+//
+// Cache forensics: every model call is fingerprinted (wire.FingerprintOf). When a call reads
+// fewer cached tokens than the session's previous call, the request is diffed against the
+// previous one's fingerprint, kept in memory per session. After a restart there is no fingerprint
+// in memory; the previous request is then derived from the store — the restored system prompt,
+// the current tools and the active history up to the last assistant message before this turn
+// (the last request a previous process sent, when the history only grew since) — and the break
+// is explained with the resume hint. A derived fingerprint cannot see a tool or model change
+// made across the restart; those breaks are reported as "resume".
+package agent

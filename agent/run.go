@@ -1,0 +1,225 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spoolhq/spool/compress"
+	"github.com/spoolhq/spool/prompt"
+	"github.com/spoolhq/spool/provider"
+	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/tokens"
+	"github.com/spoolhq/spool/turn"
+	"github.com/spoolhq/spool/wire"
+)
+
+// run is the state of one turn.
+type run struct {
+	a    *Agent
+	t    *turn.Turn
+	opts RunOptions
+	res  *Result
+
+	sess    store.Session
+	history []store.Message // active history, this turn's messages appended
+	base    int             // len(history) when the turn started
+	prompt  prompt.Prompt
+	tools   []provider.Tool
+
+	state      compress.State
+	stateDirty bool
+
+	prev      *memo // the session's previous model call, for cache forensics
+	compacted bool  // a compaction ran since prev
+}
+
+// Run runs one turn of sessionID with the user's input and returns what it did. An empty
+// sessionID starts a new session; a session continued by compression rotation runs on its live
+// tip (Result.SessionID says which). On error, Result still describes what was done, and
+// everything said before the error is stored.
+func (a *Agent) Run(ctx context.Context, sessionID, input string, opts RunOptions) (Result, error) {
+	if strings.TrimSpace(input) == "" {
+		return Result{SessionID: sessionID}, ErrEmptyInput
+	}
+	if tok := tokens.EstimateText(input); tok > a.cfg.ContextLength/2 {
+		return Result{SessionID: sessionID}, &InputTooLargeError{Bytes: len(input), Tokens: tok, MaxTokens: a.cfg.ContextLength / 2, Model: a.cfg.Model}
+	}
+	if sessionID == "" {
+		s, err := a.CreateSession(ctx, store.NewSession{})
+		if err != nil {
+			return Result{}, err
+		}
+		sessionID = s.ID
+	} else {
+		tip, err := a.st.ResumeTarget(ctx, sessionID)
+		if err != nil {
+			return Result{SessionID: sessionID}, fmt.Errorf("find session %s: %w", sessionID, err)
+		}
+		sessionID = tip
+	}
+	res := Result{SessionID: sessionID}
+	lo := a.cfg.Lease
+	lo.OnWait = opts.OnWait
+	err := turn.Run(ctx, a.st, sessionID, lo, func(tctx context.Context, t *turn.Turn) error {
+		r := &run{a: a, t: t, opts: opts, res: &res}
+		return r.do(tctx, input)
+	})
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		res.Interrupted = true
+	}
+	return res, err
+}
+
+func (r *run) do(ctx context.Context, input string) (err error) {
+	if err := r.load(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		if perr := r.saveState(ctx); perr != nil && err == nil {
+			err = perr
+		}
+	}()
+	user := store.Message{Role: store.RoleUser, Content: input, Timestamp: r.a.now()}
+	// The wire text is composed once and stored with the message, so every later request of
+	// this session replays exactly these bytes.
+	user.APIContent = wire.Sidecar(input, wire.Compose(input, r.opts.Context))
+	r.add(user)
+	if err := r.t.Flush(ctx); err != nil {
+		return err
+	}
+	return r.loop(ctx)
+}
+
+// loop calls the model until it answers without tool calls, at most MaxIterations times.
+func (r *run) loop(ctx context.Context) error {
+	attempts, overflow, force := 0, false, r.opts.ForceCompact
+	for calls := 0; calls < r.a.cfg.MaxIterations; {
+		req, est, err := r.request(ctx)
+		if err != nil {
+			return err
+		}
+		compact, err := r.preflight(ctx, est, attempts, overflow, force)
+		if err != nil {
+			return err
+		}
+		if compact {
+			attempts++
+			if err := r.compact(ctx, force); err != nil {
+				return err
+			}
+			overflow, force = false, false
+			if req, est, err = r.request(ctx); err != nil {
+				return err
+			}
+		}
+		calls++
+		resp, err := r.call(ctx, req, est)
+		if err != nil {
+			if provider.ClassOf(err) == provider.ClassContextLength && ctx.Err() == nil && r.a.engine != nil {
+				// The provider proved the prompt too long: the gate compacts (or fails closed
+				// once the turn's attempts are spent) before the call is tried again.
+				overflow = true
+				calls--
+				continue
+			}
+			return r.callFailed(ctx, err)
+		}
+		asst := store.Message{
+			Role: store.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls,
+			Reasoning: resp.Reasoning, ReasoningDetails: resp.ReasoningDetails,
+			FinishReason: resp.FinishReason, Timestamp: r.a.now(),
+		}
+		if asst.Content == "" && len(asst.ToolCalls) == 0 && resp.Reasoning != "" {
+			// A reasoning-only stop replays its text on the wire, so the next request carries it.
+			asst.APIContent = resp.Reasoning
+		}
+		r.add(asst)
+		if err := r.t.Flush(ctx); err != nil {
+			return err
+		}
+		if len(resp.ToolCalls) == 0 {
+			r.res.Reply = resp.Content
+			if r.res.Reply == "" {
+				r.res.Reply = asst.APIContent
+			}
+			r.res.FinishReason = resp.FinishReason
+			return nil
+		}
+		if err := r.runTools(ctx, resp.ToolCalls); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: no final answer after %d model calls (each answered with tool calls); the tool results are stored, send another message to continue", ErrIterationLimit, r.a.cfg.MaxIterations)
+}
+
+// add queues m for the next flush and appends it to the working history.
+func (r *run) add(m store.Message) {
+	m.SessionID = r.sess.ID
+	r.t.Add(m)
+	r.history = append(r.history, m)
+	r.res.Messages = append(r.res.Messages, m)
+}
+
+// load reads the session as it is now (another turn may have committed while we waited).
+func (r *run) load(ctx context.Context) error {
+	sid := r.t.SessionID()
+	s, err := r.a.st.GetSession(ctx, sid)
+	if err != nil {
+		return fmt.Errorf("load session %s: %w", sid, err)
+	}
+	r.sess = s
+	if s.Ended() && s.EndReason == store.EndCompression {
+		return fmt.Errorf("session %s was continued by compression: %w", sid, store.ErrSessionClosed)
+	}
+	if r.history, err = r.a.st.Conversation(ctx, sid, store.ViewActive); err != nil {
+		return fmt.Errorf("load history of %s: %w", sid, err)
+	}
+	r.base = len(r.history)
+	if r.state, err = compress.StateFromModelConfig(s.ModelConfig); err != nil {
+		r.notice(fmt.Sprintf("compaction state of %s is unreadable and starts over: %v", sid, err))
+		r.state = compress.State{}
+	}
+	if r.a.tools != nil {
+		r.tools = r.a.tools.Definitions()
+	}
+	if r.prompt, err = prompt.Load(ctx, r.a.st, r.promptEnv()); err != nil {
+		return err
+	}
+	r.prev, err = r.a.previousCall(ctx, r)
+	return err
+}
+
+func (r *run) notice(s string) {
+	if r.opts.OnNotice != nil && s != "" {
+		r.opts.OnNotice(s)
+	}
+}
+
+// request builds the next model request from the working history, and estimates its size.
+func (r *run) request(ctx context.Context) (provider.Request, int, error) {
+	msgs := r.history
+	if r.a.engine != nil {
+		sel, err := r.a.engine.Select(ctx, compress.Request{SessionID: r.sess.ID, Messages: r.history, Model: r.a.compressModel()})
+		if err != nil {
+			return provider.Request{}, 0, fmt.Errorf("select messages of %s: %w", r.sess.ID, err)
+		}
+		msgs = sel
+	} else if compress.Validate(msgs) != "" {
+		// A history a provider would refuse (a call left without its result by a crash) is
+		// repaired on the way out, deterministically, so the bytes stay stable.
+		msgs = compress.Sanitize(msgs)
+	}
+	// The current user message already carries its composed wire text (sidecar), so nothing is
+	// injected here: every request of the turn replays the same bytes.
+	b, err := wire.Build(msgs, wire.TurnContext{})
+	if err != nil {
+		return provider.Request{}, 0, fmt.Errorf("build request of %s: %w", r.sess.ID, err)
+	}
+	req := provider.Request{
+		Model: r.a.cfg.Model, System: r.prompt.Text(), Messages: b.Messages, Tools: r.tools,
+		MaxTokens: r.a.cfg.MaxTokens, Temperature: -1,
+	}
+	return req, tokens.EstimateRequest(req), nil
+}
