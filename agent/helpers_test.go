@@ -68,7 +68,9 @@ func (tt *testTools) Call(ctx context.Context, c store.ToolCall) (string, bool) 
 // stdTools: echo repeats its path argument, read returns a deterministic body.
 func stdTools() *testTools {
 	return &testTools{fns: map[string]toolFunc{
-		"echo": func(_ context.Context, a map[string]any) (string, error) { return fmt.Sprintf("echo %v", a["path"]), nil },
+		"echo": func(_ context.Context, a map[string]any) (string, error) {
+			return fmt.Sprintf("echo %v", a["path"]), nil
+		},
 		"read": func(_ context.Context, a map[string]any) (string, error) {
 			return fmt.Sprintf("contents of %v:\n%s", a["path"], bytes.Repeat([]byte("line of text\n"), 40)), nil
 		},
@@ -161,8 +163,8 @@ func roles(ms []store.Message) []string {
 // recorder is an httptest server running the fake's handler that keeps every request body.
 type recorder struct {
 	*httptest.Server
-	Model *fake.Model
-	mu    sync.Mutex
+	Model  *fake.Model
+	mu     sync.Mutex
 	Bodies [][]byte
 }
 
