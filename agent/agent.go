@@ -21,9 +21,9 @@ type Tools interface {
 	// Definitions are the tools offered to the model, in a stable order: the same registry
 	// gives byte-identical definitions in every process.
 	Definitions() []provider.Tool
-	// Call runs one tool call and returns the text for the model. A failed call returns the
-	// failure as text with isError set; it never returns a Go error for a tool's own failure.
-	Call(ctx context.Context, call store.ToolCall) (text string, isError bool)
+	// Call runs one tool call for a session and returns the text for the model. A failed call
+	// returns the failure as text with isError set; a tool's failure is never a Go error.
+	Call(ctx context.Context, sessionID string, call store.ToolCall) (text string, isError bool)
 }
 
 // Defaults.

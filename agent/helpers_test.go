@@ -47,7 +47,7 @@ func (tt *testTools) Definitions() []provider.Tool {
 	return out
 }
 
-func (tt *testTools) Call(ctx context.Context, c store.ToolCall) (string, bool) {
+func (tt *testTools) Call(ctx context.Context, _ string, c store.ToolCall) (string, bool) {
 	fn, ok := tt.fns[c.Function.Name]
 	if !ok {
 		return "Error: unknown tool " + c.Function.Name, true

@@ -57,7 +57,7 @@ func (r *run) callTool(ctx context.Context, c store.ToolCall) (text string, isEr
 			r.notice(fmt.Sprintf("tool %s panicked: %v", c.Function.Name, p))
 		}
 	}()
-	text, isErr = r.a.tools.Call(ctx, c)
+	text, isErr = r.a.tools.Call(ctx, r.sess.ID, c)
 	return capText(text, MaxToolResult), isErr
 }
 
