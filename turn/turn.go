@@ -180,18 +180,28 @@ func acquire(ctx context.Context, st Store, sessionID string, o Options) (store.
 			}
 			canWatch = false // polling still works
 		}
-		if o.OnWait != nil && !now.Before(nextNotice) {
-			o.OnWait(now.Sub(start), held.Holder)
-			for !now.Before(nextNotice) {
-				nextNotice = nextNotice.Add(o.Notice)
+		// Sleep until a wake-up or the poll, calling OnWait on its schedule meanwhile; a notice
+		// alone does not retry, so the wait costs the database one attempt per poll.
+		retryAt := now.Add(min(jitter(o.Poll), deadline.Sub(now)))
+		for {
+			d := retryAt.Sub(now)
+			if o.OnWait != nil {
+				d = min(d, nextNotice.Sub(now))
 			}
-		}
-		d := min(jitter(o.Poll), deadline.Sub(now))
-		if o.OnWait != nil {
-			d = min(d, nextNotice.Sub(now))
-		}
-		if err := sleep(ctx, watch, d); err != nil {
-			return store.Lease{}, fmt.Errorf("wait for the turn lease of %s: %w", sessionID, context.Cause(ctx))
+			woke, err := sleep(ctx, watch, d)
+			if err != nil {
+				return store.Lease{}, fmt.Errorf("wait for the turn lease of %s: %w", sessionID, context.Cause(ctx))
+			}
+			now = time.Now()
+			if o.OnWait != nil && !now.Before(nextNotice) {
+				o.OnWait(now.Sub(start), held.Holder)
+				for !now.Before(nextNotice) {
+					nextNotice = nextNotice.Add(o.Notice)
+				}
+			}
+			if woke || !now.Before(retryAt) {
+				break
+			}
 		}
 	}
 }
@@ -201,13 +211,20 @@ func jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
-func sleep(ctx context.Context, watch store.LeaseWatch, d time.Duration) error {
+// sleep waits d, or less when watch reports that the lease may have changed (woke).
+func sleep(ctx context.Context, watch store.LeaseWatch, d time.Duration) (woke bool, err error) {
 	if d <= 0 {
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 	if watch != nil {
-		if err := watch.Wait(ctx, d); err == nil || ctx.Err() != nil {
-			return ctx.Err()
+		start := time.Now()
+		err := watch.Wait(ctx, d)
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		if err == nil {
+			// LeaseWatch.Wait returns nil both on a wake-up and at d: an early return is a wake-up.
+			return time.Since(start) < d-time.Millisecond, nil
 		}
 		// A broken watch degrades to the plain sleep below.
 	}
@@ -215,9 +232,9 @@ func sleep(ctx context.Context, watch store.LeaseWatch, d time.Duration) error {
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	case <-t.C:
-		return nil
+		return false, nil
 	}
 }
 

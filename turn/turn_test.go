@@ -1,0 +1,382 @@
+package turn_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/turn"
+)
+
+// faultStore is the real store with injectable renewal and append failures.
+type faultStore struct {
+	turn.Store
+	renewErr  atomic.Pointer[error]
+	renewals  atomic.Int64
+	appendErr atomic.Pointer[error] // returned once, without writing
+}
+
+func (f *faultStore) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+	f.renewals.Add(1)
+	if p := f.renewErr.Load(); p != nil {
+		return l, *p
+	}
+	return f.Store.RenewLease(ctx, l, ttl)
+}
+
+func (f *faultStore) AppendBatch(ctx context.Context, sid string, ms []store.Message, opts ...store.WriteOption) ([]int64, error) {
+	if p := f.appendErr.Swap(nil); p != nil {
+		return nil, *p
+	}
+	return f.Store.AppendBatch(ctx, sid, ms, opts...)
+}
+
+func setErr(p *atomic.Pointer[error], err error) { p.Store(&err) }
+
+func user(s string) store.Message { return store.Message{Role: store.RoleUser, Content: s} }
+
+func waitDone(t *testing.T, ctx context.Context) {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("turn context not cancelled")
+	}
+}
+
+func TestRenewalFailureCancelsTheTurn(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		err     error
+		refresh bool
+		msg     string
+	}{
+		{"lease taken", fmt.Errorf("renew: %w", store.ErrLeaseLost), false, "session turn lease lost; stopping to protect the transcript"},
+		{"renewal error", errors.New("disk I/O error"), true, "could not be refreshed; stopping to protect the transcript"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db, _ := openDB(t)
+			fs := &faultStore{Store: db}
+			tn, err := turn.Begin(bg, fs, "conv", turn.Options{TTL: 5 * time.Second, RenewEvery: 20 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tn.End(bg)
+			setErr(&fs.renewErr, tc.err)
+			waitDone(t, tn.Context())
+			cause := context.Cause(tn.Context())
+			var lost *turn.LeaseLostError
+			if !errors.As(cause, &lost) || !errors.Is(cause, store.ErrLeaseLost) || !errors.Is(cause, tc.err) {
+				t.Fatalf("cause %v: not a lease loss wrapping %v", cause, tc.err)
+			}
+			if lost.Refresh != tc.refresh || !strings.Contains(cause.Error(), tc.msg) || lost.Generation != tn.Lease().Generation {
+				t.Fatalf("cause %q (refresh %v)", cause, lost.Refresh)
+			}
+			// Nothing more is written by a turn that lost its lease.
+			tn.Add(user("late"))
+			if err := tn.Flush(bg); !errors.Is(err, store.ErrLeaseLost) {
+				t.Fatalf("flush after the loss: %v", err)
+			}
+			if ms := conversation(t, db, store.ViewAll); len(ms) != 0 {
+				t.Fatalf("%d rows written after the loss", len(ms))
+			}
+		})
+	}
+}
+
+// A busy database is not a lost lease: renewal retries and the turn goes on.
+func TestBusyRenewalIsRetried(t *testing.T) {
+	t.Parallel()
+	db, _ := openDB(t)
+	fs := &faultStore{Store: db}
+	setErr(&fs.renewErr, fmt.Errorf("renew: %w", store.ErrBusy))
+	tn, err := turn.Begin(bg, fs, "conv", turn.Options{TTL: 10 * time.Second, RenewEvery: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for fs.renewals.Load() < 5 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	fs.renewErr.Store(nil)
+	for n := fs.renewals.Load(); fs.renewals.Load() < n+2; {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := context.Cause(tn.Context()); err != nil {
+		t.Fatalf("a busy database cancelled the turn: %v", err)
+	}
+	if err := tn.End(bg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPanicInRunReleasesTheLease(t *testing.T) {
+	t.Parallel()
+	db, _ := openDB(t)
+	var gen int64
+	func() {
+		defer func() {
+			if p := recover(); p != "boom" {
+				t.Fatalf("recovered %v, want the turn's own panic", p)
+			}
+		}()
+		_ = turn.Run(bg, db, "conv", turn.Options{}, func(ctx context.Context, tn *turn.Turn) error {
+			gen = tn.Lease().Generation
+			tn.Add(user("before the panic"))
+			panic("boom")
+		})
+	}()
+	l, err := db.AcquireLease(bg, "conv", "next", time.Minute)
+	if err != nil || l.Generation != gen+1 {
+		t.Fatalf("lease not released by the panicking turn: %+v %v", l, err)
+	}
+	if got := contents(conversation(t, db, store.ViewAll)); strings.Join(got, "|") != "before the panic" {
+		t.Fatalf("transcript %q", got)
+	}
+}
+
+func TestEndIsIdempotent(t *testing.T) {
+	t.Parallel()
+	db, _ := openDB(t)
+	tn, err := turn.Begin(bg, db, "conv", turn.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.Add(user("one"))
+	for i := range 3 {
+		if err := tn.End(bg); err != nil {
+			t.Fatalf("End #%d: %v", i+1, err)
+		}
+	}
+	if !errors.Is(context.Cause(tn.Context()), turn.ErrEnded) {
+		t.Fatalf("context after End: %v", context.Cause(tn.Context()))
+	}
+	// Another turn takes the lease; a further End of the old turn must not release it.
+	next, err := turn.Begin(bg, db, "conv", turn.Options{Wait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.End(bg)
+	if err := tn.End(bg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Append(bg, "conv", user("two"), next.Fence()); err != nil {
+		t.Fatalf("an old turn's End freed the new turn's lease: %v", err)
+	}
+	tn.Add(user("after end"))
+	if err := tn.Flush(bg); !errors.Is(err, turn.ErrEnded) {
+		t.Fatalf("flush after End: %v", err)
+	}
+	if got := contents(conversation(t, db, store.ViewAll)); strings.Join(got, "|") != "one|two" {
+		t.Fatalf("transcript %q", got)
+	}
+}
+
+// A failed flush advances nothing; the retry (or End) writes each message exactly once.
+func TestFlushNeverDuplicates(t *testing.T) {
+	t.Parallel()
+	db, _ := openDB(t)
+	fs := &faultStore{Store: db}
+	tn, err := turn.Begin(bg, fs, "conv", turn.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.Add(user("a"), user("b"))
+	setErr(&fs.appendErr, fmt.Errorf("append: %w", store.ErrBusy))
+	if err := tn.Flush(bg); !errors.Is(err, store.ErrBusy) {
+		t.Fatalf("flush with a busy database: %v", err)
+	}
+	if tn.Pending() != 2 || len(tn.Persisted()) != 0 {
+		t.Fatalf("after a failed flush: %d pending, %d persisted", tn.Pending(), len(tn.Persisted()))
+	}
+	if err := tn.Flush(bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := tn.Flush(bg); err != nil { // nothing pending: no write
+		t.Fatal(err)
+	}
+	tn.Add(user("c"))
+	setErr(&fs.appendErr, errors.New("disk full"))
+	if err := tn.Flush(bg); err == nil {
+		t.Fatal("injected failure not reported")
+	}
+	if err := tn.End(bg); err != nil { // flushes "c" once
+		t.Fatal(err)
+	}
+	ms := conversation(t, db, store.ViewAll)
+	if got := contents(ms); strings.Join(got, "|") != "a|b|c" {
+		t.Fatalf("transcript %q", got)
+	}
+	ids := tn.Persisted()
+	for i, m := range ms {
+		if ids[i] != m.ID {
+			t.Fatalf("persisted ids %v, stored %v", ids, ms)
+		}
+	}
+}
+
+// A flush whose lease was taken is refused: nothing written, the turn is cancelled, and Run
+// reports the loss.
+func TestFlushRefusedAfterLeaseTaken(t *testing.T) {
+	t.Parallel()
+	db, _ := openDB(t)
+	var sawCause error
+	err := turn.Run(bg, db, "conv", turn.Options{}, func(ctx context.Context, tn *turn.Turn) error {
+		tn.Add(user("mine"))
+		if err := tn.Flush(ctx); err != nil {
+			return err
+		}
+		// An operator frees the lease and another holder takes it.
+		if err := db.ReleaseLease(bg, tn.Lease()); err != nil {
+			return err
+		}
+		if _, err := db.AcquireLease(bg, "conv", "thief", time.Minute); err != nil {
+			return err
+		}
+		tn.Add(user("stale 1"), user("stale 2"))
+		if err := tn.Flush(ctx); !errors.Is(err, store.ErrLeaseLost) {
+			return fmt.Errorf("flush after the lease was taken: %v", err)
+		}
+		<-ctx.Done()
+		sawCause = context.Cause(ctx)
+		return ctx.Err()
+	})
+	if !errors.Is(err, store.ErrLeaseLost) || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "2 messages not persisted") {
+		t.Fatalf("Run: %v", err)
+	}
+	if !errors.Is(sawCause, store.ErrLeaseLost) {
+		t.Fatalf("turn context cause %v", sawCause)
+	}
+	if got := contents(conversation(t, db, store.ViewAll)); strings.Join(got, "|") != "mine" {
+		t.Fatalf("transcript %q: a fenced-out write landed", got)
+	}
+}
+
+func TestWaiting(t *testing.T) {
+	t.Parallel()
+	db, path := openDB(t)
+	other := reopen(t, path) // a second handle, as another process would have
+	first, err := turn.Begin(bg, db, "conv", turn.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.End(bg)
+
+	t.Run("abortable", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+		defer cancel()
+		_, err := turn.Begin(ctx, other, "conv", turn.Options{Poll: 10 * time.Second})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("wait with an ending context: %v", err)
+		}
+	})
+	t.Run("bounded", func(t *testing.T) {
+		_, err := turn.Begin(bg, other, "conv", turn.Options{Wait: 200 * time.Millisecond, Poll: 50 * time.Millisecond})
+		var te *turn.WaitTimeoutError
+		if !errors.As(err, &te) || !errors.Is(err, turn.ErrWaitTimeout) || te.Holder != first.Holder() {
+			t.Fatalf("bounded wait: %v", err)
+		}
+	})
+	t.Run("woken at release", func(t *testing.T) {
+		var mu sync.Mutex
+		var notices []string
+		waiting := make(chan struct{})
+		released := make(chan time.Time, 1)
+		go func() {
+			<-waiting
+			_ = first.End(bg)
+			released <- time.Now()
+		}()
+		// The poll interval is far longer than the whole test: only the wake-up can start us.
+		second, err := turn.Begin(bg, other, "conv", turn.Options{Poll: 10 * time.Second, Notice: 50 * time.Millisecond,
+			OnWait: func(_ time.Duration, holder string) {
+				mu.Lock()
+				defer mu.Unlock()
+				if notices = append(notices, holder); len(notices) == 2 {
+					close(waiting)
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		started := time.Now()
+		defer second.End(bg)
+		rel := <-released
+		mu.Lock()
+		defer mu.Unlock()
+		if notices[0] != first.Holder() {
+			t.Fatalf("OnWait named %q, want %q", notices[0], first.Holder())
+		}
+		if second.Lease().Generation != first.Lease().Generation+1 {
+			t.Fatalf("generation %d after %d", second.Lease().Generation, first.Lease().Generation)
+		}
+		// Loose bound: a poll would take at least 8 s.
+		if d := started.Sub(rel); d > 4*time.Second {
+			t.Fatalf("second turn started %s after the release: not woken", d)
+		}
+	})
+}
+
+func TestOptionsAreValidated(t *testing.T) {
+	t.Parallel()
+	db, _ := openDB(t)
+	for _, o := range []turn.Options{
+		{TTL: time.Second, RenewEvery: time.Second},
+		{RenewEvery: -time.Second},
+		{Poll: -1},
+	} {
+		if _, err := turn.Begin(bg, db, "conv", o); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("Begin(%+v): %v, want ErrInvalid", o, err)
+		}
+	}
+	if _, err := turn.Begin(bg, db, "missing", turn.Options{}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Begin on a missing session: %v", err)
+	}
+}
+
+func TestCompactLock(t *testing.T) {
+	t.Parallel()
+	db, _ := openDB(t)
+	tn, err := turn.Begin(bg, db, "conv", turn.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tn.End(bg)
+	plan := func(context.Context) (store.CompactRequest, error) {
+		return store.CompactRequest{Messages: []store.Message{user("summary")}}, nil
+	}
+	// Another compactor holds the lock: nothing is compacted.
+	if ok, err := db.AcquireCompressionLock(bg, "conv", "other", time.Minute); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, err := tn.Compact(bg, plan); !errors.Is(err, store.ErrCompressionBusy) {
+		t.Fatalf("compact while another holds the lock: %v", err)
+	}
+	if err := db.ReleaseCompressionLock(bg, "conv", "other"); err != nil {
+		t.Fatal(err)
+	}
+	// A failing plan releases the lock.
+	if _, err := tn.Compact(bg, func(context.Context) (store.CompactRequest, error) {
+		return store.CompactRequest{}, errors.New("summary model unavailable")
+	}); err == nil || !strings.Contains(err.Error(), "summary model unavailable") {
+		t.Fatalf("failing plan: %v", err)
+	}
+	tn.Add(user("q"), user("a"))
+	n, err := tn.Compact(bg, plan)
+	if err != nil || n != 1 {
+		t.Fatalf("compact: %d %v", n, err)
+	}
+	if got := contents(conversation(t, db, store.ViewActive)); strings.Join(got, "|") != "summary" {
+		t.Fatalf("active after compaction %q", got)
+	}
+	if ok, err := db.AcquireCompressionLock(bg, "conv", "other", time.Minute); err != nil || !ok {
+		t.Fatalf("lock not released after compaction: %v %v", ok, err)
+	}
+}
