@@ -41,7 +41,8 @@ const endBudget = 15 * time.Second
 type Options struct {
 	// TTL is how long the lease (and a compaction's lock) outlives its last renewal.
 	TTL time.Duration
-	// RenewEvery is the renewal period; it must be shorter than TTL.
+	// RenewEvery is the renewal period; it must be shorter than TTL. Default: a fifth of the
+	// TTL, at most DefaultRenewEvery.
 	RenewEvery time.Duration
 	// Wait bounds how long Begin waits for another holder (ErrWaitTimeout after it).
 	Wait time.Duration
@@ -60,12 +61,15 @@ type Options struct {
 }
 
 func (o Options) withDefaults() (Options, error) {
+	if o.TTL == 0 {
+		o.TTL = DefaultTTL
+	}
 	for _, f := range []struct {
 		name string
 		v    *time.Duration
 		def  time.Duration
 	}{
-		{"TTL", &o.TTL, DefaultTTL}, {"RenewEvery", &o.RenewEvery, DefaultRenewEvery}, {"Wait", &o.Wait, DefaultWait},
+		{"TTL", &o.TTL, DefaultTTL}, {"RenewEvery", &o.RenewEvery, max(min(DefaultRenewEvery, o.TTL/5), time.Millisecond)}, {"Wait", &o.Wait, DefaultWait},
 		{"Poll", &o.Poll, DefaultPoll}, {"Notice", &o.Notice, DefaultNotice},
 	} {
 		if *f.v < 0 {

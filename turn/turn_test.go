@@ -336,6 +336,14 @@ func TestOptionsAreValidated(t *testing.T) {
 			t.Errorf("Begin(%+v): %v, want ErrInvalid", o, err)
 		}
 	}
+	// A short TTL alone is valid: renewal defaults to a fifth of it.
+	tn, err := turn.Begin(bg, db, "conv", turn.Options{TTL: time.Second})
+	if err != nil {
+		t.Fatalf("TTL without RenewEvery: %v", err)
+	}
+	if err := tn.End(bg); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := turn.Begin(bg, db, "missing", turn.Options{}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Begin on a missing session: %v", err)
 	}
