@@ -1,0 +1,30 @@
+package compress
+
+import (
+	"maps"
+
+	"github.com/spoolhq/spool/config"
+)
+
+// FromConfig maps the `compression.*` and `auxiliary.compression.*` settings onto Config.
+// Settings the file format does not have (attempt limits, the user-ask budget, the Codex raise,
+// ...) keep DefaultConfig's values. compression.in_place is not the compressor's business: the
+// caller that commits the plan reads it.
+func FromConfig(c config.Config) Config {
+	out := DefaultConfig()
+	cc := c.Compression
+	out.Enabled = cc.Enabled
+	out.Threshold = cc.Threshold
+	out.ThresholdTokens = cc.ThresholdTokens
+	out.TargetRatio = cc.TargetRatio
+	if cc.TailMode != "" {
+		out.TailMode = cc.TailMode
+	}
+	out.ProtectLastN = cc.ProtectLastN
+	out.ProtectFirstN = cc.ProtectFirstN
+	out.AbortOnSummaryFailure = cc.AbortOnSummaryFailure
+	out.ModelThresholds = maps.Clone(cc.ModelThresholds)
+	out.SummaryModel = c.Auxiliary.Compression.Model
+	out.ContextTimeout = c.Auxiliary.Compression.Timeout
+	return out
+}
