@@ -109,11 +109,11 @@ func RunLease(ctx context.Context, cfg LeaseConfig, stdout io.Writer, asJSON boo
 	fmt.Fprintf(stdout, "turn lease on SQLite (%s, %s journal, %d CPUs, TTL %s, waiter poll %s)\n",
 		rep.Env.Driver, rep.Env.JournalMode, rep.Env.CPUs, leaseBenchTTL, turn.DefaultPoll)
 	for _, p := range []LeasePhase{rep.Uncont, rep.OwnConv, rep.SharedCon} {
-		fmt.Fprintf(stdout, "  %-58s procs %d  n %5d  p50 %7.3f ms  p99 %7.3f ms  max %7.3f ms  %8.0f ops/s  errors %d\n",
+		fmt.Fprintf(stdout, "  %-62s procs %d  n %5d  p50 %7.3f ms  p99 %7.3f ms  max %7.3f ms  %8.0f ops/s  errors %d\n",
 			p.Op, p.Procs, p.N, p.P50, p.P99, p.Max, p.OpsPerS, p.Errors)
 	}
 	h := rep.Handover
-	fmt.Fprintf(stdout, "  %-58s procs 2  n %5d  p50 %7.3f ms  p99 %7.3f ms  max %7.3f ms  (target p99 < %.0f ms: %v)\n",
+	fmt.Fprintf(stdout, "  %-62s procs 2  n %5d  p50 %7.3f ms  p99 %7.3f ms  max %7.3f ms  (target p99 < %.0f ms: %v)\n",
 		"hand-over: ReleaseLease returns -> waiter's AcquireLease", h.N, h.P50, h.P99, h.Max, h.TargetP99MS, h.MeetsTarget)
 	fmt.Fprintf(stdout, "  verify: %v  total %.1f s\n", rep.VerifyOK, rep.TotalS)
 	return err

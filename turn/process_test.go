@@ -279,28 +279,30 @@ func TestCompactWhileAnotherProcessAppends(t *testing.T) {
 		t.Fatal(err)
 	}
 	tn.Add(store.Message{Role: store.RoleUser, Content: "turn ask"})
-	var watermark int64
-	duringPlan := 0
+	summarized := map[string]bool{} // the appends the plan read: exactly these are compacted away
 	n, err := tn.Compact(tn.Context(), func(ctx context.Context) (store.CompactRequest, error) {
 		active, err := db.Conversation(ctx, "conv", store.ViewActive)
 		if err != nil {
 			return store.CompactRequest{}, err
 		}
-		watermark = active[len(active)-1].ID
-		before := appended
-		// The slow summary call: other writers keep appending meanwhile.
-		if err := waitFor(before + 10); err != nil {
+		for _, m := range active {
+			if strings.HasPrefix(m.Content, "a ") {
+				summarized[m.Content] = true
+			}
+		}
+		// The slow summary call: the other process keeps appending, at least 10 rows past the
+		// snapshot (appends are sequential, so the snapshot holds exactly the first ones).
+		if err := waitFor(len(summarized) + 10); err != nil {
 			return store.CompactRequest{}, err
 		}
-		duringPlan = appended - before
-		return store.CompactRequest{Watermark: watermark, Messages: []store.Message{
+		return store.CompactRequest{Watermark: active[len(active)-1].ID, Messages: []store.Message{
 			{Role: store.RoleUser, Content: "summary", Summary: true}}}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n < 1+duringPlan {
-		t.Fatalf("active count %d after compaction; %d appends were made during the summary", n, duringPlan)
+	if n < 1+10 {
+		t.Fatalf("active count %d after compaction; 10 appends were made during the summary", n)
 	}
 	tn.Add(store.Message{Role: store.RoleAssistant, Content: "turn answer"})
 	if err := tn.End(bg); err != nil {
@@ -317,8 +319,7 @@ func TestCompactWhileAnotherProcessAppends(t *testing.T) {
 	if active[0].Content != "summary" {
 		t.Fatalf("active history starts with %q, not the summary", active[0].Content)
 	}
-	// Every append exists exactly once (archived or active); the active ones are the newest,
-	// in order, right after the summary.
+	// Every append exists exactly once (archived or active).
 	shown := map[string]int{}
 	for _, m := range conversation(t, db, store.ViewDisplay) {
 		shown[m.Content]++
@@ -328,31 +329,34 @@ func TestCompactWhileAnotherProcessAppends(t *testing.T) {
 			t.Fatalf("%q shown %d times", k, shown[k])
 		}
 	}
-	var as []int
+	// The active appends are exactly those the plan did not read, in order, after the summary.
+	next := len(summarized)
 	turnRows := 0
 	for _, m := range active[1:] {
 		switch {
 		case strings.HasPrefix(m.Content, "a "):
-			i, _ := strconv.Atoi(strings.TrimPrefix(m.Content, "a "))
-			as = append(as, i)
+			if want := fmt.Sprint("a ", next); m.Content != want {
+				t.Fatalf("active append %q, want %q (summarized %d)", m.Content, want, len(summarized))
+			}
+			next++
 		case m.Content == "turn answer":
 			turnRows++
 		default:
 			t.Fatalf("active row %q survived the compaction", m.Content)
 		}
 	}
+	if next != count {
+		t.Fatalf("active appends end at %d, want %d", next, count)
+	}
+	for i := range len(summarized) {
+		if !summarized[fmt.Sprint("a ", i)] {
+			t.Fatalf("the plan's snapshot %v is not the first appends", summarized)
+		}
+	}
 	// The ask was flushed before the plan read the history: it is summarized (archived, once);
 	// the answer came after the compaction.
 	if turnRows != 1 || shown["turn ask"] != 1 {
 		t.Fatalf("turn answer active %d times, turn ask shown %d times", turnRows, shown["turn ask"])
-	}
-	if len(as) < duringPlan {
-		t.Fatalf("%d appends active, %d were made during the summary call", len(as), duringPlan)
-	}
-	for j, i := range as {
-		if i != count-len(as)+j {
-			t.Fatalf("active appends %v: not the newest in order", as)
-		}
 	}
 	// The compression lock was released.
 	if ok, err := db.AcquireCompressionLock(bg, "conv", "other", time.Minute); err != nil || !ok {

@@ -52,7 +52,8 @@ type Options struct {
 	// Notice is how often OnWait is called while waiting.
 	Notice time.Duration
 	// OnWait, when set, is called every Notice while Begin waits (first after one Notice), with
-	// the time waited so far and the current holder, so a UI can say why nothing happens.
+	// the time waited so far and the current holder, so a UI can say why nothing happens. It
+	// runs on a goroutine of Begin's, never after Begin returns, and should return quickly.
 	OnWait func(waited time.Duration, holder string)
 	// Holder identifies this turn. It must be unique per turn: the store lets a holder re-acquire
 	// its own lease, so two turns sharing a holder would not exclude each other. Default:
@@ -141,9 +142,12 @@ func Begin(ctx context.Context, st Store, sessionID string, o Options) (*Turn, e
 func acquire(ctx context.Context, st Store, sessionID string, o Options) (store.Lease, error) {
 	start := time.Now()
 	deadline := start.Add(o.Wait)
-	nextNotice := start.Add(o.Notice)
 	var watch store.LeaseWatch
+	var notices *noticer
 	defer func() {
+		if notices != nil {
+			notices.stop()
+		}
 		if watch != nil {
 			_ = watch.Close()
 		}
@@ -184,30 +188,60 @@ func acquire(ctx context.Context, st Store, sessionID string, o Options) (store.
 			}
 			canWatch = false // polling still works
 		}
-		// Sleep until a wake-up or the poll, calling OnWait on its schedule meanwhile; a notice
-		// alone does not retry, so the wait costs the database one attempt per poll.
-		retryAt := now.Add(min(jitter(o.Poll), deadline.Sub(now)))
-		for {
-			d := retryAt.Sub(now)
-			if o.OnWait != nil {
-				d = min(d, nextNotice.Sub(now))
+		if o.OnWait != nil {
+			if notices == nil {
+				notices = startNotices(start, o.Notice, o.OnWait)
 			}
-			woke, err := sleep(ctx, watch, d)
-			if err != nil {
-				return store.Lease{}, fmt.Errorf("wait for the turn lease of %s: %w", sessionID, context.Cause(ctx))
-			}
-			now = time.Now()
-			if o.OnWait != nil && !now.Before(nextNotice) {
-				o.OnWait(now.Sub(start), held.Holder)
-				for !now.Before(nextNotice) {
-					nextNotice = nextNotice.Add(o.Notice)
-				}
-			}
-			if woke || !now.Before(retryAt) {
-				break
-			}
+			notices.setHolder(held.Holder)
+		}
+		// Any return of the watch is worth an attempt: a wake-up, or the (jittered) poll.
+		if err := sleep(ctx, watch, min(jitter(o.Poll), deadline.Sub(now))); err != nil {
+			return store.Lease{}, fmt.Errorf("wait for the turn lease of %s: %w", sessionID, context.Cause(ctx))
 		}
 	}
+}
+
+// noticer calls OnWait every Notice from its own goroutine, so notices never shorten the
+// watch's wait (a wake-up arriving at the end of a short wait could otherwise be taken for a
+// timeout and lost until the next poll).
+type noticer struct {
+	mu     sync.Mutex
+	holder string
+	quit   chan struct{}
+	done   chan struct{}
+}
+
+func startNotices(start time.Time, every time.Duration, fn func(time.Duration, string)) *noticer {
+	n := &noticer{quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(n.done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-n.quit:
+				return
+			case now := <-tick.C:
+				n.mu.Lock()
+				holder := n.holder
+				n.mu.Unlock()
+				fn(now.Sub(start), holder)
+			}
+		}
+	}()
+	return n
+}
+
+func (n *noticer) setHolder(h string) {
+	n.mu.Lock()
+	n.holder = h
+	n.mu.Unlock()
+}
+
+// stop returns once no OnWait call is running or will run.
+func (n *noticer) stop() {
+	close(n.quit)
+	<-n.done
 }
 
 // jitter spreads d by ±20%.
@@ -215,20 +249,14 @@ func jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
-// sleep waits d, or less when watch reports that the lease may have changed (woke).
-func sleep(ctx context.Context, watch store.LeaseWatch, d time.Duration) (woke bool, err error) {
+// sleep waits d, or less when watch reports that the lease may have changed.
+func sleep(ctx context.Context, watch store.LeaseWatch, d time.Duration) error {
 	if d <= 0 {
-		return false, ctx.Err()
+		return ctx.Err()
 	}
 	if watch != nil {
-		start := time.Now()
-		err := watch.Wait(ctx, d)
-		if ctx.Err() != nil {
-			return false, ctx.Err()
-		}
-		if err == nil {
-			// LeaseWatch.Wait returns nil both on a wake-up and at d: an early return is a wake-up.
-			return time.Since(start) < d-time.Millisecond, nil
+		if err := watch.Wait(ctx, d); err == nil || ctx.Err() != nil {
+			return ctx.Err()
 		}
 		// A broken watch degrades to the plain sleep below.
 	}
@@ -236,9 +264,9 @@ func sleep(ctx context.Context, watch store.LeaseWatch, d time.Duration) (woke b
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return ctx.Err()
 	case <-t.C:
-		return false, nil
+		return nil
 	}
 }
 
