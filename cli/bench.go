@@ -14,6 +14,7 @@ import (
 func (a *app) benchCommand() *cobra.Command {
 	cmd := groupCommand("bench", "Run the standard benchmarks")
 	cmd.AddCommand(a.benchStoreCommand(), a.benchStoreWorkerCommand(), a.benchLeaseCommand(), a.benchLeaseWorkerCommand())
+	cmd.AddCommand(a.benchRetentionCommand())
 	return cmd
 }
 
