@@ -63,7 +63,7 @@ func (db *DB) ArchiveAndCompact(ctx context.Context, req store.CompactRequest, o
 			return err
 		}
 		for _, e := range enc {
-			if _, err := insertMessage(ctx, tx, sid, e, true, false); err != nil {
+			if _, err := db.insertMessage(ctx, tx, sid, e, true, false); err != nil {
 				return err
 			}
 		}
@@ -165,7 +165,7 @@ func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opt
 			return err
 		}
 		for _, e := range enc {
-			if _, err := insertMessage(ctx, tx, child.ID, e, true, false); err != nil {
+			if _, err := db.insertMessage(ctx, tx, child.ID, e, true, false); err != nil {
 				return err
 			}
 		}

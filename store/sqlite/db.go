@@ -43,6 +43,8 @@ type DB struct {
 	writes      atomic.Int64
 	busyRetries atomic.Int64
 	pending     atomic.Int64 // rows appended by this handle and not yet indexed
+	wstmts      stmtCache    // prepared statements on the writer connection
+	rstmts      stmtCache    // prepared statements on the read pool
 	host        string
 }
 
@@ -107,6 +109,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	db.w.SetConnMaxIdleTime(0)
 
 	if err := db.setup(ctx); err != nil {
+		db.w.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := db.prepareWriter(ctx); err != nil {
 		db.w.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -203,6 +209,8 @@ func (db *DB) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	db.wstmts.close()
+	db.rstmts.close()
 	if db.r != nil {
 		errs = append(errs, db.r.Close())
 	}

@@ -180,7 +180,9 @@ func recount(ctx context.Context, tx *sql.Tx, id string) error {
 		message_count = (SELECT count(*) FROM messages WHERE session_id = ?1 AND active = 1),
 		tool_call_count = (SELECT coalesce(sum(json_array_length(tool_calls)), 0) FROM messages
 			WHERE session_id = ?1 AND active = 1 AND tool_calls IS NOT NULL),
-		last_active = max(last_active, coalesce((SELECT max(timestamp) FROM messages WHERE session_id = ?1), 0))
-		WHERE id = ?1`, id)
+		last_active = max(last_active, coalesce((SELECT max(timestamp) FROM messages WHERE session_id = ?1), 0)),
+		preview = coalesce(preview, (SELECT substr(content, 1, ?2) FROM messages WHERE session_id = ?1
+			AND role = 'user' AND summary = 0 AND (active = 1 OR compacted = 1) ORDER BY id LIMIT 1))
+		WHERE id = ?1`, id, previewChars+1)
 	return err
 }

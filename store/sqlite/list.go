@@ -9,8 +9,6 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-const previewChars = 60
-
 // ListSessions implements store.Store. A compression chain lists once, as its root, with its
 // newest activity and its live tip.
 func (db *DB) ListSessions(ctx context.Context, o store.ListOptions) ([]store.SessionListing, error) {
@@ -34,12 +32,10 @@ func (db *DB) ListSessions(ctx context.Context, o store.ListOptions) ([]store.Se
 		limit = -1
 	}
 	q := db.read()
-	rows, err := q.QueryContext(ctx, "SELECT "+sessionCols+`, s.last_active,
-		(SELECT substr(m.content, 1, ?) FROM messages m WHERE m.session_id = s.id AND m.role = 'user'
-			AND m.summary = 0 AND (m.active = 1 OR m.compacted = 1) ORDER BY m.id LIMIT 1),
+	rows, err := q.QueryContext(ctx, "SELECT "+sessionCols+`, s.last_active, s.preview,
 		EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = s.id AND c.relation = 'compression')
 		FROM sessions s `+cond+` ORDER BY s.last_active DESC, s.id DESC LIMIT ? OFFSET ?`,
-		append(append([]any{previewChars + 1}, args...), limit, max(o.Offset, 0))...)
+		append(args, limit, max(o.Offset, 0))...)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}

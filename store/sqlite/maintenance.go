@@ -65,7 +65,7 @@ func (db *DB) ImportSession(ctx context.Context, s store.Session, prompt string,
 			}
 		}
 		for _, e := range enc {
-			if _, err := insertMessage(ctx, tx, ns.ID, e, e.m.Active, e.m.Compacted); err != nil {
+			if _, err := db.insertMessage(ctx, tx, ns.ID, e, e.m.Active, e.m.Compacted); err != nil {
 				return err
 			}
 		}

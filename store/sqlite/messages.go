@@ -64,11 +64,11 @@ func (db *DB) appendMessages(ctx context.Context, sessionID string, ms []store.M
 	err = db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error {
 		ids = ids[:0]
 		last := enc[len(enc)-1].m.Timestamp
-		if err := bumpSession(ctx, tx, sessionID, len(enc), toolCalls, micros(last), w); err != nil {
+		if err := db.bumpSession(ctx, tx, sessionID, len(enc), toolCalls, micros(last), firstUserText(enc), w); err != nil {
 			return err
 		}
 		for _, e := range enc {
-			id, err := insertMessage(ctx, tx, sessionID, e, true, false)
+			id, err := db.insertMessage(ctx, tx, sessionID, e, true, false)
 			if err != nil {
 				return err
 			}
@@ -82,15 +82,41 @@ func (db *DB) appendMessages(ctx context.Context, sessionID string, ms []store.M
 	return ids, nil
 }
 
-// bumpSession adds to the active counters and refreshes last activity, on the chain root too so
-// a compression chain lists by its newest activity. It refuses sessions rotated by compression.
-func bumpSession(ctx context.Context, tx *sql.Tx, id string, msgs, toolCalls int, at int64, w store.WriteOptions) error {
+// Statements of the append path, prepared once on the writer connection (see stmtCache).
+const (
+	bumpSessionSQL = `UPDATE sessions SET message_count = message_count + ?,
+		tool_call_count = tool_call_count + ?, last_active = max(last_active, ?), preview = coalesce(preview, ?)
+		WHERE id = ? RETURNING root_id, ended_at IS NOT NULL AND end_reason = 'compression'`
+	insertMessageSQL = `INSERT INTO messages (session_id, role, content, api_content, tool_calls,
+		tool_call_id, tool_name, reasoning, reasoning_details, finish_reason, token_count, timestamp,
+		summary, active, compacted, cjk) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+)
+
+// previewChars is how much of the first user message a session keeps for pickers.
+const previewChars = 60
+
+// firstUserText is the preview candidate of a batch: its first user message, cut to one more
+// character than a preview shows (so the picker knows to add "...").
+func firstUserText(enc []encodedMessage) sql.NullString {
+	for _, e := range enc {
+		if e.m.Role == store.RoleUser && !e.m.Summary {
+			return sql.NullString{String: truncateRunes(e.m.Content, previewChars+1), Valid: true}
+		}
+	}
+	return sql.NullString{}
+}
+
+// bumpSession adds to the active counters, refreshes last activity (on the chain root too, so a
+// compression chain lists by its newest activity) and sets the preview once. It refuses
+// sessions rotated by compression and enforces the lease fence.
+func (db *DB) bumpSession(ctx context.Context, tx *sql.Tx, id string, msgs, toolCalls int, at int64, preview sql.NullString, w store.WriteOptions) error {
 	var root string
 	var closed bool
-	err := tx.QueryRowContext(ctx, `UPDATE sessions SET message_count = message_count + ?,
-		tool_call_count = tool_call_count + ?, last_active = max(last_active, ?)
-		WHERE id = ? RETURNING root_id, ended_at IS NOT NULL AND end_reason = 'compression'`,
-		msgs, toolCalls, at, id).Scan(&root, &closed)
+	stmt, err := db.txStmt(ctx, tx, bumpSessionSQL)
+	if err != nil {
+		return err
+	}
+	err = stmt.QueryRowContext(ctx, msgs, toolCalls, at, preview, id).Scan(&root, &closed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return notFound("session", id)
 	}
@@ -109,13 +135,14 @@ func bumpSession(ctx context.Context, tx *sql.Tx, id string, msgs, toolCalls int
 	return err
 }
 
-func insertMessage(ctx context.Context, tx *sql.Tx, sessionID string, e encodedMessage, active, compacted bool) (int64, error) {
+func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, sessionID string, e encodedMessage, active, compacted bool) (int64, error) {
 	m := e.m
 	var id int64
-	err := tx.QueryRowContext(ctx, `INSERT INTO messages (session_id, role, content, api_content, tool_calls,
-		tool_call_id, tool_name, reasoning, reasoning_details, finish_reason, token_count, timestamp,
-		summary, active, compacted, cjk) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		sessionID, m.Role, m.Content, nullString(m.APIContent), e.calls, nullString(m.ToolCallID),
+	stmt, err := db.txStmt(ctx, tx, insertMessageSQL)
+	if err != nil {
+		return 0, err
+	}
+	err = stmt.QueryRowContext(ctx, sessionID, m.Role, m.Content, nullString(m.APIContent), e.calls, nullString(m.ToolCallID),
 		nullString(m.ToolName), nullString(m.Reasoning), nullJSON(m.ReasoningDetails), nullString(m.FinishReason),
 		m.TokenCount, micros(m.Timestamp), m.Summary, active, compacted, e.cjk).Scan(&id)
 	return id, err
@@ -135,7 +162,7 @@ func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) 
 		return nil, fmt.Errorf("conversation %s: %w", sessionID, store.Invalid("view", "unknown view %d", v))
 	}
 	q := db.read()
-	ms, err := loadMessages(ctx, q, sessionID, where)
+	ms, err := db.loadMessages(ctx, sessionID, where)
 	if err != nil {
 		return nil, fmt.Errorf("conversation %s: %w", sessionID, err)
 	}
@@ -150,8 +177,12 @@ func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) 
 	return ms, nil
 }
 
-func loadMessages(ctx context.Context, q querier, sessionID, where string) ([]store.Message, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+messageCols+" FROM messages m WHERE m.session_id = ? AND "+where+" ORDER BY m.id", sessionID)
+func (db *DB) loadMessages(ctx context.Context, sessionID, where string) ([]store.Message, error) {
+	stmt, err := db.rstmts.get(ctx, db.r, "SELECT "+messageCols+" FROM messages m WHERE m.session_id = ? AND "+where+" ORDER BY m.id")
+	if err != nil {
+		return nil, err
+	}
+	rows, err := stmt.QueryContext(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}

@@ -339,7 +339,8 @@ func substringSnippet(content, term string) string {
 }
 
 // addContext attaches the visible neighbours of each hit within its session: one query finds the
-// neighbour ids of the whole page, a second loads them.
+// neighbour ids of the whole page (live and archived rows are separate ranges of the session
+// index, so each side is the nearer of two index seeks), a second loads them.
 func (db *DB) addContext(ctx context.Context, hits []store.SearchHit) error {
 	if len(hits) == 0 {
 		return nil
@@ -350,12 +351,12 @@ func (db *DB) addContext(ctx context.Context, hits []store.SearchHit) error {
 		args = append(args, h.MessageID, h.SessionID)
 	}
 	rows, err := q.QueryContext(ctx, `WITH h(id, sid) AS (VALUES `+strings.TrimSuffix(strings.Repeat("(?, ?),", len(hits)), ",")+`)
-		SELECT h.id,
-			coalesce((SELECT m.id FROM messages m WHERE m.session_id = h.sid AND m.id < h.id
-				AND (m.active = 1 OR m.compacted = 1) ORDER BY m.id DESC LIMIT 1), 0),
-			coalesce((SELECT m.id FROM messages m WHERE m.session_id = h.sid AND m.id > h.id
-				AND (m.active = 1 OR m.compacted = 1) ORDER BY m.id LIMIT 1), 0)
-		FROM h`, args...)
+		SELECT id, coalesce(max(b1, b2), b1, b2, 0), coalesce(min(a1, a2), a1, a2, 0) FROM (SELECT h.id AS id,
+			(SELECT max(m.id) FROM messages m WHERE m.session_id = h.sid AND m.active = 1 AND m.id < h.id) AS b1,
+			(SELECT max(m.id) FROM messages m WHERE m.session_id = h.sid AND m.active = 0 AND m.compacted = 1 AND m.id < h.id) AS b2,
+			(SELECT min(m.id) FROM messages m WHERE m.session_id = h.sid AND m.active = 1 AND m.id > h.id) AS a1,
+			(SELECT min(m.id) FROM messages m WHERE m.session_id = h.sid AND m.active = 0 AND m.compacted = 1 AND m.id > h.id) AS a2
+		FROM h)`, args...)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ CREATE TABLE sessions (
   ended_at           INTEGER,
   end_reason         TEXT NOT NULL DEFAULT '',
   last_active        INTEGER NOT NULL,
+  preview            TEXT, -- start of the first user message, kept by the writer for pickers
   message_count      INTEGER NOT NULL DEFAULT 0,
   tool_call_count    INTEGER NOT NULL DEFAULT 0,
   input_tokens       INTEGER NOT NULL DEFAULT 0,
@@ -35,8 +36,9 @@ CREATE TABLE sessions (
 CREATE UNIQUE INDEX sessions_title ON sessions(title) WHERE title IS NOT NULL;
 CREATE INDEX sessions_parent ON sessions(parent_session_id);
 CREATE INDEX sessions_root ON sessions(root_id);
-CREATE INDEX sessions_last_active ON sessions(last_active DESC);
-CREATE INDEX sessions_source ON sessions(source, last_active DESC);
+-- No index holds last_active: every append moves it, and an index on it would cost each append
+-- extra page writes. Listings sort the (few thousand) candidate rows instead.
+CREATE INDEX sessions_source ON sessions(source);
 CREATE INDEX sessions_key ON sessions(session_key, started_at DESC) WHERE session_key <> '';
 
 -- Transcripts are ordered by id, never by timestamp.
@@ -58,5 +60,6 @@ CREATE TABLE messages (
   active            INTEGER NOT NULL DEFAULT 1,
   compacted         INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX messages_session ON messages(session_id, id);
-CREATE INDEX messages_session_active ON messages(session_id, id) WHERE active = 1;
+-- One index serves both the model's view (active = 1, in id order) and whole-history reads; a
+-- second one would be one more page written by every append.
+CREATE INDEX messages_session ON messages(session_id, active, id);
