@@ -16,4 +16,12 @@
 // must call RunStoreWorker with its own stdin and stdout. The worker takes no flags: its
 // parameters (WorkerParams) arrive as the first JSON line on stdin, it answers {"ready":true},
 // waits for the line "go", appends its messages and writes one WorkerResult line.
+//
+// RunRetention is the compaction retention benchmark of issue 3: a generated, seeded 400-turn
+// coding session with planted facts goes through the real compress.Compressor and
+// store.ArchiveAndCompact on a scratch SQLite file, once with provider/fake's summarizer and once
+// with the deterministic fallback, and every fact and user ask is scored as present in the active
+// context, recoverable with one store Search, or lost. Compactions fire when the estimate reaches
+// the resolved trigger (the preflight gate's cooldowns and anti-thrash are not in the loop, so the
+// fallback mode keeps compacting); overhead is Compress's time minus the summarizer's.
 package bench
