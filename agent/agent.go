@@ -195,3 +195,6 @@ type Result struct {
 	// Interrupted is set when the turn's context ended before a final answer.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
+
+// Model is the model the agent calls.
+func (a *Agent) Model() string { return a.cfg.Model }
