@@ -235,33 +235,49 @@ func Discover(ctx context.Context, st Store, req Request) (Discovery, error) {
 	slices.SortStableFunc(hits, func(a, b store.SearchHit) int {
 		return boolCmp(slices.Contains(DemotedSources, a.Source), slices.Contains(DemotedSources, b.Source))
 	})
+	// Branches and compaction copy messages (same role, time and text): a copy of a message the
+	// caller already sees is left out, and a message found in several lineages is shown once.
+	type candidate struct {
+		hit  store.SearchHit
+		sess store.Session
+		root string
+		key  string
+		live bool
+	}
+	var cands []candidate
+	keyRoots := map[string][]string{}
+	liveKeys := map[string]bool{}
 	for _, h := range hits {
+		root, err := lin.root(ctx, h.SessionID)
+		if errors.Is(err, store.ErrNotFound) { // deleted since the search
+			continue
+		} else if err != nil {
+			return Discovery{}, err
+		}
+		s, err := lin.session(ctx, h.SessionID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		} else if err != nil {
+			return Discovery{}, err
+		}
+		c := candidate{hit: h, sess: s, root: root, key: copyKey(h)}
+		c.live = !(!h.Active && h.Compacted) && lin.inLiveContext(s, root)
+		if c.live {
+			liveKeys[c.key] = true
+		}
+		keyRoots[c.key] = append(keyRoots[c.key], root)
+		cands = append(cands, c)
+	}
+	for _, c := range cands {
 		if len(picks) >= limit {
 			break
 		}
-		root, err := lin.root(ctx, h.SessionID)
-		if err != nil {
-			if errors.Is(err, store.ErrNotFound) { // deleted since the search
-				continue
-			}
-			return Discovery{}, err
-		}
-		if taken[root] {
+		if c.live || liveKeys[c.key] || taken[c.root] ||
+			slices.ContainsFunc(keyRoots[c.key], func(r string) bool { return taken[r] }) {
 			continue
 		}
-		s, err := lin.session(ctx, h.SessionID)
-		if err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				continue
-			}
-			return Discovery{}, err
-		}
-		archived := !h.Active && h.Compacted
-		if !archived && lin.inLiveContext(s, root) {
-			continue
-		}
-		taken[root] = true
-		picks = append(picks, pick{sess: s, hit: h})
+		taken[c.root] = true
+		picks = append(picks, pick{sess: c.sess, hit: c.hit})
 	}
 
 	budget := contentBudget
@@ -290,6 +306,10 @@ func Discover(ctx context.Context, st Store, req Request) (Discovery, error) {
 			"pass session_id and around_message_id to scroll, or session_id alone to read a session.", out.Count, window)
 	}
 	return out, nil
+}
+
+func copyKey(h store.SearchHit) string {
+	return h.Role + "\x00" + h.Timestamp.UTC().Format(time.RFC3339Nano) + "\x00" + h.Snippet
 }
 
 func boolCmp(a, b bool) int {
