@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"io"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -177,25 +179,61 @@ func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) 
 	return ms, nil
 }
 
+// loadMessages reads a session's rows below database/sql, straight from the driver: a transcript
+// is thousands of rows, and database/sql's per-column conversion copies every string a second
+// time, which made up most of the cost of a resume.
 func (db *DB) loadMessages(ctx context.Context, sessionID, where string) ([]store.Message, error) {
-	stmt, err := db.rstmts.get(ctx, db.r, "SELECT "+messageCols+" FROM messages m WHERE m.session_id = ? AND "+where+" ORDER BY m.id")
+	conn, err := db.r.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := stmt.QueryContext(ctx, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
+	defer conn.Close()
+	query := "SELECT " + messageCols + " FROM messages m WHERE m.session_id = ? AND " + where + " ORDER BY m.id"
 	var ms []store.Message
-	for rows.Next() {
-		m, err := scanMessage(rows, sessionID)
-		if err != nil {
-			return nil, err
+	err = conn.Raw(func(dc any) error {
+		q, ok := dc.(driver.QueryerContext)
+		if !ok {
+			return fmt.Errorf("driver %T cannot query directly", dc)
 		}
-		ms = append(ms, m)
+		rows, err := q.QueryContext(ctx, query, []driver.NamedValue{{Ordinal: 1, Value: sessionID}})
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		dest := make([]driver.Value, 4)
+		for {
+			if err := rows.Next(dest); err != nil {
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				return err
+			}
+			var extra *string
+			if dest[3] != nil {
+				x := textValue(dest[3])
+				extra = &x
+			}
+			m, err := decodeMessage(sessionID, textValue(dest[0]), textValue(dest[1]), textValue(dest[2]), extra)
+			if err != nil {
+				return err
+			}
+			ms = append(ms, m)
+		}
+	})
+	return ms, err
+}
+
+// textValue reads a TEXT column as the drivers return it (string, or bytes the driver may reuse).
+func textValue(v driver.Value) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case []byte:
+		return string(t)
+	case nil:
+		return ""
 	}
-	return ms, rows.Err()
+	return fmt.Sprint(v)
 }
 
 // dedupeGenerations drops archived rows that a later compaction generation copied verbatim

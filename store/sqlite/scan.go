@@ -65,28 +65,25 @@ func scanSession(r rowScanner, extra ...any) (store.Session, error) {
 	return s, nil
 }
 
-// messageCols packs a message row into three columns. With modernc.org/sqlite every column read
-// is a locked C-API call costing about a microsecond, so a 16-column row costs three times a
-// 3-column one; loading a long transcript is dominated by it. The small fields travel as one
-// unit-separated string, the rare ones (tool calls, wire sidecar, reasoning) as one JSON array
-// that is NULL for most rows. Identifiers are cleaned of control characters on write, so the
-// separator cannot occur inside them.
+// messageCols packs a message row into four columns. With modernc.org/sqlite every column read
+// is a locked C-API call costing about a microsecond, so a 16-column row costs several times a
+// 4-column one, and loading a long transcript is dominated by it. The small fields travel as one
+// unit-separated string, tool calls as their JSON, and the rare fields (wire sidecar, reasoning)
+// as one JSON array that is NULL for most rows. Identifiers are cleaned of control characters on
+// write, so the separator cannot occur inside them.
 const messageCols = `m.content,
 	m.role || char(31) || m.id || char(31) || m.timestamp || char(31) ||
 		(m.active + 2 * m.compacted + 4 * m.summary) || char(31) || m.token_count || char(31) ||
 		coalesce(m.tool_call_id, '') || char(31) || coalesce(m.tool_name, '') || char(31) ||
 		coalesce(m.finish_reason, ''),
-	CASE WHEN m.tool_calls IS NULL AND m.api_content IS NULL AND m.reasoning IS NULL
-		AND m.reasoning_details IS NULL THEN NULL
-		ELSE json_array(m.tool_calls, m.api_content, m.reasoning, m.reasoning_details) END`
+	m.tool_calls,
+	CASE WHEN m.api_content IS NULL AND m.reasoning IS NULL AND m.reasoning_details IS NULL THEN NULL
+		ELSE json_array(m.api_content, m.reasoning, m.reasoning_details) END`
 
-func scanMessage(r rowScanner, sessionID string) (store.Message, error) {
-	m := store.Message{SessionID: sessionID}
-	var head string
-	var extra sql.NullString
-	if err := r.Scan(&m.Content, &head, &extra); err != nil {
-		return m, err
-	}
+// decodeMessage builds a message from the three packed columns of messageCols; extra is nil
+// when the row has no rare fields.
+func decodeMessage(sessionID, content, head, calls string, extra *string) (store.Message, error) {
+	m := store.Message{SessionID: sessionID, Content: content}
 	var f [8]string
 	for i := range f {
 		var ok bool
@@ -106,26 +103,26 @@ func scanMessage(r rowScanner, sessionID string) (store.Message, error) {
 	m.Role, m.ID, m.Timestamp, m.TokenCount = f[0], id, fromMicros(ts), tokens
 	m.Active, m.Compacted, m.Summary = flags&1 != 0, flags&2 != 0, flags&4 != 0
 	m.ToolCallID, m.ToolName, m.FinishReason = f[5], f[6], f[7]
-	if extra.Valid {
-		var x [4]*string
-		if err := json.Unmarshal([]byte(extra.String), &x); err != nil {
+	if calls != "" {
+		// Stored by us as a JSON array; a row that somehow is not loads as no calls rather than
+		// failing the whole transcript.
+		if err := json.Unmarshal([]byte(calls), &m.ToolCalls); err != nil {
+			m.ToolCalls = nil
+		}
+	}
+	if extra != nil {
+		var x [3]*string
+		if err := json.Unmarshal([]byte(*extra), &x); err != nil {
 			return m, fmt.Errorf("message %d: extra fields: %w", id, err)
 		}
-		if x[0] != nil && *x[0] != "" {
-			// Stored by us as a JSON array; a row that somehow is not loads as no calls rather
-			// than failing the whole transcript.
-			if err := json.Unmarshal([]byte(*x[0]), &m.ToolCalls); err != nil {
-				m.ToolCalls = nil
-			}
+		if x[0] != nil {
+			m.APIContent = *x[0]
 		}
 		if x[1] != nil {
-			m.APIContent = *x[1]
+			m.Reasoning = *x[1]
 		}
 		if x[2] != nil {
-			m.Reasoning = *x[2]
-		}
-		if x[3] != nil {
-			m.ReasoningDetails = json.RawMessage(*x[3])
+			m.ReasoningDetails = json.RawMessage(*x[2])
 		}
 	}
 	return m, nil
