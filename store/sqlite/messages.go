@@ -4,10 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"io"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spoolhq/spool/store"
 )
