@@ -205,6 +205,9 @@ func openAt(t *testing.T, path string, v int) *DB {
 	t.Helper()
 	db := &DB{path: path, opts: Options{WriteBudget: 1e9}, log: discardLogger()}
 	var err error
+	if db.gate, err = openWriteGate(path); err != nil {
+		t.Fatal(err)
+	}
 	db.w, err = sql.Open(driverName, dsn(path, writeBusyTimeoutMS, "NORMAL", false))
 	if err != nil {
 		t.Fatal(err)

@@ -42,9 +42,9 @@ type DB struct {
 	log         *slog.Logger
 	busyRetries atomic.Int64
 	pending     atomic.Int64 // rows appended by this handle and not yet indexed
+	gate        *writeGate   // orders this host's writers (see writeGate)
 	wstmts      stmtCache    // prepared statements on the writer connection
 	rstmts      stmtCache    // prepared statements on the read pool
-	host        string
 }
 
 var _ store.Store = (*DB)(nil)
@@ -97,9 +97,12 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	f.Close()
 
 	db := &DB{path: abs, opts: opts, log: opts.Logger}
-	db.host, _ = os.Hostname()
+	if db.gate, err = openWriteGate(abs); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	db.w, err = sql.Open(driverName, dsn(abs, writeBusyTimeoutMS, opts.Synchronous, false))
 	if err != nil {
+		db.gate.close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db.w.SetMaxOpenConns(1)
@@ -109,15 +112,18 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 
 	if err := db.setup(ctx); err != nil {
 		db.w.Close()
+		db.gate.close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	if err := db.prepareWriter(ctx); err != nil {
 		db.w.Close()
+		db.gate.close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db.r, err = sql.Open(driverName, dsn(abs, readBusyTimeoutMS, opts.Synchronous, true))
 	if err != nil {
 		db.w.Close()
+		db.gate.close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db.r.SetMaxOpenConns(opts.ReadConns)
@@ -219,7 +225,7 @@ func (db *DB) Close() error {
 	if db.r != nil {
 		errs = append(errs, db.r.Close())
 	}
-	errs = append(errs, db.w.Close())
+	errs = append(errs, db.w.Close(), db.gate.close())
 	return errors.Join(errs...)
 }
 
@@ -227,6 +233,10 @@ func (db *DB) Close() error {
 // is locked by another process, until budget is spent. fn may run more than once: it must not
 // have effects outside tx.
 func (db *DB) write(ctx context.Context, budget time.Duration, fn func(tx *sql.Tx) error) error {
+	if err := db.gate.enter(ctx); err != nil {
+		return err
+	}
+	defer db.gate.exit()
 	start := time.Now()
 	deadline := start.Add(budget)
 	for attempt := 0; ; attempt++ {
