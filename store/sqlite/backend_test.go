@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spoolhq/spool/store"
 )
@@ -226,5 +227,41 @@ func mustExec(t *testing.T, db *DB, q string) {
 	t.Helper()
 	if _, err := db.w.Exec(q); err != nil {
 		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// TestWriteGate: a writer queued behind another handle's write honours its context, and the
+// queue recovers once the holder leaves.
+func TestWriteGate(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "gate.db")
+	a, err := Open(bg, path, Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(bg, path, Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.CreateSession(bg, store.NewSession{ID: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.gate.enter(bg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+	defer cancel()
+	_, err = b.Append(ctx, "g", store.Message{Role: store.RoleUser, Content: "queued"})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("queued write: %v, want the context's deadline", err)
+	}
+	a.gate.exit()
+	if _, err := b.Append(bg, "g", store.Message{Role: store.RoleUser, Content: "after"}); err != nil {
+		t.Fatalf("write after the gate was freed: %v", err)
+	}
+	if ms, _ := b.Conversation(bg, "g", store.ViewAll); len(ms) != 1 || ms[0].Content != "after" {
+		t.Fatalf("rows = %+v", ms)
 	}
 }
