@@ -15,6 +15,7 @@ func (a *app) benchCommand() *cobra.Command {
 	cmd := groupCommand("bench", "Run the standard benchmarks")
 	cmd.AddCommand(a.benchStoreCommand(), a.benchStoreWorkerCommand(), a.benchLeaseCommand(), a.benchLeaseWorkerCommand())
 	cmd.AddCommand(a.benchRetentionCommand())
+	cmd.AddCommand(a.benchCacheCommand())
 	return cmd
 }
 
