@@ -153,15 +153,7 @@ func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opt
 		if err := checkWritable(ctx, tx, pid, w); err != nil {
 			return err
 		}
-		var exists int
-		if tx.QueryRowContext(ctx, "SELECT 1 FROM sessions WHERE id = ?", child.ID).Scan(&exists) == nil {
-			return fmt.Errorf("session %s: %w", child.ID, store.ErrExists)
-		}
-		if err := createSessionTx(ctx, tx, child); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET system_prompt_hash =
-			(SELECT system_prompt_hash FROM sessions WHERE id = ?) WHERE id = ?`, pid, child.ID); err != nil {
+		if err := createChildTx(ctx, tx, child); err != nil {
 			return err
 		}
 		for _, e := range enc {

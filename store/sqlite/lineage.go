@@ -136,15 +136,7 @@ func (db *DB) Branch(ctx context.Context, parentID string, child store.NewSessio
 		return store.Session{}, fmt.Errorf("branch %s: %w", parentID, err)
 	}
 	err = db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error {
-		var exists int
-		if tx.QueryRowContext(ctx, "SELECT 1 FROM sessions WHERE id = ?", child.ID).Scan(&exists) == nil {
-			return fmt.Errorf("session %s: %w", child.ID, store.ErrExists)
-		}
-		if err := createSessionTx(ctx, tx, child); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET system_prompt_hash =
-			(SELECT system_prompt_hash FROM sessions WHERE id = ?) WHERE id = ?`, parentID, child.ID); err != nil {
+		if err := createChildTx(ctx, tx, child); err != nil {
 			return err
 		}
 		if err := copyActive(ctx, tx, parentID, child.ID, 0, -1); err != nil {
@@ -156,6 +148,21 @@ func (db *DB) Branch(ctx context.Context, parentID string, child store.NewSessio
 		return store.Session{}, fmt.Errorf("branch %s: %w", parentID, err)
 	}
 	return db.GetSession(ctx, child.ID)
+}
+
+// createChildTx creates a new child session (its id must be free) that starts with its parent's
+// system prompt.
+func createChildTx(ctx context.Context, tx *sql.Tx, child store.NewSession) error {
+	var exists int
+	if tx.QueryRowContext(ctx, "SELECT 1 FROM sessions WHERE id = ?", child.ID).Scan(&exists) == nil {
+		return fmt.Errorf("session %s: %w", child.ID, store.ErrExists)
+	}
+	if err := createSessionTx(ctx, tx, child); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE sessions SET system_prompt_hash =
+		(SELECT system_prompt_hash FROM sessions WHERE id = ?) WHERE id = ?`, child.ParentID, child.ID)
+	return err
 }
 
 // copyActive clones the active rows of from with lo < id (and id <= hi unless hi < 0) into to,
