@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -178,5 +179,28 @@ func TestBuiltinToolsThroughTheRegistry(t *testing.T) {
 	h := history(t, st, res.SessionID)
 	if len(h) != 5 || !strings.Contains(h[2].Content, "the answer is 42") || !strings.Contains(h[3].Content, "not approved") {
 		t.Fatalf("history %v\nresults %q / %q", roles(h), h[2].Content, h[3].Content)
+	}
+}
+
+func TestManualCompact(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	a := newAgent(t, st, fake.New(fake.Config{}), stdTools(), withCompression(200_000, 0))
+	sid := ""
+	for i := range 12 {
+		sid = run(t, a, sid, fmt.Sprintf("CALL read {\"path\":\"f%d\"}", i)).SessionID
+	}
+	before := len(history(t, st, sid))
+	res, err := a.Compact(context.Background(), sid, "the files read", agent.RunOptions{})
+	if err != nil || res.Compactions != 1 {
+		t.Fatalf("compact: %v, %+v", err, res)
+	}
+	if after := len(history(t, st, sid)); after >= before {
+		t.Errorf("history %d -> %d rows", before, after)
+	}
+	run(t, a, sid, "and now?")
+	off := newAgent(t, st, fake.New(fake.Config{}), stdTools())
+	if _, err := off.Compact(context.Background(), sid, "", agent.RunOptions{}); !errors.Is(err, agent.ErrCompressionDisabled) {
+		t.Errorf("compact without an engine: %v", err)
 	}
 }

@@ -110,7 +110,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON on stdout")
 
 	root.AddCommand(a.sessionsCommand(), a.searchCommand(), a.dbCommand(), a.benchCommand())
-	root.AddCommand(a.runCommand())
+	root.AddCommand(a.runCommand(), a.chatCommand())
 	root.AddCommand(a.configCommand())
 	return root
 }

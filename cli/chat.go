@@ -1,0 +1,362 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spoolhq/spool/agent"
+	"github.com/spoolhq/spool/provider"
+	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/tools"
+)
+
+// chatHelp lists the slash commands.
+const chatHelp = `Commands:
+  /new                 start a new session with the next message
+  /resume [id|title]   continue another session (without an argument: list recent ones)
+  /branch [title]      copy this session's history into a new branch and switch to it
+  /compress [focus]    compact this session now, optionally around a topic
+  /title NAME          name this session
+  /sessions            list recent sessions
+  /search QUERY        search every session
+  /usage               tokens, cost, cache share and the last cache break
+  /help                this list
+  /exit                leave (Ctrl-D too); Ctrl-C interrupts a running turn`
+
+// chat is one interactive session loop.
+type chat struct {
+	a   *app
+	ag  *agent.Agent
+	st  store.Store
+	sid string
+	in  *bufio.Scanner
+	tty bool
+}
+
+func (a *app) chatCommand() *cobra.Command {
+	var f modelFlags
+	cmd := &cobra.Command{
+		Use:   "chat",
+		Short: "Talk with the agent: a line REPL with streaming replies and slash commands",
+		Long: "Read messages line by line from stdin and answer each with one agent turn, streaming the\n" +
+			"reply. --continue resumes the most recent session, --resume X a given one, with a short recap.\n" +
+			"Terminal commands ask for approval on a terminal unless --yes. Type /help for commands.",
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Ctrl-C interrupts a turn, not the chat: turns get their own signal handling.
+			ctx := context.WithoutCancel(cmd.Context())
+			c := &chat{a: a, tty: isTerminal(a.stdin)}
+			c.in = bufio.NewScanner(a.stdin)
+			c.in.Buffer(make([]byte, 64<<10), 16<<20)
+			ag, st, notice, err := a.newAgent(ctx, f, c.approve)
+			if err != nil {
+				return err
+			}
+			c.ag, c.st = ag, st
+			if notice != "" {
+				fmt.Fprintln(a.stderr, notice)
+			}
+			if c.sid, err = a.sessionRef(ctx, st, f); err != nil {
+				return err
+			}
+			if c.sid != "" {
+				c.recap(ctx)
+			}
+			return c.loop(ctx)
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+// approve asks on the terminal before a command runs; without a terminal it refuses.
+func (c *chat) approve(ctx context.Context, req tools.ApprovalRequest) error {
+	if !c.tty {
+		return fmt.Errorf("%w: no terminal to ask for approval; start spool chat with --yes to allow commands", tools.ErrDenied)
+	}
+	fmt.Fprintf(c.a.stderr, "Run `%s` in %s? [y/N] ", req.Command, req.WorkDir)
+	if !c.in.Scan() {
+		return fmt.Errorf("%w: no answer", tools.ErrDenied)
+	}
+	switch strings.ToLower(strings.TrimSpace(c.in.Text())) {
+	case "y", "yes":
+		return nil
+	}
+	return fmt.Errorf("%w: the user said no", tools.ErrDenied)
+}
+
+func (c *chat) prompt() {
+	if c.tty {
+		fmt.Fprint(c.a.stdout, "› ")
+	}
+}
+
+func (c *chat) loop(ctx context.Context) error {
+	if c.tty {
+		fmt.Fprintln(c.a.stderr, "spool chat: type a message, /help for commands, Ctrl-D to leave.")
+	}
+	for c.prompt(); c.in.Scan(); c.prompt() {
+		line := c.in.Text()
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if strings.HasPrefix(line, "/") {
+			if quit := c.command(ctx, line); quit {
+				return nil
+			}
+			continue
+		}
+		c.turn(ctx, line)
+	}
+	if err := c.in.Err(); err != nil {
+		return fmt.Errorf("read input: %w", err)
+	}
+	return nil
+}
+
+// turn runs one message; errors are shown and the chat goes on.
+func (c *chat) turn(ctx context.Context, input string) {
+	tctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	streamed := false
+	res, err := c.ag.Run(tctx, c.sid, input, agent.RunOptions{
+		OnDelta: func(d provider.Delta) {
+			if d.Content != "" {
+				streamed = true
+				io.WriteString(c.a.stdout, d.Content)
+			}
+		},
+		OnWait: func(waited time.Duration, holder string) {
+			fmt.Fprintf(c.a.stderr, "(session busy: another turn is running, waited %s)\n", waited.Round(time.Second))
+		},
+		OnNotice:   func(s string) { fmt.Fprintf(c.a.stderr, "(%s)\n", oneLine(s)) },
+		OnToolCall: func(tc store.ToolCall) { fmt.Fprintf(c.a.stderr, "  ⚙ %s %s\n", tc.Function.Name, truncate(tc.Function.Arguments, 100)) },
+	})
+	if res.SessionID != "" {
+		c.sid = res.SessionID
+	}
+	if streamed {
+		fmt.Fprintln(c.a.stdout)
+	} else if err == nil && res.Reply != "" {
+		fmt.Fprintln(c.a.stdout, res.Reply)
+	}
+	switch {
+	case res.Interrupted:
+		fmt.Fprintln(c.a.stderr, "(interrupted: what was said is kept)")
+	case err != nil:
+		fmt.Fprintf(c.a.stderr, "spool: %s\n", oneLine(err.Error()))
+	}
+	if err == nil {
+		c.status(ctx, res)
+	}
+}
+
+// status is the line under each answer: model, context size against the trigger, cached share.
+func (c *chat) status(ctx context.Context, res agent.Result) {
+	cached := 0.0
+	if res.Usage.InputTokens > 0 {
+		cached = 100 * float64(res.Usage.CacheReadTokens) / float64(res.Usage.InputTokens)
+	}
+	last := int64(0)
+	if recs, err := c.st.Requests(ctx, c.sid, 1); err == nil && len(recs) == 1 {
+		last = recs[0].Usage.InputTokens
+	}
+	fmt.Fprintf(c.a.stderr, "[%s · %d / %d tokens · %.0f%% cached]\n", c.ag.Model(), last, c.ag.Threshold().Tokens, cached)
+}
+
+// command runs a slash command and reports whether the chat should end.
+func (c *chat) command(ctx context.Context, line string) bool {
+	name, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
+	arg = strings.TrimSpace(arg)
+	var err error
+	switch name {
+	case "/exit", "/quit":
+		return true
+	case "/help":
+		fmt.Fprintln(c.a.stdout, chatHelp)
+	case "/new":
+		c.sid = ""
+		fmt.Fprintln(c.a.stdout, "New session: it starts with your next message.")
+	case "/resume":
+		if arg == "" {
+			err = c.sessions(ctx)
+			break
+		}
+		var s store.Session
+		if s, err = c.a.resolve(ctx, c.st, arg); err == nil {
+			c.sid = s.ID
+			c.recap(ctx)
+		}
+	case "/branch":
+		err = c.branch(ctx, arg)
+	case "/compress":
+		err = c.compress(ctx, arg)
+	case "/title":
+		switch {
+		case arg == "":
+			err = errors.New("/title needs a name")
+		case c.sid == "":
+			err = errors.New("no session yet: send a message first")
+		default:
+			if err = c.st.SetTitle(ctx, c.sid, arg); err == nil {
+				fmt.Fprintf(c.a.stdout, "Session %s is now %q.\n", c.sid, arg)
+			}
+		}
+	case "/sessions":
+		err = c.sessions(ctx)
+	case "/search":
+		err = c.search(ctx, arg)
+	case "/usage":
+		err = c.usage(ctx)
+	default:
+		err = fmt.Errorf("unknown command %s (/help lists them)", name)
+	}
+	if err != nil {
+		fmt.Fprintf(c.a.stderr, "spool: %s\n", oneLine(err.Error()))
+	}
+	return false
+}
+
+func (c *chat) needSession() error {
+	if c.sid == "" {
+		return errors.New("no session yet: send a message first")
+	}
+	return nil
+}
+
+func (c *chat) branch(ctx context.Context, title string) error {
+	if err := c.needSession(); err != nil {
+		return err
+	}
+	child, err := c.st.Branch(ctx, c.sid, store.NewSession{Title: title, Source: "cli", Model: c.ag.Model()})
+	if err != nil {
+		return fmt.Errorf("branch %s: %w", c.sid, err)
+	}
+	fmt.Fprintf(c.a.stdout, "Branched %s into %s; the parent stays resumable.\n", c.sid, child.ID)
+	c.sid = child.ID
+	return nil
+}
+
+func (c *chat) compress(ctx context.Context, focus string) error {
+	if err := c.needSession(); err != nil {
+		return err
+	}
+	res, err := c.ag.Compact(ctx, c.sid, focus, agent.RunOptions{OnNotice: func(s string) { fmt.Fprintln(c.a.stdout, s) }})
+	if err != nil {
+		return err
+	}
+	c.sid = res.SessionID
+	return nil
+}
+
+func (c *chat) sessions(ctx context.Context) error {
+	ls, err := c.st.ListSessions(ctx, store.ListOptions{Limit: 10})
+	if err != nil {
+		return err
+	}
+	if len(ls) == 0 {
+		fmt.Fprintln(c.a.stdout, "No sessions yet.")
+	}
+	for _, l := range ls {
+		mark := " "
+		if l.ID == c.sid {
+			mark = "*"
+		}
+		fmt.Fprintf(c.a.stdout, "%s %s  %-20s %4d msgs  %s\n", mark, l.ID, truncate(firstNonEmpty(l.Title, "-"), 20), l.MessageCount, truncate(l.Preview, 50))
+	}
+	return nil
+}
+
+func (c *chat) search(ctx context.Context, q string) error {
+	if q == "" {
+		return errors.New("/search needs a query")
+	}
+	hits, err := c.st.Search(ctx, store.SearchQuery{Text: q, Limit: 10, NoContext: true})
+	if err != nil {
+		return err
+	}
+	if len(hits) == 0 {
+		fmt.Fprintln(c.a.stdout, "No matches.")
+	}
+	for _, h := range hits {
+		fmt.Fprintf(c.a.stdout, "%s #%d %s: %s\n", h.SessionID, h.MessageID, h.Role, truncate(h.Snippet, 100))
+	}
+	return nil
+}
+
+func (c *chat) usage(ctx context.Context) error {
+	if err := c.needSession(); err != nil {
+		return err
+	}
+	s, err := c.st.GetSession(ctx, c.sid)
+	if err != nil {
+		return err
+	}
+	u := s.Usage
+	share := 0.0
+	if u.InputTokens > 0 {
+		share = 100 * float64(u.CacheReadTokens) / float64(u.InputTokens)
+	}
+	fmt.Fprintf(c.a.stdout, "Session %s: %d calls, %d prompt tokens (%.1f%% cached, %d written to cache), %d output tokens, ~$%.4f\n",
+		s.ID, u.APICalls, u.InputTokens, share, u.CacheWriteTokens, u.OutputTokens, u.CostUSD)
+	recs, err := c.st.Requests(ctx, c.sid, 0)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if r.Break != nil {
+			fmt.Fprintf(c.a.stdout, "Last cache break: %s, at %s %d (%s), %d cached tokens lost.\n",
+				formatTime(r.At), r.Break.Layer, r.Break.Index, r.Break.Reason, r.Break.LostTokens)
+			return nil
+		}
+	}
+	fmt.Fprintln(c.a.stdout, "No cache break recorded.")
+	return nil
+}
+
+// recap prints where a resumed session stands: counts, the last ask and the last answer.
+func (c *chat) recap(ctx context.Context) {
+	tip, err := c.st.ResumeTarget(ctx, c.sid)
+	if err == nil {
+		c.sid = tip
+	}
+	s, err := c.st.GetSession(ctx, c.sid)
+	if err != nil {
+		fmt.Fprintf(c.a.stderr, "spool: %s\n", oneLine(err.Error()))
+		return
+	}
+	ms, err := c.st.Conversation(ctx, c.sid, store.ViewActive)
+	if err != nil {
+		fmt.Fprintf(c.a.stderr, "spool: %s\n", oneLine(err.Error()))
+		return
+	}
+	var ask, answer string
+	for i := len(ms) - 1; i >= 0 && (ask == "" || answer == ""); i-- {
+		switch {
+		case ms[i].Role == store.RoleUser && ask == "":
+			ask = ms[i].Content
+		case ms[i].Role == store.RoleAssistant && answer == "" && ms[i].Content != "":
+			answer = ms[i].Content
+		}
+	}
+	title := ""
+	if s.Title != "" {
+		title = fmt.Sprintf(" %q", s.Title)
+	}
+	fmt.Fprintf(c.a.stdout, "Resumed %s%s: %d messages, %d tool calls.\n", s.ID, title, s.MessageCount, s.ToolCallCount)
+	if ask != "" {
+		fmt.Fprintf(c.a.stdout, "  last ask:    %s\n", truncate(ask, 100))
+	}
+	if answer != "" {
+		fmt.Fprintf(c.a.stdout, "  last answer: %s\n", truncate(answer, 100))
+	}
+}
