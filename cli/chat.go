@@ -138,8 +138,10 @@ func (c *chat) turn(ctx context.Context, input string) {
 		OnWait: func(waited time.Duration, holder string) {
 			fmt.Fprintf(c.a.stderr, "(session busy: another turn is running, waited %s)\n", waited.Round(time.Second))
 		},
-		OnNotice:   func(s string) { fmt.Fprintf(c.a.stderr, "(%s)\n", oneLine(s)) },
-		OnToolCall: func(tc store.ToolCall) { fmt.Fprintf(c.a.stderr, "  ⚙ %s %s\n", tc.Function.Name, truncate(tc.Function.Arguments, 100)) },
+		OnNotice: func(s string) { fmt.Fprintf(c.a.stderr, "(%s)\n", oneLine(s)) },
+		OnToolCall: func(tc store.ToolCall) {
+			fmt.Fprintf(c.a.stderr, "  ⚙ %s %s\n", tc.Function.Name, truncate(tc.Function.Arguments, 100))
+		},
 	})
 	if res.SessionID != "" {
 		c.sid = res.SessionID
