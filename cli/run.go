@@ -32,6 +32,7 @@ type modelFlags struct {
 	yes      bool
 	resume   string
 	cont     bool
+	window   int
 }
 
 func (f *modelFlags) register(cmd *cobra.Command) {
@@ -42,6 +43,7 @@ func (f *modelFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.yes, "yes", false, "run terminal commands without asking")
 	fl.StringVar(&f.resume, "resume", "", "continue this session (id, unique id prefix or title)")
 	fl.BoolVarP(&f.cont, "continue", "c", false, "continue the most recent session")
+	fl.IntVar(&f.window, "context-length", agent.DefaultContextLength, "the model's context window in tokens (sizes the compaction trigger)")
 }
 
 // offline is the model name of the built-in offline model.
@@ -142,18 +144,22 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 	if err != nil {
 		return nil, nil, "", err
 	}
+	if f.window < 1024 {
+		return nil, nil, "", &usageError{fmt.Errorf("--context-length must be at least 1024 tokens, got %d", f.window)}
+	}
 	wd, _ := os.Getwd()
 	if f.yes {
 		approver = tools.AutoApprove
 	}
 	reg := agent.Registry(tools.Default(), tools.Env{WorkDir: wd, Home: cfg.Home, Store: st, Approver: approver})
 	ag, err := agent.New(agent.Deps{Store: st, Client: client, Tools: reg, Config: agent.Config{
-		Model:       model,
-		Provider:    name,
-		Compression: compressionConfig(cfg),
-		Prompt:      prompt.Env{Home: cfg.Home, WorkDir: wd, Platform: "cli"},
-		Lease:       turn.Options{TTL: cfg.Leases.TTL, RenewEvery: cfg.Leases.RenewEvery, Wait: cfg.Leases.Wait},
-		Source:      "cli",
+		Model:         model,
+		Provider:      name,
+		ContextLength: f.window,
+		Compression:   compressionConfig(cfg),
+		Prompt:        prompt.Env{Home: cfg.Home, WorkDir: wd, Platform: "cli"},
+		Lease:         turn.Options{TTL: cfg.Leases.TTL, RenewEvery: cfg.Leases.RenewEvery, Wait: cfg.Leases.Wait},
+		Source:        "cli",
 	}})
 	if err != nil {
 		return nil, nil, "", err
