@@ -159,8 +159,10 @@ func (c *Compressor) Compress(ctx context.Context, req Request) (Plan, error) {
 		turnsPruned = append(append([]store.Message(nil), carried...), turnsPruned...)
 	}
 
+	// One scan per compacted message, shared by the ledger and the fallback summary.
+	scans := scanMessages(orig[start:end])
 	var ledger Ledger
-	ledger.merge(extractLedger(orig[start:end]))
+	ledger.merge(ledgerEntries(orig[start:end], scans))
 	ledger.bound()
 
 	focus, auto := req.Focus, false
@@ -204,7 +206,8 @@ func (c *Compressor) Compress(ctx context.Context, req Request) (Plan, error) {
 		}
 		plan.Fallback, plan.FailureClass = true, class
 		plan.Notices = append(plan.Notices, fmt.Sprintf("The summary model failed (%s: %v); a basic summary was built mechanically and automatic compaction pauses for %s.", class, err, cool))
-		body = fallbackSummary(turnsOrig, prevNoLedger)
+		turnScans := append(scanMessages(turnsOrig[:len(turnsOrig)-(end-turnsStart)]), scans[turnsStart-start:]...)
+		body = fallbackSummary(turnsOrig, turnScans, prevNoLedger)
 	} else {
 		plan.SummaryModel = model
 		body = postProcess(raw, turnsOrig)

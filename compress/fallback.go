@@ -20,8 +20,9 @@ const (
 // fallbackSummary builds the deterministic summary used when the summary model failed: the same
 // headings plus "## Last Dropped Turns", sections of the previous summary carried forward, redacted
 // and capped at FallbackSummaryCap characters. The working-set ledger is appended after it (and
-// is bounded on its own).
-func fallbackSummary(turns []store.Message, previous string) string {
+// is bounded on its own). scans[i] is the scan of turns[i], shared with the ledger: the files and
+// errors listed here are those the ledger found in the same text.
+func fallbackSummary(turns []store.Message, scans []msgScan, previous string) string {
 	carry := func(heading string) string {
 		_, sec, ok := cutSection(previous, heading)
 		if !ok {
@@ -45,10 +46,10 @@ func fallbackSummary(turns []store.Message, previous string) string {
 	}
 	sections["## Historical Task Snapshot"] = latest
 
-	results := map[string]string{}
-	for _, m := range turns {
+	results := map[string]int{}
+	for i, m := range turns {
 		if m.Role == store.RoleTool {
-			results[m.ToolCallID] = m.Content
+			results[m.ToolCallID] = i
 		}
 	}
 	var actions, files, blockers []string
@@ -59,9 +60,10 @@ func fallbackSummary(turns []store.Message, previous string) string {
 			files = append(files, "- "+p)
 		}
 	}
-	for _, m := range turns {
-		for _, tc := range m.ToolCalls {
-			args := parseArgs(tc.Function.Arguments)
+	for i, m := range turns {
+		sc := scans[i]
+		for j, tc := range m.ToolCalls {
+			args := sc.args[j]
 			target := args.Command
 			if target == "" {
 				target = strings.Join(args.Paths, ", ")
@@ -70,12 +72,13 @@ func fallbackSummary(turns []store.Message, previous string) string {
 				target = clip(tc.Function.Arguments, 80)
 			}
 			outcome := "no result recorded"
-			if res, ok := results[tc.ID]; ok {
+			if r, ok := results[tc.ID]; ok {
 				outcome = "done"
-				if s, ok := exitStatus(res); ok {
+				res := turns[r].Content
+				if s, ok := scans[r].exitStatus(res); ok {
 					outcome = "exit " + s
-				} else if errs := errorLines(res, 1); len(errs) > 0 {
-					outcome = "error: " + clip(errs[0], 100)
+				} else if err := firstErrorLine(res, scans[r]); err != "" {
+					outcome = "error: " + clip(err, 100)
 				}
 			}
 			actions = append(actions, fmt.Sprintf("%s %s — %s [tool: %s]", strings.ToUpper(tc.Function.Name), clip(target, 120), outcome, tc.Function.Name))
@@ -83,21 +86,15 @@ func fallbackSummary(turns []store.Message, previous string) string {
 				addFile(p)
 			}
 		}
-		text := m.Content
-		if len(text) > scanToolPrefix {
-			text = text[:scanToolPrefix]
-		}
-		for _, id := range identifiers(text) {
-			if strings.Contains(id, "/") || knownExt[strings.ToLower(id[strings.LastIndexByte(id, '.')+1:])] {
-				addFile(id)
-			}
-		}
-		if m.Role == store.RoleTool || m.Role == store.RoleUser {
-			for _, e := range errorLines(text, 1) {
-				if len(blockers) < 6 {
-					blockers = append(blockers, "- "+e)
+		if len(files) < fallbackFiles {
+			for _, id := range sc.ids {
+				if strings.Contains(id, "/") || knownExt[strings.ToLower(id[strings.LastIndexByte(id, '.')+1:])] {
+					addFile(id)
 				}
 			}
+		}
+		if (m.Role == store.RoleTool || m.Role == store.RoleUser) && len(sc.errs) > 0 && len(blockers) < 6 {
+			blockers = append(blockers, "- "+sc.errs[0])
 		}
 	}
 	if len(actions) > fallbackActions {
@@ -162,4 +159,19 @@ func fallbackSummary(turns []store.Message, previous string) string {
 		out = cutBytes(out, FallbackSummaryCap-len(mark)) + mark
 	}
 	return strings.TrimSpace(out)
+}
+
+// firstErrorLine is the first line of a tool result that reports an error. The scan covers all
+// of a result up to scanToolPrefix+scanToolSuffix bytes; a longer one is read in full, as before.
+func firstErrorLine(content string, sc msgScan) string {
+	if len(content) <= scanToolPrefix+scanToolSuffix {
+		if len(sc.errs) > 0 {
+			return sc.errs[0]
+		}
+		return ""
+	}
+	if errs := errorLines(content, 1); len(errs) > 0 {
+		return errs[0]
+	}
+	return ""
 }

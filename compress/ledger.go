@@ -80,11 +80,16 @@ type Ledger struct {
 	Entries []LedgerEntry
 }
 
-func (e LedgerEntry) key() string { return string(e.Kind) + "\x00" + e.Text }
+type entryKey struct {
+	kind EntryKind
+	text string
+}
+
+func (e LedgerEntry) key() entryKey { return entryKey{e.Kind, e.Text} }
 
 // add merges one entry, keeping the newest message id and the highest relevance.
 func (l *Ledger) merge(other []LedgerEntry) {
-	pos := make(map[string]int, len(l.Entries)+len(other))
+	pos := make(map[entryKey]int, len(l.Entries)+len(other))
 	for i, e := range l.Entries {
 		pos[e.key()] = i
 	}
@@ -107,30 +112,47 @@ func (l *Ledger) merge(other []LedgerEntry) {
 }
 
 // bound applies the per-kind caps and returns the entries of each kind in rendering order.
+// Each kind keeps its most relevant, then newest, entries (ties: the earlier in the slice)
+// and lists them oldest first (asks newest first). Indices are sorted, not entries.
 func (l *Ledger) bound() {
-	byKind := map[EntryKind][]LedgerEntry{}
-	for _, e := range l.Entries {
-		byKind[e.Kind] = append(byKind[e.Kind], e)
+	byKind := map[EntryKind][]int{}
+	for i, e := range l.Entries {
+		byKind[e.Kind] = append(byKind[e.Kind], i)
 	}
-	out := l.Entries[:0:0]
+	out := make([]LedgerEntry, 0, min(len(l.Entries), 255))
 	for _, k := range entryOrder {
-		es := byKind[k]
-		slices.SortStableFunc(es, func(a, b LedgerEntry) int {
-			if c := cmp.Compare(b.relevance, a.relevance); c != 0 {
+		idx := byKind[k]
+		slices.SortFunc(idx, func(a, b int) int {
+			ea, eb := &l.Entries[a], &l.Entries[b]
+			if c := cmp.Compare(eb.relevance, ea.relevance); c != 0 {
 				return c
 			}
-			return cmp.Compare(b.MsgID, a.MsgID)
-		})
-		if len(es) > entryCaps[k] {
-			es = es[:entryCaps[k]]
-		}
-		slices.SortStableFunc(es, func(a, b LedgerEntry) int {
-			if k == EntryAsk {
-				return cmp.Compare(b.MsgID, a.MsgID)
+			if c := cmp.Compare(eb.MsgID, ea.MsgID); c != 0 {
+				return c
 			}
-			return cmp.Compare(a.MsgID, b.MsgID)
+			return cmp.Compare(a, b)
 		})
-		out = append(out, es...)
+		if len(idx) > entryCaps[k] {
+			idx = idx[:entryCaps[k]]
+		}
+		// Rendering order by message id; equal ids keep the order just established.
+		pos := make([]int, len(idx))
+		for p := range pos {
+			pos[p] = p
+		}
+		slices.SortFunc(pos, func(a, b int) int {
+			c := cmp.Compare(l.Entries[idx[a]].MsgID, l.Entries[idx[b]].MsgID)
+			if k == EntryAsk {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+			return cmp.Compare(a, b)
+		})
+		for _, p := range pos {
+			out = append(out, l.Entries[idx[p]])
+		}
 	}
 	l.Entries = out
 }
@@ -142,85 +164,174 @@ var sourceMarks = map[int]string{1: " (output)", 2: "", 3: " (user)"}
 func idTag(id int64) string { return "[m" + strconv.FormatInt(id, 10) + "]" }
 
 // render writes the ledger section. Asks are quoted verbatim newest first while askBudget
-// lasts; later ones become excerpts (and stay excerpts in every later ledger).
+// lasts; later ones become excerpts (and stay excerpts in every later ledger). When the result
+// would exceed MaxLedgerChars, entries go weakest first (see trimSequence) until it fits.
+//
+// Every entry's line is formatted once: dropping entries never changes another entry's line
+// (an ask quoted verbatim stays within the budget when others go, one already cut to an excerpt
+// stays one), so sizes are known up front and the ledger is written once.
 func (l *Ledger) render(sessionID string, askBudget int) string {
-	for {
-		s := l.renderOnce(sessionID, askBudget)
-		if len(s) <= MaxLedgerChars || !l.dropWeakest() {
-			return s
+	header := ledgerHeader(sessionID)
+	lines := l.formatLines(askBudget)
+	kindCount := map[EntryKind]int{}
+	size := len(header)
+	for i, line := range lines {
+		if line == "" {
+			continue
 		}
+		k := l.Entries[i].Kind
+		if kindCount[k] == 0 {
+			size += len(entryHeadings[k]) + 2
+		}
+		kindCount[k]++
+		size += len(line)
 	}
-}
-
-func (l *Ledger) renderOnce(sessionID string, askBudget int) string {
+	dropped := make([]bool, len(l.Entries))
+	maxNL := trailingNewlines(header)
+	for _, line := range lines {
+		maxNL = max(maxNL, trailingNewlines(line))
+	}
+	// fits reports whether the ledger as written (trailing newlines cut) is within the bound.
+	// What is written ends in at least one and at most maxNL newlines; only in between is the
+	// last line written looked up.
+	fits := func() bool {
+		if size-1 <= MaxLedgerChars {
+			return true
+		}
+		if size-maxNL > MaxLedgerChars {
+			return false
+		}
+		last := header
+		for ki := len(entryOrder) - 1; ki >= 0 && last == header; ki-- {
+			if k := entryOrder[ki]; kindCount[k] > 0 {
+				for i := len(l.Entries) - 1; i >= 0; i-- {
+					if !dropped[i] && l.Entries[i].Kind == k && lines[i] != "" {
+						last = lines[i]
+						break
+					}
+				}
+			}
+		}
+		return size-trailingNewlines(last) <= MaxLedgerChars
+	}
+	if !fits() {
+		for _, i := range l.trimSequence() {
+			dropped[i] = true
+			k := l.Entries[i].Kind
+			size -= len(lines[i])
+			if kindCount[k]--; kindCount[k] == 0 {
+				size -= len(entryHeadings[k]) + 2
+			}
+			if fits() {
+				break
+			}
+		}
+		kept := l.Entries[:0]
+		keptLines := lines[:0]
+		for i, e := range l.Entries {
+			if !dropped[i] {
+				kept = append(kept, e)
+				keptLines = append(keptLines, lines[i])
+			}
+		}
+		l.Entries, lines = kept, keptLines
+	}
 	var b strings.Builder
-	b.WriteString(LedgerHeading)
-	b.WriteString("\nExtracted mechanically from the compacted turns (no model involved); newer turns override it. ")
-	if sessionID != "" {
-		fmt.Fprintf(&b, "Recover the original of any entry [mN] with session_search(session_id=%q, around_message_id=N).\n", sessionID)
-	} else {
-		b.WriteString("Recover the original of any entry [mN] with session_search(around_message_id=N).\n")
-	}
-	left := askBudget
+	b.Grow(size)
+	b.WriteString(header)
 	for _, k := range entryOrder {
 		first := true
 		for i := range l.Entries {
-			e := &l.Entries[i]
-			if e.Kind != k {
+			if l.Entries[i].Kind != k || lines[i] == "" {
 				continue
 			}
 			if first {
 				b.WriteString("\n" + entryHeadings[k] + "\n")
 				first = false
 			}
-			switch k {
-			case EntryWrote, EntryRead:
-				fmt.Fprintf(&b, "- `%s` %s\n", e.Text, idTag(e.MsgID))
-			case EntryCommand:
-				fmt.Fprintf(&b, "- `%s` -> exit %s %s\n", e.Text, cmp.Or(e.Status, "?"), idTag(e.MsgID))
-			case EntryDecision:
-				fmt.Fprintf(&b, "- %q %s\n", e.Text, idTag(e.MsgID))
-			case EntryAsk:
-				if !e.Trimmed && len(e.Text) <= left {
-					left -= len(e.Text)
-					fmt.Fprintf(&b, "- %s %s\n", idTag(e.MsgID), strings.ReplaceAll(e.Text, "\n", "\n  "))
-				} else {
-					if !e.Trimmed {
-						e.Text, e.Trimmed = clip(e.Text, askExcerpt), true
-					}
-					fmt.Fprintf(&b, "- %s (excerpt) %s\n", idTag(e.MsgID), e.Text)
-				}
-			default:
-				fmt.Fprintf(&b, "- %s%s %s\n", e.Text, sourceMarks[e.relevance], idTag(e.MsgID))
-			}
+			b.WriteString(lines[i])
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// dropWeakest removes the least relevant, oldest entry of the first kind in trimOrder that has
-// more than a few entries left. It reports false when nothing can go.
-func (l *Ledger) dropWeakest() bool {
-	for _, minKeep := range []int{5, 0} {
-		for _, k := range trimOrder {
-			idx, count := -1, 0
-			for i, e := range l.Entries {
-				if e.Kind != k {
-					continue
-				}
-				count++
-				if idx < 0 || e.relevance < l.Entries[idx].relevance ||
-					(e.relevance == l.Entries[idx].relevance && e.MsgID < l.Entries[idx].MsgID) {
-					idx = i
-				}
+func trailingNewlines(s string) int {
+	return len(s) - len(strings.TrimRight(s, "\n"))
+}
+
+func ledgerHeader(sessionID string) string {
+	const intro = LedgerHeading + "\nExtracted mechanically from the compacted turns (no model involved); newer turns override it. "
+	if sessionID != "" {
+		return intro + fmt.Sprintf("Recover the original of any entry [mN] with session_search(session_id=%q, around_message_id=N).\n", sessionID)
+	}
+	return intro + "Recover the original of any entry [mN] with session_search(around_message_id=N).\n"
+}
+
+// formatLines formats each entry's line (with its newline) in rendering order: kinds in
+// entryOrder, entries of a kind in slice order. Asks quoted past askBudget are cut to excerpts
+// here, in place. Entries of unknown kinds get "" and are not written.
+func (l *Ledger) formatLines(askBudget int) []string {
+	lines := make([]string, len(l.Entries))
+	left := askBudget
+	for _, k := range entryOrder {
+		for i := range l.Entries {
+			e := &l.Entries[i]
+			if e.Kind != k {
+				continue
 			}
-			if count > minKeep && idx >= 0 {
-				l.Entries = slices.Delete(l.Entries, idx, idx+1)
-				return true
+			switch k {
+			case EntryWrote, EntryRead:
+				lines[i] = "- `" + e.Text + "` " + idTag(e.MsgID) + "\n"
+			case EntryCommand:
+				lines[i] = "- `" + e.Text + "` -> exit " + cmp.Or(e.Status, "?") + " " + idTag(e.MsgID) + "\n"
+			case EntryDecision:
+				lines[i] = "- " + strconv.Quote(e.Text) + " " + idTag(e.MsgID) + "\n"
+			case EntryAsk:
+				if !e.Trimmed && len(e.Text) <= left {
+					left -= len(e.Text)
+					lines[i] = "- " + idTag(e.MsgID) + " " + strings.ReplaceAll(e.Text, "\n", "\n  ") + "\n"
+				} else {
+					if !e.Trimmed {
+						e.Text, e.Trimmed = clip(e.Text, askExcerpt), true
+					}
+					lines[i] = "- " + idTag(e.MsgID) + " (excerpt) " + e.Text + "\n"
+				}
+			default:
+				lines[i] = "- " + e.Text + sourceMarks[e.relevance] + " " + idTag(e.MsgID) + "\n"
 			}
 		}
 	}
-	return false
+	return lines
+}
+
+// trimSequence is the order in which entries leave an oversized ledger: first every kind down
+// to 5 entries, then down to none, kinds in trimOrder; within a kind the least relevant, then
+// oldest (then earliest in the slice) first.
+func (l *Ledger) trimSequence() []int {
+	byKind := map[EntryKind][]int{}
+	for i, e := range l.Entries {
+		byKind[e.Kind] = append(byKind[e.Kind], i)
+	}
+	for _, idx := range byKind {
+		slices.SortStableFunc(idx, func(a, b int) int {
+			ea, eb := l.Entries[a], l.Entries[b]
+			if c := cmp.Compare(ea.relevance, eb.relevance); c != 0 {
+				return c
+			}
+			return cmp.Compare(ea.MsgID, eb.MsgID)
+		})
+	}
+	var seq []int
+	for _, k := range trimOrder {
+		if idx := byKind[k]; len(idx) > 5 {
+			seq = append(seq, idx[:len(idx)-5]...)
+		}
+	}
+	for _, k := range trimOrder {
+		idx := byKind[k]
+		seq = append(seq, idx[max(0, len(idx)-5):]...)
+	}
+	return seq
 }
 
 var (
@@ -345,11 +456,16 @@ func removeSection(body, heading string) string {
 
 // extractLedger reads the working set out of messages mechanically.
 func extractLedger(ms []store.Message) []LedgerEntry {
+	return ledgerEntries(ms, scanMessages(ms))
+}
+
+// ledgerEntries is extractLedger over messages already scanned (scans[i] is ms[i]'s scan).
+func ledgerEntries(ms []store.Message, scans []msgScan) []LedgerEntry {
 	var out []LedgerEntry
-	results := make(map[string]string)
-	for _, m := range ms {
+	results := make(map[string]int)
+	for i, m := range ms {
 		if m.Role == store.RoleTool && m.ToolCallID != "" {
-			results[m.ToolCallID] = m.Content
+			results[m.ToolCallID] = i
 		}
 	}
 	add := func(k EntryKind, text string, id int64, rel int) {
@@ -366,12 +482,26 @@ func extractLedger(ms []store.Message) []LedgerEntry {
 		}
 		out = append(out, LedgerEntry{Kind: k, Text: text, MsgID: id, relevance: rel})
 	}
-	scanIDs := func(text string, id int64, rel int) {
-		for _, tok := range identifiers(text) {
+	addIDs := func(ids []string, id int64, rel int) {
+		for _, tok := range ids {
 			add(EntryIdentifier, tok, id, rel)
 		}
 	}
-	for _, m := range ms {
+	userFacts := func(sc msgScan, id int64) {
+		add(EntryAsk, sc.text, id, 3)
+		addIDs(sc.ids, id, 3)
+		for _, d := range decisions(sc.text, 5) {
+			add(EntryDecision, d, id, 3)
+		}
+		for _, e := range sc.errs[:min(2, len(sc.errs))] {
+			// A user sentence merely mentioning a failure is an ask, not an error report.
+			if containsAny(strings.ToLower(e), "error", "exception", "panic", "traceback") {
+				add(EntryError, e, id, 3)
+			}
+		}
+	}
+	for i, m := range ms {
+		sc := scans[i]
 		switch m.Role {
 		case store.RoleUser:
 			if isSummary(m) {
@@ -380,37 +510,37 @@ func extractLedger(ms []store.Message) []LedgerEntry {
 				out = append(out, prev.Entries...)
 				for _, text := range []string{p.Prior, p.Trailing} {
 					if text != "" {
-						userFacts(text, m.ID, add, scanIDs)
+						userFacts(msgScan{text: text, ids: identifiers(text), errs: errorLines(text, 2)}, m.ID)
 					}
 				}
 				continue
 			}
-			if text, ok := userText(m); ok {
-				userFacts(text, m.ID, add, scanIDs)
+			if sc.text != "" {
+				userFacts(sc, m.ID)
 			}
 		case store.RoleAssistant:
 			if isSummary(m) {
 				p, _ := parseSummary(m.Content)
 				out = append(out, parseLedger(p.Body).Entries...)
 				if p.Prior != "" {
-					scanIDs(p.Prior, m.ID, 2)
+					addIDs(identifiers(p.Prior), m.ID, 2)
 				}
 			} else {
-				scanIDs(stripThink(m.Content), m.ID, 2)
+				addIDs(sc.ids, m.ID, 2)
 			}
-			for _, tc := range m.ToolCalls {
-				args := parseArgs(tc.Function.Arguments)
+			for j, tc := range m.ToolCalls {
+				args := sc.args[j]
 				kind := classifyTool(tc.Function.Name)
 				if args.Command != "" {
 					status := "?"
-					if res, ok := results[tc.ID]; ok {
-						if s, ok := exitStatus(res); ok {
+					if r, ok := results[tc.ID]; ok {
+						if s, ok := scans[r].exitStatus(ms[r].Content); ok {
 							status = s
 						}
 					}
 					cmdText := clip(args.Command, 160)
 					out = append(out, LedgerEntry{Kind: EntryCommand, Text: cmdText, Status: status, MsgID: m.ID, relevance: 2})
-					scanIDs(args.Command, m.ID, 2)
+					addIDs(identifiers(args.Command), m.ID, 2)
 				}
 				for _, p := range args.Paths {
 					switch kind {
@@ -424,31 +554,13 @@ func extractLedger(ms []store.Message) []LedgerEntry {
 				}
 			}
 		case store.RoleTool:
-			text := m.Content
-			if len(text) > scanToolPrefix+scanToolSuffix {
-				text = text[:scanToolPrefix] + "\n" + text[len(text)-scanToolSuffix:]
-			}
-			scanIDs(text, m.ID, 1)
-			for _, e := range errorLines(text, 3) {
+			addIDs(sc.ids, m.ID, 1)
+			for _, e := range sc.errs {
 				add(EntryError, e, m.ID, 1)
 			}
 		}
 	}
 	return out
-}
-
-func userFacts(text string, id int64, add func(EntryKind, string, int64, int), scanIDs func(string, int64, int)) {
-	add(EntryAsk, text, id, 3)
-	scanIDs(text, id, 3)
-	for _, d := range decisions(text, 5) {
-		add(EntryDecision, d, id, 3)
-	}
-	for _, e := range errorLines(text, 2) {
-		// A user sentence merely mentioning a failure is an ask, not an error report.
-		if containsAny(strings.ToLower(e), "error", "exception", "panic", "traceback") {
-			add(EntryError, e, id, 3)
-		}
-	}
 }
 
 // decisionCues mark a user sentence as a decision or constraint.
@@ -501,18 +613,13 @@ func isWordByte(c byte) bool {
 
 var errorWords = []string{"error", "exception", "panic:", "traceback", "fatal", "fail", "segmentation fault", "undefined", "cannot ", "can't ", "permission denied", "not found", "does not exist", "no such ", "refused", "invalid "}
 
-// errorLines returns up to limit lines of text that report an error.
+var errorWordSet = newWordSet(errorWords)
+
+// hasErrorWord reports whether line contains one of errorWords, ASCII case-insensitively.
+func hasErrorWord(line string) bool { return errorWordSet.find(line, true) != 0 }
+
+// errorLines returns up to limit lines of text that report an error, in one pass over text.
 func errorLines(text string, limit int) []string {
-	lower := asciiLower(text)
-	var words []string
-	for _, w := range errorWords {
-		if strings.Contains(lower, w) {
-			words = append(words, w)
-		}
-	}
-	if len(words) == 0 {
-		return nil
-	}
 	var out []string
 	for pos := 0; pos < len(text) && len(out) < limit; {
 		end := strings.IndexByte(text[pos:], '\n')
@@ -521,30 +628,13 @@ func errorLines(text string, limit int) []string {
 		} else {
 			end += pos
 		}
-		line := lower[pos:end]
+		line := text[pos:end]
 		pos = end + 1
-		if len(strings.TrimSpace(line)) < 8 {
-			continue
-		}
-		for _, w := range words {
-			if strings.Contains(line, w) {
-				out = append(out, clip(strings.TrimSpace(text[pos-1-len(line):pos-1]), maxEntryText))
-				break
-			}
+		if t := strings.TrimSpace(line); len(t) >= 8 && hasErrorWord(line) {
+			out = append(out, clip(t, maxEntryText))
 		}
 	}
 	return out
-}
-
-// asciiLower lowers ASCII letters only, so byte offsets stay valid in the original.
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // identifiers finds paths, SHAs, issue/PR numbers and URLs in text with one tokenising pass
@@ -552,43 +642,53 @@ func asciiLower(s string) string {
 func identifiers(text string) []string {
 	var out []string
 	start := -1
-	interesting := false
-	flush := func(end int) {
-		if start >= 0 && interesting {
-			if id := classifyIdentifier(text[start:end]); id != "" && !slices.Contains(out, id) {
+	var seen uint8
+	for i := 0; i <= len(text); i++ {
+		var class uint8 = idSep
+		if i < len(text) {
+			class = idClass[text[i]]
+		}
+		if class != idSep {
+			if start < 0 {
+				start = i
+			}
+			seen |= class
+			continue
+		}
+		// Only tokens with one of / . # or a digit can be an identifier; most words are skipped
+		// unclassified. Without a letter, a slash or a hash only a 40-digit object name can be.
+		if start >= 0 && seen&idInteresting != 0 && (seen&(idLetter|idSlashHash) != 0 || i-start >= 40) {
+			if id := classifyIdentifier(text[start:i]); id != "" && !slices.Contains(out, id) {
 				out = append(out, id)
 			}
 		}
-		start, interesting = -1, false
+		start, seen = -1, 0
 	}
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		if c < 0x80 && isIDSeparator(rune(c)) {
-			flush(i)
-			continue
-		}
-		if start < 0 {
-			start = i
-		}
-		// Only tokens with one of these can be an identifier; most words are skipped unclassified.
-		switch {
-		case c == '/' || c == '.' || c == '#':
-			interesting = true
-		case c >= '0' && c <= '9':
-			interesting = true
-		}
-	}
-	flush(len(text))
 	return out
 }
 
-func isIDSeparator(r rune) bool {
-	switch r {
-	case ' ', '\n', '\t', '\r', '"', '\'', '`', '(', ')', '[', ']', '{', '}', '<', '>', ',', ';', '|', '*':
-		return true
+// Byte classes of the identifier tokenizer.
+const (
+	idSep         uint8 = 1 << iota // splits tokens
+	idLetter                        // ASCII letter
+	idSlashHash                     // '/' or '#'
+	idInteresting                   // '/', '.', '#' or a digit
+)
+
+var idClass = func() (t [256]uint8) {
+	for _, c := range []byte(" \n\t\r\"'`()[]{}<>,;|*") {
+		t[c] = idSep
 	}
-	return false
-}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = idLetter, idLetter
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = idInteresting
+	}
+	t['.'] = idInteresting
+	t['/'], t['#'] = idSlashHash|idInteresting, idSlashHash|idInteresting
+	return t
+}()
 
 var knownExt = map[string]bool{
 	"go": true, "py": true, "js": true, "ts": true, "tsx": true, "jsx": true, "rs": true, "java": true,
@@ -600,7 +700,9 @@ var knownExt = map[string]bool{
 }
 
 func classifyIdentifier(tok string) string {
-	tok = strings.TrimRight(tok, ".:!?")
+	for len(tok) > 0 && (tok[len(tok)-1] == '.' || tok[len(tok)-1] == ':' || tok[len(tok)-1] == '!' || tok[len(tok)-1] == '?') {
+		tok = tok[:len(tok)-1]
+	}
 	if len(tok) < 2 || len(tok) > maxEntryText {
 		return ""
 	}

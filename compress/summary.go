@@ -122,8 +122,42 @@ var secretRules = []struct {
 	{regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`), []string{"private key-----"}, "[REDACTED]"},
 }
 
-// redact replaces credentials with [REDACTED].
+// secretHints are the hints of all secretRules, found in one pass by redact.
+var secretHints, secretHintMasks = func() (*wordSet, []uint32) {
+	var words []string
+	masks := make([]uint32, len(secretRules))
+	for i, r := range secretRules {
+		for _, h := range r.hints {
+			masks[i] |= 1 << len(words)
+			words = append(words, h)
+		}
+	}
+	return newWordSet(words), masks
+}()
+
+// redact replaces credentials with [REDACTED]. The hints are looked for once, in the original
+// text: a replacement never creates a hint ("[REDACTED]" has none and ends the text it
+// replaces), and a rule whose hint a replacement removed cannot match anyway.
 func redact(s string) string {
+	// The only runes that lower to ASCII, so the only ones that could complete a hint in a
+	// Unicode-lowered copy but not in the byte-wise comparison.
+	if strings.Contains(s, "\u0130") || strings.Contains(s, "\u212A") {
+		return redactLowered(s)
+	}
+	found := secretHints.find(s, false)
+	if found == 0 {
+		return s
+	}
+	for i, r := range secretRules {
+		if found&secretHintMasks[i] != 0 && r.re.MatchString(s) {
+			s = r.re.ReplaceAllString(s, r.repl)
+		}
+	}
+	return s
+}
+
+// redactLowered is redact checking the hints in a Unicode-lowered copy.
+func redactLowered(s string) string {
 	lower := strings.ToLower(s)
 	for _, r := range secretRules {
 		hit := false

@@ -98,12 +98,16 @@ func exitStatus(out string) (string, bool) {
 		out = out[len(out)-exitScanTail:]
 	}
 	for i := len(out) - 4; i >= 0; i-- {
-		c := out[i] | 0x20
-		if c != 'e' && c != 'r' {
-			continue
-		}
-		kw := out[i:min(len(out), i+10)]
-		if !strings.EqualFold(kw[:4], "exit") && !strings.EqualFold(kw, "returncode") {
+		switch out[i] | 0x20 {
+		case 'e':
+			if !hasPrefixLowerASCII(out[i:], "exit") {
+				continue
+			}
+		case 'r':
+			if !hasPrefixLowerASCII(out[i:], "returncode") {
+				continue
+			}
+		default:
 			continue
 		}
 		if m := exitRe.FindStringSubmatch(out[i:min(len(out), i+48)]); m != nil {

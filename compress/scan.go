@@ -1,0 +1,84 @@
+package compress
+
+import "github.com/spoolhq/spool/store"
+
+// scanErrLines is how many error lines a scan keeps: the ledger takes up to 3 from tool output
+// and 2 from user text, the fallback summary the first one.
+const scanErrLines = 3
+
+// msgScan is everything the working-set ledger and the fallback summary read out of one
+// message's text. Each message is scanned once per compaction and both consumers share it.
+type msgScan struct {
+	// text is what was scanned: the human text of a user message, the content of an assistant
+	// message without think blocks, the head and tail of a tool result. Empty for summaries.
+	text string
+	ids  []string   // identifiers in text, in order of first appearance
+	errs []string   // the first scanErrLines lines of text that report an error (user and tool only)
+	args []callArgs // decoded arguments, one per tool call of an assistant message
+
+	exit      string // exit status reported by a tool result, once looked up
+	exitKnown bool   // exit and exitFound are set
+	exitFound bool
+}
+
+// exitStatus is exitStatus(content) of the scanned tool result, computed once.
+func (s *msgScan) exitStatus(content string) (string, bool) {
+	if !s.exitKnown {
+		s.exit, s.exitFound = exitStatus(content)
+		s.exitKnown = true
+	}
+	return s.exit, s.exitFound
+}
+
+// scanMessage scans one message. Summary carriers are not scanned: the ledger reads their
+// previous ledger and the text merged into them instead.
+func scanMessage(m store.Message) msgScan {
+	var s msgScan
+	switch m.Role {
+	case store.RoleUser:
+		if isSummary(m) {
+			return s
+		}
+		text, ok := userText(m)
+		if !ok {
+			return s
+		}
+		s.text = text
+		s.ids = identifiers(text)
+		s.errs = errorLines(text, scanErrLines)
+	case store.RoleAssistant:
+		if isSummary(m) {
+			return s
+		}
+		s.text = stripThink(m.Content)
+		s.ids = identifiers(s.text)
+	case store.RoleTool:
+		s.text = toolScanWindow(m.Content)
+		s.ids = identifiers(s.text)
+		s.errs = errorLines(s.text, scanErrLines)
+	}
+	if len(m.ToolCalls) > 0 {
+		s.args = make([]callArgs, len(m.ToolCalls))
+		for i, tc := range m.ToolCalls {
+			s.args[i] = parseArgs(tc.Function.Arguments)
+		}
+	}
+	return s
+}
+
+// toolScanWindow is the part of a tool result that is scanned: all of it, or its first
+// scanToolPrefix and last scanToolSuffix bytes.
+func toolScanWindow(text string) string {
+	if len(text) > scanToolPrefix+scanToolSuffix {
+		return text[:scanToolPrefix] + "\n" + text[len(text)-scanToolSuffix:]
+	}
+	return text
+}
+
+func scanMessages(ms []store.Message) []msgScan {
+	out := make([]msgScan, len(ms))
+	for i, m := range ms {
+		out[i] = scanMessage(m)
+	}
+	return out
+}
