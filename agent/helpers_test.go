@@ -78,9 +78,13 @@ func stdTools() *testTools {
 	}}
 }
 
+func openSQLite(path string) (*sqlite.DB, error) {
+	return sqlite.Open(context.Background(), path, sqlite.Options{})
+}
+
 func openStore(t *testing.T, path string) *sqlite.DB {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	db, err := openSQLite(path)
 	if err != nil {
 		t.Fatal(err)
 	}

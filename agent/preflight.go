@@ -152,13 +152,11 @@ func (r *run) saveState(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeBudget)
 	defer cancel()
-	s, err := r.a.st.GetSession(wctx, r.sess.ID)
-	if err != nil {
-		return fmt.Errorf("save compaction state of %s: %w", r.sess.ID, err)
-	}
+	// The session row was read under the lease at the start of the turn; only a compaction
+	// (which rewrites this very key) has touched model_config since.
 	m := map[string]json.RawMessage{}
-	if len(s.ModelConfig) > 0 {
-		if err := json.Unmarshal(s.ModelConfig, &m); err != nil {
+	if len(r.sess.ModelConfig) > 0 {
+		if err := json.Unmarshal(r.sess.ModelConfig, &m); err != nil {
 			m = map[string]json.RawMessage{}
 		}
 	}
@@ -174,6 +172,6 @@ func (r *run) saveState(ctx context.Context) error {
 	if err := r.a.st.UpdateSession(wctx, r.sess.ID, store.SessionPatch{ModelConfig: cfg}); err != nil {
 		return fmt.Errorf("save compaction state of %s: %w", r.sess.ID, err)
 	}
-	r.stateDirty = false
+	r.sess.ModelConfig, r.stateDirty = cfg, false
 	return nil
 }
