@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -384,4 +385,44 @@ func TestRecordsCacheBreaksWithReasons(t *testing.T) {
 		t.Errorf("%d breaks recorded, want 1", n)
 	}
 
+}
+
+func TestIterationLimit(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	a := newAgent(t, st, fake.New(fake.Config{}), stdTools(), func(d *agent.Deps) { d.Config.MaxIterations = 1 })
+	res, err := a.Run(context.Background(), "", `CALL echo {"path":"a"}`, agent.RunOptions{})
+	if !errors.Is(err, agent.ErrIterationLimit) {
+		t.Fatalf("err = %v", err)
+	}
+	h := history(t, st, res.SessionID)
+	if got := roles(h); !slices.Equal(got, []string{"user", "assistant(1 calls)", "tool"}) {
+		t.Fatalf("roles %v", got)
+	}
+	// The next message continues from the stored tool result.
+	run(t, a, res.SessionID, "go on")
+}
+
+func TestProviderOverflowCompactsAndRetries(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	// The provider's window (8,000 tokens) is smaller than the agent believes (trigger 17,000):
+	// only the provider's refusal can start the compaction.
+	model := fake.New(fake.Config{ContextWindow: 8_000})
+	a := newAgent(t, st, model, stdTools(), withCompression(20_000, 0))
+	sid, compacted := "", 0
+	for i := range 60 {
+		res, err := a.Run(context.Background(), sid, fmt.Sprintf("CALL read {\"path\":\"f%d\"}", i), agent.RunOptions{})
+		if err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+		sid, compacted = res.SessionID, compacted+res.Compactions
+	}
+	if compacted == 0 {
+		recs, _ := st.Requests(context.Background(), sid, 1)
+		t.Fatalf("the provider's overflow never led to a compaction (last prompt %d tokens)", recs[0].Usage.InputTokens)
+	}
+	if f := model.Stats().Failed; f != int64(compacted) {
+		t.Errorf("%d refused requests for %d compactions: each refusal should compact once", f, compacted)
+	}
 }

@@ -10,6 +10,12 @@
 // call, so every later request replays the same bytes; tool definitions come from the registry in
 // its stable order.
 //
+// A provider that refuses the prompt as too long (ClassContextLength) sends the turn back through
+// the preflight gate with the overflow flag: it compacts and the call is tried again, at most
+// compression.max_compression_attempts times per turn. Compact runs a manual compaction (/compress)
+// under the lease without a model call. A user message larger than half the model's window is
+// refused before anything is stored (InputTooLargeError). Registry adapts a tools.Registry.
+//
 // An interrupted turn (its context cancelled) keeps what was said: the user message is persisted
 // before the model is called, streamed text that arrived becomes an assistant message marked
 // "interrupted", and every tool call left without a result gets a recorded cancellation result,
