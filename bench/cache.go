@@ -312,9 +312,9 @@ func WriteCacheText(w io.Writer, r *CacheReport) {
 	for _, n := range names {
 		p := r.Providers[n]
 		fmt.Fprintf(w, "%s (%s, %d calls, %d compactions)\n", n, p.Model, p.Requests, p.Compactions)
-		fmt.Fprintf(w, "  spool: %d of %d prompt tokens cached (%.1f%%), theoretical max %d: efficiency %.2f%%, %d cache breaks %v\n",
+		fmt.Fprintf(w, "  spool: %d of %d prompt tokens cached (%.1f%%), theoretical max %d: efficiency %.3f%%, %d cache breaks %v\n",
 			p.CachedTokens, p.PromptTokens, 100*p.CachedShare, p.TheoreticalMaxCachedTokens, 100*p.Efficiency, p.CacheBreaks.Count, p.CacheBreaks.Reasons)
-		fmt.Fprintf(w, "  naive: %d of %d prompt tokens cached (%.1f%%), theoretical max %d: efficiency %.2f%%\n",
+		fmt.Fprintf(w, "  naive: %d of %d prompt tokens cached (%.1f%%), theoretical max %d: efficiency %.3f%%\n",
 			p.NaiveCachedTokens, p.NaivePromptTokens, 100*p.NaiveCachedShare, p.NaiveTheoreticalMaxCachedTokens, 100*p.NaiveEfficiency)
 		fmt.Fprintf(w, "  estimated cost: spool $%.2f, naive $%.2f\n", p.CostUSD, p.NaiveCostUSD)
 	}

@@ -140,6 +140,9 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 	if err != nil {
 		return nil, nil, "", err
 	}
+	if cfg.Compression.Enabled && !cfg.Compression.InPlace {
+		fmt.Fprintln(a.stderr, "spool: compression.in_place=false (rotation into a child session) is not supported by the agent yet; compacting in place")
+	}
 	st, err := a.openStore(ctx)
 	if err != nil {
 		return nil, nil, "", err
