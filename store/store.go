@@ -41,6 +41,10 @@ type Store interface {
 	Append(ctx context.Context, sessionID string, m Message, opts ...WriteOption) (int64, error)
 	// AppendBatch stores messages in order in one transaction and returns their ids.
 	AppendBatch(ctx context.Context, sessionID string, ms []Message, opts ...WriteOption) ([]int64, error)
+	// UndoLastExchange hides the last real user message and everything after it (superseded
+	// rows: not shown, not searched, not sent to the model) and returns how many rows it hid.
+	// It fails with ErrNotFound when the active history has no user message to undo.
+	UndoLastExchange(ctx context.Context, sessionID string, opts ...WriteOption) (int, error)
 	// Conversation loads a session's messages in id order.
 	Conversation(ctx context.Context, sessionID string, v View) ([]Message, error)
 

@@ -264,3 +264,33 @@ func dedupeGenerations(ms []store.Message) []store.Message {
 	}
 	return out
 }
+
+// UndoLastExchange implements store.Store.
+func (db *DB) UndoLastExchange(ctx context.Context, sessionID string, opts ...store.WriteOption) (int, error) {
+	w := store.ApplyWriteOptions(opts)
+	var n int
+	err := db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error {
+		if err := checkWritable(ctx, tx, sessionID, w); err != nil {
+			return err
+		}
+		var from int64
+		err := tx.QueryRowContext(ctx, `SELECT max(id) FROM messages WHERE session_id = ? AND active = 1
+			AND role = 'user' AND summary = 0`, sessionID).Scan(&from)
+		if err != nil {
+			// max() over no rows is NULL, which does not scan into int64.
+			return fmt.Errorf("session %s has no user message to undo: %w", sessionID, store.ErrNotFound)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE messages SET active = 0, compacted = 0
+			WHERE session_id = ? AND active = 1 AND id >= ?`, sessionID, from)
+		if err != nil {
+			return err
+		}
+		m, _ := res.RowsAffected()
+		n = int(m)
+		return recount(ctx, tx, sessionID)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("undo in %s: %w", sessionID, err)
+	}
+	return n, nil
+}

@@ -47,6 +47,7 @@ func Run(t *testing.T, h Harness) {
 		{"MessageRoundTrip", testMessageRoundTrip},
 		{"TextCleaning", testTextCleaning},
 		{"BatchAtomic", testBatchAtomic},
+		{"Undo", testUndo},
 		{"CompactInPlace", testCompactInPlace},
 		{"CompactFenced", testCompactFenced},
 		{"Rotate", testRotate},

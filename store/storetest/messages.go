@@ -138,3 +138,30 @@ func testBatchAtomic(t *testing.T, h Harness) {
 		t.Fatalf("empty batch: %v %v", ids, err)
 	}
 }
+
+func testUndo(t *testing.T, h Harness) {
+	st, _ := h.open(t)
+	mustCreate(t, st, store.NewSession{ID: "u"})
+	_, err := st.UndoLastExchange(bg, "u")
+	wantErr(t, err, store.ErrNotFound, "undo with nothing to undo")
+	mustAppend(t, st, "u", user("first ask"), assistant("first answer"))
+	mustAppend(t, st, "u", user("second ask"), callingAssistant("calling", toolCall("c1", "t", "{}")),
+		toolResult("c1", "t", "result"), assistant("second answer"))
+	n, err := st.UndoLastExchange(bg, "u")
+	if err != nil || n != 4 {
+		t.Fatalf("undo = %d, %v; want 4 rows", n, err)
+	}
+	if got := contents(mustConversation(t, st, "u", store.ViewActive)); !equalStrings(got, []string{"first ask", "first answer"}) {
+		t.Fatalf("after undo: %q", got)
+	}
+	if got := contents(mustConversation(t, st, "u", store.ViewDisplay)); len(got) != 2 {
+		t.Fatalf("undone rows still displayed: %q", got)
+	}
+	if hits, _ := st.Search(bg, store.SearchQuery{Text: "second"}); len(hits) != 0 {
+		t.Fatalf("undone rows still searchable: %+v", hits)
+	}
+	expectCounts(t, st, "u", 2, 0)
+	_, err = st.UndoLastExchange(bg, "missing")
+	wantErr(t, err, store.ErrNotFound, "undo in a missing session")
+	expectHealthy(t, st)
+}
