@@ -17,6 +17,7 @@ import (
 	"github.com/spoolhq/spool/provider"
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/tools"
+	"github.com/spoolhq/spool/turn"
 )
 
 // chatHelp lists the slash commands.
@@ -29,6 +30,7 @@ const chatHelp = `Commands:
   /sessions            list recent sessions
   /search QUERY        search every session
   /usage               tokens, cost, cache share and the last cache break
+  /undo                take back your last message and everything after it
   /help                this list
   /exit                leave (Ctrl-D too); Ctrl-C interrupts a running turn`
 
@@ -40,6 +42,8 @@ type chat struct {
 	sid string
 	in  *bufio.Scanner
 	tty bool
+	// lease fences transcript writes made outside a turn (/undo) like a turn's own.
+	lease turn.Options
 }
 
 func (a *app) chatCommand() *cobra.Command {
@@ -62,6 +66,11 @@ func (a *app) chatCommand() *cobra.Command {
 				return err
 			}
 			c.ag, c.st = ag, st
+			cfg, err := a.config()
+			if err != nil {
+				return err
+			}
+			c.lease = turn.Options{TTL: cfg.Leases.TTL, RenewEvery: cfg.Leases.RenewEvery, Wait: cfg.Leases.Wait}
 			if notice != "" {
 				fmt.Fprintln(a.stderr, notice)
 			}
@@ -219,6 +228,8 @@ func (c *chat) command(ctx context.Context, line string) bool {
 		err = c.search(ctx, arg)
 	case "/usage":
 		err = c.usage(ctx)
+	case "/undo":
+		err = c.undo(ctx)
 	default:
 		err = fmt.Errorf("unknown command %s (/help lists them)", name)
 	}
@@ -245,6 +256,49 @@ func (c *chat) branch(ctx context.Context, title string) error {
 	}
 	fmt.Fprintf(c.a.stdout, "Branched %s into %s; the parent stays resumable.\n", c.sid, child.ID)
 	c.sid = child.ID
+	return nil
+}
+
+// undo hides the last exchange under the conversation's lease, so it cannot cut into a turn
+// another process is running, and says what went.
+func (c *chat) undo(ctx context.Context) error {
+	if err := c.needSession(); err != nil {
+		return err
+	}
+	sid := c.sid
+	if tip, err := c.st.ResumeTarget(ctx, sid); err == nil {
+		sid = tip
+	}
+	lo := c.lease
+	lo.OnWait = func(waited time.Duration, _ string) {
+		fmt.Fprintf(c.a.stderr, "(session busy: another turn is running, waited %s)\n", waited.Round(time.Second))
+	}
+	var ask string
+	var hidden int
+	err := turn.Run(ctx, c.st, sid, lo, func(tctx context.Context, t *turn.Turn) error {
+		// Read under the lease: another process may have added a turn while we waited.
+		ms, err := c.st.Conversation(tctx, sid, store.ViewActive)
+		if err != nil {
+			return fmt.Errorf("load %s: %w", sid, err)
+		}
+		for i := len(ms) - 1; i >= 0; i-- {
+			if ms[i].Role == store.RoleUser && !ms[i].Summary {
+				ask = ms[i].Content
+				break
+			}
+		}
+		hidden, err = c.st.UndoLastExchange(tctx, sid, t.Fence())
+		return err
+	})
+	c.sid = sid
+	if errors.Is(err, store.ErrNotFound) {
+		fmt.Fprintln(c.a.stdout, "Nothing to undo: this session has no message of yours left.")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.a.stdout, "Undid your last message \"%s\" and %d message(s) after it.\n", truncate(ask, 60), hidden-1)
 	return nil
 }
 

@@ -40,3 +40,48 @@ func TestChatSlashCommands(t *testing.T) {
 		t.Errorf("parent %d messages, branch %d: %v", len(parent.Messages), len(branch.Messages), branch.roles())
 	}
 }
+
+// TestChatUndo takes exchanges back one by one: each /undo says what went, the next request no
+// longer carries it, and an empty session says there is nothing to undo.
+func TestChatUndo(t *testing.T) {
+	t.Parallel()
+	rec := &bodyRecorder{}
+	url := rec.serve(t)
+	home := t.TempDir()
+	args := []string{"chat", "--provider", "openai", "--base-url", url + "/v1", "--model", "fake-model"}
+	r := spoolIn(t, home, "/undo\nremember the walrus\nCALL read_file {\"path\":\"doc.go\"}\n/undo\n/help\n/undo\n/undo\nSAY fresh start\n/exit\n", args...).ok(t, "chat")
+	for _, want := range []string{
+		`Undid your last message "CALL read_file {"path":"doc.go"}" and 3 message(s) after it.`,
+		`Undid your last message "remember the walrus" and 1 message(s) after it.`,
+		"Nothing to undo: this session has no message of yours left.",
+		"/undo                take back your last message",
+		"fresh start\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("chat stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stderr, "no session yet") {
+		t.Errorf("/undo before any message: stderr %q", r.stderr)
+	}
+	rec.mu.Lock()
+	bodies := rec.bodies
+	rec.mu.Unlock()
+	if len(bodies) != 4 {
+		t.Fatalf("%d model requests, want 4 (walrus, read_file twice, fresh start)", len(bodies))
+	}
+	last := string(bodies[3])
+	if strings.Contains(last, "walrus") || strings.Contains(last, "read_file returned") || !strings.Contains(last, "fresh start") {
+		t.Errorf("the request after /undo still carries undone messages or lacks the new one:\n%s", last)
+	}
+	ls := decode[[]struct {
+		ID string `json:"id"`
+	}](t, spool(t, home, "sessions", "list", "--json").ok(t, "list"))
+	if len(ls) != 1 {
+		t.Fatalf("%d sessions, want 1", len(ls))
+	}
+	shown := decode[shownMessages](t, spool(t, home, "sessions", "show", ls[0].ID, "--json").ok(t, "show"))
+	if got := shown.roles(); len(got) != 2 || shown.Messages[0].Content != "SAY fresh start" {
+		t.Errorf("after undo the session holds %v: %+v", got, shown.Messages)
+	}
+}
