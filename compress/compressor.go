@@ -109,7 +109,9 @@ func (c *Compressor) Compress(ctx context.Context, req Request) (Plan, error) {
 	if protectLastN <= 0 {
 		protectLastN = DefaultProtectLastN
 	}
-	prune(work, tok, res.TailBudget, protectLastN, req.SessionID)
+	// Each message is decoded and scanned at most once, by whichever phase needs it first.
+	hist := newHistory(orig)
+	pruneHistory(work, hist, tok, res.TailBudget, protectLastN, req.SessionID)
 	for i, m := range work {
 		tok[i] = est.Message(m)
 	}
@@ -159,8 +161,7 @@ func (c *Compressor) Compress(ctx context.Context, req Request) (Plan, error) {
 		turnsPruned = append(append([]store.Message(nil), carried...), turnsPruned...)
 	}
 
-	// One scan per compacted message, shared by the ledger and the fallback summary.
-	scans := scanMessages(orig[start:end])
+	scans := hist.scanRange(start, end)
 	var ledger Ledger
 	ledger.merge(ledgerEntries(orig[start:end], scans))
 	ledger.bound()

@@ -461,7 +461,11 @@ func extractLedger(ms []store.Message) []LedgerEntry {
 
 // ledgerEntries is extractLedger over messages already scanned (scans[i] is ms[i]'s scan).
 func ledgerEntries(ms []store.Message, scans []msgScan) []LedgerEntry {
-	var out []LedgerEntry
+	size := 0
+	for _, sc := range scans {
+		size += 1 + len(sc.ids) + len(sc.errs) + 2*len(sc.args)
+	}
+	out := make([]LedgerEntry, 0, size)
 	results := make(map[string]int)
 	for i, m := range ms {
 		if m.Role == store.RoleTool && m.ToolCallID != "" {
@@ -658,7 +662,17 @@ func identifiers(text string) []string {
 		// Only tokens with one of / . # or a digit can be an identifier; most words are skipped
 		// unclassified. Without a letter, a slash or a hash only a 40-digit object name can be.
 		if start >= 0 && seen&idInteresting != 0 && (seen&(idLetter|idSlashHash) != 0 || i-start >= 40) {
-			if id := classifyIdentifier(text[start:i]); id != "" && !slices.Contains(out, id) {
+			var id string
+			if seen&(idSlashHash|idDot) == 0 {
+				// No path, URL or issue number: at most an object name (classifyIdentifier's
+				// answer for such tokens, without its work).
+				if tok := strings.TrimRight(text[start:i], ":!?"); isSHA(tok) {
+					id = tok
+				}
+			} else {
+				id = classifyIdentifier(text[start:i])
+			}
+			if id != "" && !slices.Contains(out, id) {
 				out = append(out, id)
 			}
 		}
@@ -673,6 +687,7 @@ const (
 	idLetter                        // ASCII letter
 	idSlashHash                     // '/' or '#'
 	idInteresting                   // '/', '.', '#' or a digit
+	idDot                           // '.'
 )
 
 var idClass = func() (t [256]uint8) {
@@ -685,7 +700,7 @@ var idClass = func() (t [256]uint8) {
 	for c := '0'; c <= '9'; c++ {
 		t[c] = idInteresting
 	}
-	t['.'] = idInteresting
+	t['.'] = idDot | idInteresting
 	t['/'], t['#'] = idSlashHash|idInteresting, idSlashHash|idInteresting
 	return t
 }()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spoolhq/spool/store"
@@ -27,6 +28,12 @@ type pruneStats struct {
 // newest copy, old tool results outside the protected tail become one-line stubs, and huge
 // tool-call arguments outside the tail lose the middle of their long strings.
 func prune(ms []store.Message, tok []int, budget, protectLastN int, sessionID string) pruneStats {
+	return pruneHistory(ms, newHistory(slices.Clone(ms)), tok, budget, protectLastN, sessionID)
+}
+
+// pruneHistory is prune with h holding the unpruned messages (same indices as ms): their
+// decoded tool calls and exit statuses are shared with the rest of the compaction.
+func pruneHistory(ms []store.Message, h *history, tok []int, budget, protectLastN int, sessionID string) pruneStats {
 	var st pruneStats
 	n := len(ms)
 	acc, fit := 0, 0
@@ -54,7 +61,15 @@ func prune(ms []store.Message, tok []int, budget, protectLastN int, sessionID st
 		seen[m.Content] = struct{}{}
 	}
 
-	calls := callIndex(ms[:max(boundary, 0)])
+	// Where each call is, by id (the last one wins); read from h, which still has the
+	// arguments this loop cuts.
+	type callPos struct{ msg, call int }
+	calls := map[string]callPos{}
+	for k := range max(boundary, 0) {
+		for j, tc := range ms[k].ToolCalls {
+			calls[tc.ID] = callPos{k, j}
+		}
+	}
 	for i := 0; i < boundary; i++ {
 		m := &ms[i]
 		switch m.Role {
@@ -62,7 +77,13 @@ func prune(ms []store.Message, tok []int, budget, protectLastN int, sessionID st
 			if len(m.Content) <= pruneContentMin || m.Content == DuplicateToolOutput || strings.HasPrefix(m.Content, "[") && strings.Contains(m.Content, "session_search(") {
 				continue
 			}
-			m.Content, m.APIContent = toolStub(*m, calls[m.ToolCallID], sessionID), ""
+			// m.Content is still the original here: only duplicates were rewritten so far.
+			var call store.ToolCall
+			var args callArgs
+			if p, ok := calls[m.ToolCallID]; ok {
+				call, args = h.ms[p.msg].ToolCalls[p.call], h.scans[p.msg].callArgs(h.ms[p.msg])[p.call]
+			}
+			m.Content, m.APIContent = toolStub(*m, call, args, &h.scans[i], sessionID), ""
 			st.Stubbed++
 		case store.RoleAssistant:
 			cut := false
@@ -85,7 +106,8 @@ func prune(ms []store.Message, tok []int, budget, protectLastN int, sessionID st
 }
 
 // toolStub is the informative one-line replacement of an old tool result.
-func toolStub(m store.Message, call store.ToolCall, sessionID string) string {
+// args are call's decoded arguments; sc is m's scan, where its exit status is looked up once.
+func toolStub(m store.Message, call store.ToolCall, args callArgs, sc *msgScan, sessionID string) string {
 	name := call.Function.Name
 	if name == "" {
 		name = m.ToolName
@@ -94,11 +116,10 @@ func toolStub(m store.Message, call store.ToolCall, sessionID string) string {
 		name = "tool"
 	}
 	lines := strings.Count(m.Content, "\n") + 1
-	args := parseArgs(call.Function.Arguments)
 	var b strings.Builder
 	switch kind := classifyTool(name); {
 	case args.Command != "" || kind == kindCommand:
-		exit, ok := exitStatus(m.Content)
+		exit, ok := sc.exitStatus(m.Content)
 		if !ok {
 			exit = "?"
 		}

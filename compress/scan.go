@@ -6,14 +6,17 @@ import "github.com/spoolhq/spool/store"
 // and 2 from user text, the fallback summary the first one.
 const scanErrLines = 3
 
-// msgScan is everything the working-set ledger and the fallback summary read out of one
-// message's text. Each message is scanned once per compaction and both consumers share it.
+// msgScan is everything the working-set ledger, the fallback summary and pruning read out of
+// one message. Each message is scanned (and its tool calls decoded, its exit status looked up)
+// at most once per compaction, and all of them share the result.
 type msgScan struct {
 	// text is what was scanned: the human text of a user message, the content of an assistant
 	// message without think blocks, the head and tail of a tool result. Empty for summaries.
-	text string
-	ids  []string   // identifiers in text, in order of first appearance
-	errs []string   // the first scanErrLines lines of text that report an error (user and tool only)
+	text    string
+	ids     []string // identifiers in text, in order of first appearance
+	errs    []string // the first scanErrLines lines of text that report an error (user and tool only)
+	scanned bool
+
 	args []callArgs // decoded arguments, one per tool call of an assistant message
 
 	exit      string // exit status reported by a tool result, once looked up
@@ -30,25 +33,46 @@ func (s *msgScan) exitStatus(content string) (string, bool) {
 	return s.exit, s.exitFound
 }
 
+// callArgs returns the decoded arguments of m's tool calls (m is the scanned message).
+func (s *msgScan) callArgs(m store.Message) []callArgs {
+	if s.args == nil && len(m.ToolCalls) > 0 {
+		s.args = make([]callArgs, len(m.ToolCalls))
+		for i, tc := range m.ToolCalls {
+			s.args[i] = parseArgs(tc.Function.Arguments)
+		}
+	}
+	return s.args
+}
+
 // scanMessage scans one message. Summary carriers are not scanned: the ledger reads their
 // previous ledger and the text merged into them instead.
 func scanMessage(m store.Message) msgScan {
 	var s msgScan
+	s.fill(m)
+	return s
+}
+
+func (s *msgScan) fill(m store.Message) {
+	if s.scanned {
+		return
+	}
+	s.scanned = true
+	s.callArgs(m)
 	switch m.Role {
 	case store.RoleUser:
 		if isSummary(m) {
-			return s
+			return
 		}
 		text, ok := userText(m)
 		if !ok {
-			return s
+			return
 		}
 		s.text = text
 		s.ids = identifiers(text)
 		s.errs = errorLines(text, scanErrLines)
 	case store.RoleAssistant:
 		if isSummary(m) {
-			return s
+			return
 		}
 		s.text = stripThink(m.Content)
 		s.ids = identifiers(s.text)
@@ -57,13 +81,25 @@ func scanMessage(m store.Message) msgScan {
 		s.ids = identifiers(s.text)
 		s.errs = errorLines(s.text, scanErrLines)
 	}
-	if len(m.ToolCalls) > 0 {
-		s.args = make([]callArgs, len(m.ToolCalls))
-		for i, tc := range m.ToolCalls {
-			s.args[i] = parseArgs(tc.Function.Arguments)
-		}
+}
+
+// history is the input of one compaction with the scan of each message, filled as needed.
+type history struct {
+	ms    []store.Message // as given to Compress; never modified
+	scans []msgScan
+}
+
+func newHistory(ms []store.Message) *history {
+	return &history{ms: ms, scans: make([]msgScan, len(ms))}
+}
+
+// scanRange scans ms[start:end] and returns their scans (shared with h: results cached later,
+// such as exit statuses, land in h too).
+func (h *history) scanRange(start, end int) []msgScan {
+	for i := start; i < end; i++ {
+		h.scans[i].fill(h.ms[i])
 	}
-	return s
+	return h.scans[start:end]
 }
 
 // toolScanWindow is the part of a tool result that is scanned: all of it, or its first

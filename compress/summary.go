@@ -57,9 +57,19 @@ const (
 
 // serializeTurns renders turns as the summariser's source material.
 func serializeTurns(ms []store.Message) (out string) {
-	parts := make([]string, 0, len(ms))
+	size := 0
 	for _, m := range ms {
-		var b strings.Builder
+		size += min(len(m.Content), turnMaxChars) + 64
+		for _, tc := range m.ToolCalls {
+			size += min(len(tc.Function.Arguments), argsMaxChars) + len(tc.Function.Name) + 8
+		}
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
 		content := m.Content
 		if m.Role == store.RoleAssistant {
 			content = stripThink(content)
@@ -84,9 +94,8 @@ func serializeTurns(ms []store.Message) (out string) {
 		default:
 			fmt.Fprintf(&b, "[%s]: %s", strings.ToUpper(m.Role), content)
 		}
-		parts = append(parts, b.String())
 	}
-	out = strings.Join(parts, "\n\n")
+	out = b.String()
 	defer func() { out = redact(out) }() // after the cap: never scan what is cut anyway
 	if len(out) > SummaryInputCap {
 		head := headRunes(out, SummaryInputCap*2/3)

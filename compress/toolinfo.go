@@ -5,8 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/spoolhq/spool/store"
 )
 
 // toolKind groups tools by what their calls mean for the working set.
@@ -117,19 +115,11 @@ func exitStatus(out string) (string, bool) {
 	return "", false
 }
 
-// callIndex maps tool call ids to their calls.
-func callIndex(ms []store.Message) map[string]store.ToolCall {
-	idx := make(map[string]store.ToolCall)
-	for _, m := range ms {
-		for _, tc := range m.ToolCalls {
-			idx[tc.ID] = tc
-		}
-	}
-	return idx
-}
-
 // clip shortens s to at most n runes, adding "…" when cut, and folds it onto one line.
 func clip(s string, n int) string {
+	if len(s) <= n && foldedLine(s) {
+		return s
+	}
 	if len(s) > 8*n {
 		s = headRunes(s, 4*n) // whitespace folding below never needs more
 	}
@@ -181,4 +171,21 @@ func cutBytes(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// foldedLine reports whether s is ASCII with single spaces between words and no other
+// whitespace: folding it (strings.Fields, joined by spaces) would give s back.
+func foldedLine(s string) bool {
+	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
+		return s == ""
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 0x80, c == '\t', c == '\n', c == '\v', c == '\f', c == '\r':
+			return false
+		case c == ' ' && s[i-1] == ' ':
+			return false
+		}
+	}
+	return true
 }
