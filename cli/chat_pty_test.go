@@ -1,0 +1,233 @@
+package cli_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/spoolhq/spool/provider/fake"
+)
+
+// ptyScreen is what a person at the terminal would see: everything the program wrote to the
+// pty, read by a goroutine that ends when the program closes its side.
+type ptyScreen struct {
+	t    *testing.T
+	tty  *os.File
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	seen int // expect looks only past what earlier expects matched
+	done chan struct{}
+}
+
+func (s *ptyScreen) read() {
+	defer close(s.done)
+	b := make([]byte, 4096)
+	for {
+		n, err := s.tty.Read(b)
+		s.mu.Lock()
+		s.buf.Write(b[:n])
+		s.mu.Unlock()
+		if err != nil {
+			return // EIO once the program exited
+		}
+	}
+}
+
+// text is the screen so far with the terminal's carriage returns dropped.
+func (s *ptyScreen) text() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.ReplaceAll(s.buf.String(), "\r", "")
+}
+
+// expect waits until want appears past the last match and returns the screen up to it. The
+// deadline only guards against a hung program; it measures nothing.
+func (s *ptyScreen) expect(want string) string {
+	s.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		txt := s.text()
+		if i := strings.Index(txt[s.seen:], want); i >= 0 {
+			from := s.seen
+			s.seen += i + len(want)
+			return txt[from:s.seen]
+		}
+		select {
+		case <-s.done:
+			if strings.Contains(s.text()[s.seen:], want) {
+				continue
+			}
+			s.t.Fatalf("the program ended without showing %q; screen past the last match:\n%s", want, s.text()[s.seen:])
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%q did not appear; screen past the last match:\n%s", want, txt[s.seen:])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// typeLine types a line and presses Enter, as a person would.
+func (s *ptyScreen) typeLine(line string) {
+	s.t.Helper()
+	if _, err := s.tty.Write([]byte(line + "\r")); err != nil {
+		s.t.Fatalf("type %q: %v", line, err)
+	}
+}
+
+// startPTY runs spool with a pseudo-terminal as its stdin, stdout and stderr (and controlling
+// terminal, so Ctrl-C is a real SIGINT from the line discipline).
+func startPTY(t *testing.T, home string, args ...string) (*ptyScreen, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(spoolBin, append([]string{"--home", home}, args...)...)
+	cmd.Env = append(cleanEnv(), "TERM=xterm-256color")
+	cmd.Dir = t.TempDir() // the approved terminal command runs here, not in the source tree
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 160})
+	if err != nil {
+		t.Skipf("cannot allocate a pseudo-terminal here (%v); the test needs /dev/ptmx", err)
+	}
+	s := &ptyScreen{t: t, tty: tty, done: make(chan struct{})}
+	go s.read()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = tty.Close()
+		<-s.done
+	})
+	return s, cmd
+}
+
+// waitExit waits for the program to leave by itself and fails unless it exited 0.
+func waitExit(t *testing.T, s *ptyScreen, cmd *exec.Cmd) {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- cmd.Wait() }()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("spool chat ended with %v; screen:\n%s", err, s.text())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("spool chat did not exit; screen:\n%s", s.text())
+	}
+}
+
+// TestChatThroughPTY drives the real binary on a pseudo-terminal: typed turns with streamed
+// replies, a terminal command approved at the prompt, the slash commands, Ctrl-C during a slow
+// model call, /exit; then a second process resumes with --continue and leaves on Ctrl-D.
+func TestChatThroughPTY(t *testing.T) {
+	t.Parallel()
+	slowSeen := make(chan struct{})
+	var once sync.Once
+	h := fake.New(fake.Config{}).Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte("FAULT slow")) {
+			once.Do(func() { close(slowSeen) })
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	home := t.TempDir()
+	model := []string{"chat", "--provider", "openai", "--base-url", srv.URL + "/v1", "--model", "fake-model"}
+
+	s, cmd := startPTY(t, home, model...)
+	s.expect("spool chat: type a message, /help for commands, Ctrl-D to leave.")
+	s.expect("› ")
+
+	s.typeLine("/help")
+	s.expect("/undo                take back your last message")
+	s.expect("› ")
+
+	s.typeLine("hello from a terminal")
+	s.expect(`you said "hello from a terminal".`)
+	s.expect("[fake-model · ")
+	s.expect("› ")
+
+	s.typeLine(`CALL terminal {"command":"echo shell-was-here"}`)
+	s.expect("⚙ terminal ")
+	s.expect("? [y/N] ")
+	s.typeLine("y")
+	s.expect(`terminal returned "shell-was-here`)
+	s.expect("› ")
+
+	s.typeLine("/title pty chat")
+	s.expect(`is now "pty chat".`)
+
+	s.typeLine("/usage")
+	s.expect(" calls, ")
+	s.expect("prompt tokens (")
+
+	s.typeLine("SAY this one goes away")
+	s.expect("\nthis one goes away\n")
+	s.expect("› ")
+	s.typeLine("/undo")
+	s.expect(`Undid your last message "SAY this one goes away" and 1 message(s) after it.`)
+
+	s.typeLine("/branch pty side")
+	branched := s.expect("; the parent stays resumable.")
+	m := regexp.MustCompile(`Branched (\S+) into (\S+);`).FindStringSubmatch(branched)
+	if m == nil {
+		t.Fatalf("no branch ids in %q", branched)
+	}
+	parent, child := m[1], m[2]
+
+	s.typeLine("/sessions")
+	s.expect("* " + child + "  pty side")
+	s.expect("  " + parent + "  pty chat")
+	s.expect("› ")
+
+	// Ctrl-C while the model is thinking interrupts the turn, not the chat.
+	s.typeLine("FAULT slow 60s")
+	select {
+	case <-slowSeen:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the slow request never reached the model; screen:\n%s", s.text())
+	}
+	if _, err := s.tty.Write([]byte{3}); err != nil {
+		t.Fatal(err)
+	}
+	s.expect("(interrupted: what was said is kept)")
+	s.expect("› ")
+	s.typeLine("SAY still here")
+	s.expect("\nstill here\n")
+	s.typeLine("/exit")
+	waitExit(t, s, cmd)
+
+	// The branch keeps what was said on it, the interrupted ask included; the undone turn is gone.
+	branch := decode[shownMessages](t, spool(t, home, "sessions", "show", child, "--json").ok(t, "show branch"))
+	var users []string
+	for _, msg := range branch.Messages {
+		if msg.Role == "user" {
+			users = append(users, msg.Content)
+		}
+	}
+	want := []string{"hello from a terminal", `CALL terminal {"command":"echo shell-was-here"}`, "FAULT slow 60s", "SAY still here"}
+	if strings.Join(users, "|") != strings.Join(want, "|") {
+		t.Errorf("user messages on the branch %q, want %q", users, want)
+	}
+
+	// A second process resumes the most recent session with a recap; Ctrl-D leaves.
+	s2, cmd2 := startPTY(t, home, append(model, "--continue")...)
+	s2.expect("Resumed " + child + ` "pty side": `)
+	s2.expect("last answer: still here")
+	s2.expect("› ")
+	if _, err := s2.tty.Write([]byte{4}); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, s2, cmd2)
+	if strings.Contains(s2.text(), "spool: ") {
+		t.Errorf("errors on the resumed chat:\n%s", s2.text())
+	}
+}
