@@ -175,12 +175,13 @@ func (c *Compressor) Compress(ctx context.Context, req Request) (Plan, error) {
 		content += tok[i]
 	}
 	prevNoLedger := removeSection(previous, LedgerHeading)
+	budget := summaryBudget(content, res.MaxSummaryTokens)
 	prompt := buildPrompt(promptInput{
 		Turns:         serializeTurns(turnsPruned),
 		Previous:      prevNoLedger,
 		Focus:         focus,
 		AutoFocus:     auto,
-		Budget:        summaryBudget(content, res.MaxSummaryTokens),
+		Budget:        budget,
 		MemoryContext: req.MemoryContext,
 		Now:           c.now(),
 	})
@@ -213,7 +214,10 @@ func (c *Compressor) Compress(ctx context.Context, req Request) (Plan, error) {
 		plan.SummaryModel = model
 		body = postProcess(raw, turnsOrig)
 	}
-	body = strings.TrimSpace(body) + "\n\n" + ledger.render(req.SessionID, c.askBudget())
+	// The budget is only asked for in the prompt; a summary far over it is cut back here, or
+	// re-compaction would carry it forward and grow it every time.
+	body, plan.SummaryItemsTrimmed = boundSummary(strings.TrimSpace(body), budget, est, req.SessionID)
+	body += "\n\n" + ledger.render(req.SessionID, c.askBudget())
 	plan.Summary, plan.Ledger = body, ledger
 
 	out, origins := c.assemble(work, orig, start, end, summaryContent(body), req.SessionID)

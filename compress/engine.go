@@ -65,6 +65,9 @@ type Plan struct {
 	// SummaryModel wrote the summary; empty when the deterministic fallback was used.
 	SummaryModel string
 	Fallback     bool
+	// SummaryItemsTrimmed counts the items cut from a summary that came back far over its
+	// budget (oldest first, each section keeping its newest; see boundSummary).
+	SummaryItemsTrimmed int
 	// FailureClass is why the summary model failed, when it did.
 	FailureClass FailureClass
 	// Compacted is how many input messages the summary replaces.
