@@ -5,8 +5,10 @@
 // check (Gate, with a serializable per-session State), the Engine interface, and the default
 // Compressor: prune old tool output, split head / middle / tail without separating tool calls
 // from their results, summarise the middle with an auxiliary model into a structured hand-off
-// (re-compaction updates the previous summary), append a mechanically extracted working-set
-// ledger, then assemble and sanitise a provider-acceptable history.
+// (re-compaction updates the previous summary; one far over its token budget is cut back to
+// it, newest items kept), append a mechanically extracted working-set ledger, then assemble
+// and sanitise a provider-acceptable history. Each compacted message is scanned once; the
+// ledger, the fallback summary and pruning share what was read.
 //
 // compress never persists anything. Compress returns a Plan that the agent commits with
 // store.ArchiveAndCompact (Plan.CompactRequest) or rotation; a failure that must leave the history
