@@ -7,6 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -67,72 +70,162 @@ func extendsWire(prev, cur wireReq) bool {
 	return true
 }
 
-// TestLongSessionAcrossProcesses runs every turn of a long tool-heavy session as its own spool
-// process (so every turn is a resume), with automatic compactions, and checks the request
-// bytes: each request repeats the previous one byte for byte, except once per compaction.
+// segment is the model requests one spool process sent on one line of a conversation.
+type segment struct {
+	what        string
+	bodies      [][]byte
+	compactions int
+}
+
+// take returns the bodies recorded since the last take.
+func (r *bodyRecorder) take(from *int) [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.bodies[*from:]
+	*from = len(r.bodies)
+	return out
+}
+
+// checkLine walks one line's requests in order: each repeats its predecessor's tools and
+// messages byte for byte, except once per compaction, and the first request of every new
+// process repeats the last one of the process before it unless that turn compacted.
+func checkLine(t *testing.T, name string, segs []segment) (requests, compactions int, systems map[string]bool) {
+	t.Helper()
+	systems = map[string]bool{}
+	var prev *wireReq
+	rewritten := 0
+	for _, sg := range segs {
+		compactions += sg.compactions
+		for j, b := range sg.bodies {
+			w := parseWire(t, b)
+			systems[string(w.Messages[0])] = true
+			if prev != nil && !extendsWire(*prev, w) {
+				rewritten++
+				if j == 0 && sg.compactions == 0 {
+					t.Errorf("%s: the first request of %s does not repeat the previous process's last request byte for byte", name, sg.what)
+				}
+			}
+			prev = &w
+			requests++
+		}
+	}
+	if rewritten != compactions {
+		t.Errorf("%s: %d requests did not repeat their predecessor's bytes, but %d compactions happened", name, rewritten, compactions)
+	}
+	return requests, compactions, systems
+}
+
+// TestLongSessionAcrossProcesses runs a 200-turn tool-heavy session with automatic compactions:
+// 170 turns typed into one spool chat process, then 30 turns each in its own spool run process
+// (so each is a resume in a new process), then a /branch in a new chat process and both lines
+// continued by alternating spool run processes. On every line each request repeats the previous
+// one byte for byte (across process boundaries too), except once per compaction.
 func TestLongSessionAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
-		t.Skip("120 spool processes; run without -short")
+		t.Skip("a 200-turn session through 40 spool processes; run without -short")
 	}
 	rec := &bodyRecorder{}
 	url := rec.serve(t)
 	home := t.TempDir()
 	env := []string{"SPOOL_COMPRESSION_THRESHOLD_TOKENS=6000"}
-	const turns = 120
-	sid := ""
-	compactions := 0
-	for i := range turns {
-		var input string
-		switch i % 4 {
+	window := []string{"--context-length", "20000"}
+	const chatTurns, runTurns = 170, 30
+	taken := 0
+
+	// One chat process: one line per turn, so one tool call per turn.
+	var typed strings.Builder
+	for i := range chatTurns {
+		switch i % 5 {
 		case 0:
-			input = `CALL read_file {"path":"doc.go"}`
+			fmt.Fprintf(&typed, "CALL read_file {\"path\":\"doc.go\",\"offset\":%d}\n", 1+i%4)
 		case 1:
-			input = fmt.Sprintf("CALL list_files {}\nCALL read_file {\"path\":\"doc.go\",\"offset\":%d}", 1+i%3)
+			typed.WriteString("CALL list_files {}\n")
 		case 2:
-			input = fmt.Sprintf("Turn %d: what did we learn so far?", i)
+			fmt.Fprintf(&typed, "CALL search_files {\"pattern\":\"func\",\"path\":\"run.go\"}\n")
+		case 3:
+			fmt.Fprintf(&typed, "Turn %d: what did we learn so far?\n", i)
 		default:
-			input = fmt.Sprintf("SAY noted %d", i)
+			fmt.Fprintf(&typed, "SAY noted %d\n", i)
 		}
-		args := viaFake(url, "--json", "--context-length", "20000", input)
-		if sid != "" {
-			args = viaFake(url, "--json", "--context-length", "20000", "--resume", sid, input)
+	}
+	chatArgs := append([]string{"chat", "--provider", "openai", "--base-url", url + "/v1", "--model", "fake-model"}, window...)
+	r := spoolEnv(t, home, typed.String(), env, chatArgs...).ok(t, "chat")
+	if n := strings.Count(r.stderr, "spool: "); n > 0 {
+		t.Fatalf("%d errors in the chat:\n%s", n, r.stderr)
+	}
+	trunk := []segment{{what: "the chat", bodies: rec.take(&taken), compactions: strings.Count(r.stderr, "(Compacted ")}}
+	ls := decode[[]struct {
+		ID string `json:"id"`
+	}](t, spool(t, home, "sessions", "list", "--json").ok(t, "list"))
+	if len(ls) != 1 {
+		t.Fatalf("%d sessions after the chat, want 1", len(ls))
+	}
+	sid := ls[0].ID
+
+	type runResult struct {
+		runOut
+		Compactions int `json:"compactions"`
+		Breaks      []struct {
+			Reason string `json:"reason"`
+		} `json:"cache_breaks"`
+	}
+	// run is one turn in its own process; it returns what the process sent.
+	run := func(session, input, what string) segment {
+		t.Helper()
+		args := viaFake(url, append(append([]string{"--json"}, window...), "--resume", session, input)...)
+		out := decode[runResult](t, spoolEnv(t, home, "", env, args...).ok(t, what))
+		if out.SessionID != session {
+			t.Fatalf("%s answered in %s, want %s", what, out.SessionID, session)
 		}
-		out := decode[struct {
-			runOut
-			Compactions int `json:"compactions"`
-			Breaks      []struct {
-				Reason string `json:"reason"`
-			} `json:"cache_breaks"`
-		}](t, spoolEnv(t, home, "", env, args...).ok(t, fmt.Sprintf("turn %d", i)))
-		sid = out.SessionID
-		compactions += out.Compactions
 		for _, b := range out.Breaks {
 			if b.Reason != "compaction" {
-				t.Errorf("turn %d: cache break %q across processes", i, b.Reason)
+				t.Errorf("%s: cache break %q across processes", what, b.Reason)
 			}
 		}
+		return segment{what: what, bodies: rec.take(&taken), compactions: out.Compactions}
 	}
-	if compactions < 2 {
-		t.Fatalf("%d compactions in %d turns, want several", compactions, turns)
-	}
-	rec.mu.Lock()
-	bodies := rec.bodies
-	rec.mu.Unlock()
-	rewritten := 0
-	systems := map[string]bool{}
-	for i, b := range bodies {
-		w := parseWire(t, b)
-		systems[string(w.Messages[0])] = true
-		if i > 0 && !extendsWire(parseWire(t, bodies[i-1]), w) {
-			rewritten++
+	runInput := func(i int) string {
+		if i%2 == 0 {
+			return fmt.Sprintf("CALL list_files {}\nCALL read_file {\"path\":\"doc.go\",\"offset\":%d}", 1+i%3)
 		}
+		return fmt.Sprintf("Turn %d: and now?", chatTurns+i)
 	}
-	if rewritten != compactions {
-		t.Errorf("%d requests did not repeat their predecessor's bytes, but only %d compactions happened", rewritten, compactions)
+	for i := range runTurns {
+		trunk = append(trunk, run(sid, runInput(i), fmt.Sprintf("run turn %d", chatTurns+i)))
+	}
+
+	// Branch in a new chat process and take one turn on the branch there.
+	r = spoolEnv(t, home, "/branch side line\nCALL read_file {\"path\":\"chat.go\"}\n", env,
+		append(chatArgs, "--resume", sid)...).ok(t, "branch chat")
+	m := regexp.MustCompile(`Branched (\S+) into (\S+);`).FindStringSubmatch(r.stdout)
+	if m == nil || m[1] != sid {
+		t.Fatalf("no branch of %s in:\n%s\n%s", sid, r.stdout, r.stderr)
+	}
+	child := m[2]
+	side := append(slices.Clone(trunk), segment{what: "the branching chat", bodies: rec.take(&taken), compactions: strings.Count(r.stderr, "(Compacted ")})
+	// Both lines go on, alternating processes.
+	for i := range 4 {
+		trunk = append(trunk, run(sid, fmt.Sprintf("SAY main %d", i), fmt.Sprintf("main-line run %d", i)))
+		side = append(side, run(child, fmt.Sprintf("CALL list_files {}\nSAY side %d", i), fmt.Sprintf("branch run %d", i)))
+	}
+
+	reqs, compactions, systems := checkLine(t, "main line", trunk)
+	if compactions < 3 {
+		t.Errorf("%d compactions on the main line, want several", compactions)
 	}
 	if len(systems) != 2 {
-		t.Errorf("%d distinct system prompts, want 2 (before and after the first compaction's note)", len(systems))
+		t.Errorf("%d distinct system prompts on the main line, want 2 (before and after the first compaction's note)", len(systems))
 	}
-	t.Logf("%d turns, %d requests, %d compactions", turns, len(bodies), compactions)
+	sideReqs, sideCompactions, _ := checkLine(t, "branch", side)
+
+	// Both lines hold their own last turns; the parent has none of the branch's.
+	parent := decode[shownMessages](t, spool(t, home, "sessions", "show", sid, "--json").ok(t, "show parent"))
+	branch := decode[shownMessages](t, spool(t, home, "sessions", "show", child, "--json").ok(t, "show branch"))
+	lastOf := func(s shownMessages) string { return s.Messages[len(s.Messages)-1].Content }
+	if lastOf(parent) != "main 3" || lastOf(branch) != "side 3" || strings.Contains(fmt.Sprint(parent.Messages), "side ") {
+		t.Errorf("parent ends %q, branch ends %q", lastOf(parent), lastOf(branch))
+	}
+	t.Logf("main line: %d turns, %d requests, %d compactions; branch: %d requests, %d compactions (shared history included)",
+		chatTurns+runTurns+4, reqs, compactions, sideReqs, sideCompactions)
 }
