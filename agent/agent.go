@@ -52,6 +52,9 @@ type Config struct {
 	// Prompt is the template of every session's prompt build; the agent fills SessionID,
 	// StartedAt, Model, Provider, Tools and the compaction note.
 	Prompt prompt.Env
+	// Rotate compacts by rotation into a continuation session (compression.in_place=false)
+	// instead of in place; the turn and its result continue in the new session.
+	Rotate bool
 	// Lease configures the turn lease; OnWait is set per run from RunOptions.
 	Lease turn.Options
 	// Source is the source of sessions the agent creates ("cli" when empty).

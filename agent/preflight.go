@@ -58,20 +58,34 @@ func firstNonEmpty(s ...string) string {
 func (r *run) compact(ctx context.Context, force bool) error {
 	st := r.state
 	var plan compress.Plan
-	_, err := r.t.Compact(ctx, func(pctx context.Context) (store.CompactRequest, error) {
+	makePlan := func(pctx context.Context) error {
 		hist, err := r.a.st.Conversation(pctx, r.sess.ID, store.ViewActive)
 		if err != nil {
-			return store.CompactRequest{}, err
+			return err
 		}
 		plan, err = r.a.engine.Compress(pctx, compress.Request{
 			SessionID: r.sess.ID, Messages: hist, Model: r.a.compressModel(), Threshold: &r.a.threshold,
 			State: &st, Focus: r.opts.Focus, Force: force,
 		})
-		if err != nil {
-			return store.CompactRequest{}, err
-		}
-		return plan.CompactRequest(""), nil
-	})
+		return err
+	}
+	var err error
+	var child store.Session
+	if r.a.cfg.Rotate {
+		child, err = r.t.Rotate(ctx, func(pctx context.Context) (store.RotateRequest, error) {
+			if err := makePlan(pctx); err != nil {
+				return store.RotateRequest{}, err
+			}
+			return plan.RotateRequest(store.NewSession{}, ""), nil
+		})
+	} else {
+		_, err = r.t.Compact(ctx, func(pctx context.Context) (store.CompactRequest, error) {
+			if err := makePlan(pctx); err != nil {
+				return store.CompactRequest{}, err
+			}
+			return plan.CompactRequest(""), nil
+		})
+	}
 	if err != nil {
 		r.state, r.stateDirty = st, true // cooldowns and anti-thrash counters survive a failure
 		var abort *compress.AbortError
@@ -93,6 +107,12 @@ func (r *run) compact(ctx context.Context, force bool) error {
 		return fmt.Errorf("compact session %s: %w", r.sess.ID, err)
 	}
 	r.state, r.stateDirty = plan.State, false // committed with the compaction
+	if r.a.cfg.Rotate {
+		// The conversation goes on in the continuation; its model_config came from the parent,
+		// so the new compaction state is saved there at the end of the turn.
+		r.sess, r.res.SessionID, r.stateDirty = child, child.ID, true
+		r.notice(fmt.Sprintf("Continuing in session %s (compaction by rotation).", child.ID))
+	}
 	r.res.Compactions++
 	r.compacted = true
 	for _, n := range plan.Notices {

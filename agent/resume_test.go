@@ -204,3 +204,42 @@ func TestManualCompact(t *testing.T) {
 		t.Errorf("compact without an engine: %v", err)
 	}
 }
+
+// TestCompactionByRotation: with rotation configured, a compaction ends the session with
+// "compression" and the turn, and the next ones, continue in the continuation session.
+func TestCompactionByRotation(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	rotate := func(d *agent.Deps) { d.Config.Rotate = true }
+	a := newAgent(t, st, fake.New(fake.Config{}), stdTools(), withCompression(200_000, 0), rotate)
+	root := ""
+	for i := range 12 {
+		res := run(t, a, root, fmt.Sprintf("CALL read {\"path\":\"f%d\"}", i))
+		if root == "" {
+			root = res.SessionID
+		}
+	}
+	res, err := a.Compact(context.Background(), root, "", agent.RunOptions{})
+	if err != nil || res.Compactions != 1 {
+		t.Fatalf("compact: %v, %+v", err, res)
+	}
+	if res.SessionID == root {
+		t.Fatalf("rotation kept the session %s", root)
+	}
+	parent, err := st.GetSession(context.Background(), root)
+	if err != nil || parent.EndReason != store.EndCompression {
+		t.Fatalf("parent after rotation: %+v, %v", parent, err)
+	}
+	child, err := st.GetSession(context.Background(), res.SessionID)
+	if err != nil || child.ParentID != root || child.Relation != store.RelationCompression || child.MessageCount == 0 {
+		t.Fatalf("continuation: %+v, %v", child, err)
+	}
+	// A turn addressed to the parent runs on the live tip.
+	next := run(t, a, root, "and now?")
+	if next.SessionID != child.ID {
+		t.Fatalf("turn after rotation ran on %s, want the continuation %s", next.SessionID, child.ID)
+	}
+	if h := history(t, st, child.ID); h[len(h)-1].Role != store.RoleAssistant || len(h) <= child.MessageCount {
+		t.Fatalf("continuation history after the next turn: %d rows", len(h))
+	}
+}

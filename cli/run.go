@@ -140,9 +140,6 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 	if err != nil {
 		return nil, nil, "", err
 	}
-	if cfg.Compression.Enabled && !cfg.Compression.InPlace {
-		fmt.Fprintln(a.stderr, "spool: compression.in_place=false (rotation into a child session) is not supported by the agent yet; compacting in place")
-	}
 	st, err := a.openStore(ctx)
 	if err != nil {
 		return nil, nil, "", err
@@ -160,6 +157,7 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 		Provider:      name,
 		ContextLength: f.window,
 		Compression:   compressionConfig(cfg),
+		Rotate:        !cfg.Compression.InPlace,
 		Prompt:        prompt.Env{Home: cfg.Home, WorkDir: wd, Platform: "cli"},
 		Lease:         turn.Options{TTL: cfg.Leases.TTL, RenewEvery: cfg.Leases.RenewEvery, Wait: cfg.Leases.Wait},
 		Source:        "cli",

@@ -26,47 +26,88 @@ import (
 // defaults to the turn's session. Compact returns the new active row count. A lost lease
 // cancels the turn like a refused Flush does.
 func (t *Turn) Compact(ctx context.Context, plan func(ctx context.Context) (store.CompactRequest, error)) (int, error) {
+	var n int
+	err := t.underCompressionLock(ctx, func(holder string) error {
+		req, err := planHoldingLock(ctx, t, holder, plan)
+		if err != nil {
+			return err
+		}
+		if req.SessionID == "" {
+			req.SessionID = t.SessionID()
+		}
+		req.LockHolder = holder
+		if lost := t.Lost(); lost != nil {
+			return lost
+		}
+		n, err = t.st.ArchiveAndCompact(ctx, req, t.Fence())
+		return err
+	})
+	return n, err
+}
+
+// Rotate compacts by rotation: the same protocol as Compact, but the commit ends the turn's
+// session with reason "compression" and continues the conversation in a new child session
+// (RotateCompaction), which the turn writes to from then on. The child shares its parent's
+// conversation, so the turn's lease covers it. plan sets Messages, Watermark and the Child;
+// ParentID defaults to the turn's session. Rotate returns the child.
+func (t *Turn) Rotate(ctx context.Context, plan func(ctx context.Context) (store.RotateRequest, error)) (store.Session, error) {
+	var child store.Session
+	err := t.underCompressionLock(ctx, func(holder string) error {
+		req, err := planHoldingLock(ctx, t, holder, plan)
+		if err != nil {
+			return err
+		}
+		if req.ParentID == "" {
+			req.ParentID = t.SessionID()
+		}
+		req.LockHolder = holder
+		if lost := t.Lost(); lost != nil {
+			return lost
+		}
+		if child, err = t.st.RotateCompaction(ctx, req, t.Fence()); err != nil {
+			return err
+		}
+		t.mu.Lock()
+		t.session = child.ID
+		t.mu.Unlock()
+		return nil
+	})
+	return child, err
+}
+
+// underCompressionLock flushes the turn, holds the session's compression lock around commit and
+// turns a refused fence into a lost lease.
+func (t *Turn) underCompressionLock(ctx context.Context, commit func(holder string) error) error {
+	sid := t.SessionID()
 	if err := t.Flush(ctx); err != nil {
-		return 0, fmt.Errorf("compact %s: %w", t.session, err)
+		return fmt.Errorf("compact %s: %w", sid, err)
 	}
 	holder := t.o.Holder
-	got, err := t.st.AcquireCompressionLock(ctx, t.session, holder, t.o.TTL)
+	got, err := t.st.AcquireCompressionLock(ctx, sid, holder, t.o.TTL)
 	if err != nil {
-		return 0, fmt.Errorf("compact %s: %w", t.session, err)
+		return fmt.Errorf("compact %s: %w", sid, err)
 	}
 	if !got {
-		return 0, fmt.Errorf("compact %s: another compaction is running: %w", t.session, store.ErrCompressionBusy)
+		return fmt.Errorf("compact %s: another compaction is running: %w", sid, store.ErrCompressionBusy)
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endBudget)
 		defer cancel()
-		_ = t.st.ReleaseCompressionLock(rctx, t.session, holder) // holder-qualified; a stale row expires anyway
+		_ = t.st.ReleaseCompressionLock(rctx, sid, holder) // holder-qualified; a stale row expires anyway
 	}()
-
-	req, err := t.planHoldingLock(ctx, holder, plan)
-	if err != nil {
-		return 0, fmt.Errorf("compact %s: %w", t.session, err)
-	}
-	if req.SessionID == "" {
-		req.SessionID = t.session
-	}
-	req.LockHolder = holder
-	if lost := t.Lost(); lost != nil {
-		return 0, fmt.Errorf("compact %s: %w", t.session, lost)
-	}
-	n, err := t.st.ArchiveAndCompact(ctx, req, t.Fence())
-	if err != nil {
+	if err := commit(holder); err != nil {
 		if errors.Is(err, store.ErrLeaseLost) {
 			err = t.lose(err, false)
 		}
-		return 0, fmt.Errorf("compact %s: %w", t.session, err)
+		return fmt.Errorf("compact %s: %w", sid, err)
 	}
-	return n, nil
+	return nil
 }
 
 // planHoldingLock runs plan with the turn's context while a goroutine refreshes the lock, so a
 // summary call longer than the TTL does not let another compactor in.
-func (t *Turn) planHoldingLock(ctx context.Context, holder string, plan func(ctx context.Context) (store.CompactRequest, error)) (store.CompactRequest, error) {
+func planHoldingLock[R any](ctx context.Context, t *Turn, holder string, plan func(ctx context.Context) (R, error)) (R, error) {
+	sid := t.SessionID()
 	pctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -79,7 +120,7 @@ func (t *Turn) planHoldingLock(ctx context.Context, holder string, plan func(ctx
 				return
 			case <-tick.C:
 				// A failed refresh needs no action here: the commit's lock check refuses then.
-				_, _ = t.st.RefreshCompressionLock(pctx, t.session, holder, t.o.TTL)
+				_, _ = t.st.RefreshCompressionLock(pctx, sid, holder, t.o.TTL)
 			}
 		}
 	}()

@@ -43,7 +43,7 @@ func (t *Turn) Flush(ctx context.Context) error {
 
 func (t *Turn) flushLocked(ctx context.Context) error {
 	t.mu.Lock()
-	lost, ended := t.lost, t.ended
+	lost, ended, session := t.lost, t.ended, t.session
 	pending := append([]store.Message(nil), t.queue[t.cursor:]...)
 	t.mu.Unlock()
 	if lost != nil {
@@ -53,14 +53,14 @@ func (t *Turn) flushLocked(ctx context.Context) error {
 		return nil
 	}
 	if ended {
-		return fmt.Errorf("flush %d messages on %s: %w", len(pending), t.session, ErrEnded)
+		return fmt.Errorf("flush %d messages on %s: %w", len(pending), session, ErrEnded)
 	}
-	ids, err := t.st.AppendBatch(ctx, t.session, pending, t.Fence())
+	ids, err := t.st.AppendBatch(ctx, session, pending, t.Fence())
 	if err != nil {
 		if errors.Is(err, store.ErrLeaseLost) {
 			return t.lose(err, false)
 		}
-		return fmt.Errorf("flush %d messages on %s: %w", len(pending), t.session, err)
+		return fmt.Errorf("flush %d messages on %s: %w", len(pending), session, err)
 	}
 	t.mu.Lock()
 	t.cursor += len(pending)

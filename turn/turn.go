@@ -19,6 +19,7 @@ type Store interface {
 	ReleaseLease(ctx context.Context, l store.Lease) error
 	AppendBatch(ctx context.Context, sessionID string, ms []store.Message, opts ...store.WriteOption) ([]int64, error)
 	ArchiveAndCompact(ctx context.Context, req store.CompactRequest, opts ...store.WriteOption) (int, error)
+	RotateCompaction(ctx context.Context, req store.RotateRequest, opts ...store.WriteOption) (store.Session, error)
 	AcquireCompressionLock(ctx context.Context, sessionID, holder string, ttl time.Duration) (bool, error)
 	RefreshCompressionLock(ctx context.Context, sessionID, holder string, ttl time.Duration) (bool, error)
 	ReleaseCompressionLock(ctx context.Context, sessionID, holder string) error
@@ -321,8 +322,12 @@ func (t *Turn) lose(err error, refresh bool) *LeaseLostError {
 // the context given to Begin ends, or when the turn ends (cause ErrEnded).
 func (t *Turn) Context() context.Context { return t.ctx }
 
-// SessionID is the session the turn writes to.
-func (t *Turn) SessionID() string { return t.session }
+// SessionID is the session the turn writes to (a rotation moves it to the continuation).
+func (t *Turn) SessionID() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.session
+}
 
 // Holder is the turn's holder identity (also its compression-lock holder).
 func (t *Turn) Holder() string { return t.o.Holder }
@@ -363,20 +368,21 @@ func (t *Turn) end(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endBudget)
 	defer cancel()
 	var errs []error
+	session := t.SessionID()
 	t.flushMu.Lock()
 	if lost := t.Lost(); lost != nil {
 		if n := t.Pending(); n > 0 {
-			errs = append(errs, fmt.Errorf("end turn on %s: %d messages not persisted: %w", t.session, n, lost))
+			errs = append(errs, fmt.Errorf("end turn on %s: %d messages not persisted: %w", session, n, lost))
 		}
 	} else if err := t.flushLocked(dctx); err != nil {
-		errs = append(errs, fmt.Errorf("end turn on %s: %w", t.session, err))
+		errs = append(errs, fmt.Errorf("end turn on %s: %w", session, err))
 	}
 	t.mu.Lock()
 	t.ended = true
 	t.mu.Unlock()
 	t.flushMu.Unlock()
 	if err := t.st.ReleaseLease(dctx, t.Lease()); err != nil {
-		errs = append(errs, fmt.Errorf("end turn on %s: %w", t.session, err))
+		errs = append(errs, fmt.Errorf("end turn on %s: %w", session, err))
 	}
 	t.cancel(ErrEnded)
 	return errors.Join(errs...)

@@ -388,3 +388,50 @@ func TestCompactLock(t *testing.T) {
 		t.Fatalf("lock not released after compaction: %v %v", ok, err)
 	}
 }
+
+// TestRotate: a rotation ends the session with "compression", the turn goes on writing to the
+// continuation under the same lease, and the parent's lock is released.
+func TestRotate(t *testing.T) {
+	t.Parallel()
+	db, _ := openDB(t)
+	tn, err := turn.Begin(bg, db, "conv", turn.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.Add(user("before"))
+	child, err := tn.Rotate(bg, func(context.Context) (store.RotateRequest, error) {
+		hist, err := db.Conversation(bg, "conv", store.ViewActive)
+		if err != nil {
+			return store.RotateRequest{}, err
+		}
+		return store.RotateRequest{Messages: []store.Message{user("summary of " + hist[len(hist)-1].Content)},
+			Watermark: hist[len(hist)-1].ID, Child: store.NewSession{ID: "conv-2"}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if child.ID != "conv-2" || child.ParentID != "conv" || tn.SessionID() != "conv-2" {
+		t.Fatalf("child %+v, turn on %s", child, tn.SessionID())
+	}
+	tn.Add(user("after"))
+	if err := tn.End(bg); err != nil {
+		t.Fatal(err)
+	}
+	parent, _ := db.GetSession(bg, "conv")
+	if parent.EndReason != store.EndCompression {
+		t.Fatalf("parent not ended by compression: %+v", parent)
+	}
+	ms, _ := db.Conversation(bg, "conv-2", store.ViewActive)
+	if len(ms) != 2 || ms[0].Content != "summary of before" || ms[1].Content != "after" {
+		t.Fatalf("continuation = %+v", ms)
+	}
+	if ok, err := db.AcquireCompressionLock(bg, "conv", "someone", time.Minute); err != nil || !ok {
+		t.Fatalf("the parent's compression lock was not released: %v %v", ok, err)
+	}
+	// The next turn of the conversation, begun on the parent, takes the same lease.
+	next, err := turn.Begin(bg, db, "conv-2", turn.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.End(bg)
+}
