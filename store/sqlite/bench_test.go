@@ -59,3 +59,35 @@ func BenchmarkConversation(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSearch is the W3 hot path: a ranked full-text query with snippets and context over a
+// store of 5,000 messages in 50 sessions.
+func BenchmarkSearch(b *testing.B) {
+	db := benchDB(b)
+	words := strings.Fields("parser deploy cache lease search token prompt session store index query merge " +
+		"commit branch resume tool result error timeout retry budget window summary ledger")
+	for s := 0; s < 50; s++ {
+		sid := fmt.Sprint("s", s)
+		if _, err := db.CreateSession(bg, store.NewSession{ID: sid}); err != nil {
+			b.Fatal(err)
+		}
+		batch := make([]store.Message, 100)
+		for i := range batch {
+			var text []string
+			for w := 0; w < 40; w++ {
+				text = append(text, words[(s*7+i*13+w*5)%len(words)])
+			}
+			batch[i] = store.Message{Role: store.RoleUser, Content: strings.Join(text, " ")}
+		}
+		if _, err := db.AppendBatch(bg, sid, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	queries := []string{"parser", "deploy cache", `"lease search"`, "sess*", "token OR prompt", "merge NOT commit", "ledger-window"}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := db.Search(bg, store.SearchQuery{Text: queries[i%len(queries)], Limit: 20}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
