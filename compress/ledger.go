@@ -643,8 +643,10 @@ func errorLines(text string, limit int) []string {
 
 // identifiers finds paths, SHAs, issue/PR numbers and URLs in text with one tokenising pass
 // (no regular expressions: this runs over every compacted message).
-func identifiers(text string) []string {
-	var out []string
+func identifiers(text string) []string { return appendIdentifiers(nil, text) }
+
+// appendIdentifiers appends the identifiers of text that out does not hold yet.
+func appendIdentifiers(out []string, text string) []string {
 	start := -1
 	var seen uint8
 	for i := 0; i <= len(text); i++ {
@@ -748,17 +750,29 @@ func classifyIdentifier(tok string) string {
 	}
 	base := p[strings.LastIndexByte(p, '/')+1:]
 	dot := strings.LastIndexByte(base, '.')
-	ext := ""
-	if dot > 0 {
-		ext = strings.ToLower(base[dot+1:])
-	}
 	switch {
 	case strings.Contains(p, "/") && strings.Count(p, "/") < len(p) && (dot > 0 || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "./") || strings.HasPrefix(p, "~/")) && len(strings.Trim(p, "/.~")) > 1:
 		return p
-	case knownExt[ext] && dot > 0:
+	case dot > 0 && isKnownExt(base[dot+1:]):
 		return p
 	}
 	return ""
+}
+
+// isKnownExt looks up an ASCII extension in knownExt, in any case, without allocating.
+func isKnownExt(ext string) bool {
+	var buf [12]byte
+	if len(ext) > len(buf) {
+		return false // longer than every known extension
+	}
+	for i := 0; i < len(ext); i++ {
+		c := ext[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return knownExt[string(buf[:len(ext)])]
 }
 
 func pathChars(s string) bool {

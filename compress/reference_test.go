@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spoolhq/spool/store"
 	"pgregory.net/rapid"
 )
 
@@ -325,4 +326,30 @@ func TestRedactMatchesLowered(t *testing.T) {
 	if got := redact("to\u212Aen=abcdefgh"); !strings.Contains(got, "[REDACTED]") {
 		t.Fatalf("Kelvin-sign token not redacted: %q", got)
 	}
+}
+
+// A long tool result is scanned in two parts; the result is that of scanning them joined by a
+// newline, as before.
+func TestToolScanMatchesJoinedWindow(t *testing.T) {
+	t.Parallel()
+	pieces := []string{"ok ", "\n", "src/a.go ", "internal/x/y_", "1.go", " error: boom", "#12 ", "deadbee1", "FATAL", " ", "Ä", "panic: x\n"}
+	rapid.Check(t, func(t *rapid.T) {
+		var b strings.Builder
+		n := rapid.IntRange(scanToolPrefix-200, scanToolPrefix+scanToolSuffix+3000).Draw(t, "size")
+		for b.Len() < n {
+			b.WriteString(rapid.SampledFrom(pieces).Draw(t, "piece"))
+		}
+		content := b.String()
+		joined := content
+		if len(content) > scanToolPrefix+scanToolSuffix {
+			joined = content[:scanToolPrefix] + "\n" + content[len(content)-scanToolSuffix:]
+		}
+		sc := scanMessage(store.Message{Role: store.RoleTool, ToolCallID: "c", Content: content})
+		if want := identifiers(joined); !slices.Equal(sc.ids, want) {
+			t.Fatalf("ids %q, want %q", sc.ids, want)
+		}
+		if want := errorLines(joined, scanErrLines); !slices.Equal(sc.errs, want) {
+			t.Fatalf("errors %q, want %q", sc.errs, want)
+		}
+	})
 }

@@ -10,8 +10,9 @@ const scanErrLines = 3
 // one message. Each message is scanned (and its tool calls decoded, its exit status looked up)
 // at most once per compaction, and all of them share the result.
 type msgScan struct {
-	// text is what was scanned: the human text of a user message, the content of an assistant
-	// message without think blocks, the head and tail of a tool result. Empty for summaries.
+	// text is what was scanned for a user message (its human text) or an assistant message
+	// (its content without think blocks); tool results are scanned in their first
+	// scanToolPrefix and last scanToolSuffix bytes. Empty for summaries and tool results.
 	text    string
 	ids     []string // identifiers in text, in order of first appearance
 	errs    []string // the first scanErrLines lines of text that report an error (user and tool only)
@@ -77,9 +78,15 @@ func (s *msgScan) fill(m store.Message) {
 		s.text = stripThink(m.Content)
 		s.ids = identifiers(s.text)
 	case store.RoleTool:
-		s.text = toolScanWindow(m.Content)
-		s.ids = identifiers(s.text)
-		s.errs = errorLines(s.text, scanErrLines)
+		// The window's two parts are scanned in turn, as if joined by a newline (which ends
+		// a token and a line), without building the joined copy.
+		head, tail := toolScanParts(m.Content)
+		s.ids = identifiers(head)
+		s.errs = errorLines(head, scanErrLines)
+		if tail != "" {
+			s.ids = appendIdentifiers(s.ids, tail)
+			s.errs = append(s.errs, errorLines(tail, scanErrLines-len(s.errs))...)
+		}
 	}
 }
 
@@ -102,13 +109,13 @@ func (h *history) scanRange(start, end int) []msgScan {
 	return h.scans[start:end]
 }
 
-// toolScanWindow is the part of a tool result that is scanned: all of it, or its first
-// scanToolPrefix and last scanToolSuffix bytes.
-func toolScanWindow(text string) string {
+// toolScanParts is the part of a tool result that is scanned: all of it (tail empty), or its
+// first scanToolPrefix and last scanToolSuffix bytes.
+func toolScanParts(text string) (head, tail string) {
 	if len(text) > scanToolPrefix+scanToolSuffix {
-		return text[:scanToolPrefix] + "\n" + text[len(text)-scanToolSuffix:]
+		return text[:scanToolPrefix], text[len(text)-scanToolSuffix:]
 	}
-	return text
+	return text, ""
 }
 
 func scanMessages(ms []store.Message) []msgScan {
