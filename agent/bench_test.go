@@ -108,3 +108,68 @@ func openStoreB(b *testing.B) store.Store {
 	b.Cleanup(func() { db.Close() })
 	return db
 }
+
+// firstCallClient notes when the first model request of a run is handed to the client.
+type firstCallClient struct {
+	provider.Client
+	at time.Time
+}
+
+func (c *firstCallClient) Chat(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (provider.Response, error) {
+	if c.at.IsZero() {
+		c.at = time.Now()
+	}
+	return c.Client.Chat(ctx, req, onDelta)
+}
+
+// BenchmarkResume is what `spool run --resume X` does before the model hears anything, as a new
+// process would: open the database file, build an agent with nothing in memory, and run a turn
+// on a stored session of 2,000 or 20,000 active messages (lease, history load, system prompt
+// restored byte for byte, preflight, request build) up to the moment the request goes to the
+// model client. resume-p50/p99-ms are that time; ns/op adds the fake model, the turn's writes
+// and closing the database.
+func BenchmarkResume(b *testing.B) {
+	for _, n := range []int{2_000, 20_000} {
+		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "spool.db")
+			seed, err := openSQLite(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sid := seedSession(b, seed, n)
+			model := fake.New(fake.Config{ContextWindow: 1 << 30})
+			newAgent := func(st store.Store, c provider.Client) *agent.Agent {
+				a, err := agent.New(agent.Deps{Store: st, Client: c, Tools: stdTools(), Config: agent.Config{
+					Model: "fake-model", ContextLength: 1 << 30, Prompt: promptEnv(),
+				}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return a
+			}
+			// The first turn builds and stores the system prompt; every resume restores it.
+			if _, err := newAgent(seed, model).Run(context.Background(), sid, "SAY ready", agent.RunOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			seed.Close()
+			var waits []time.Duration
+			for i := 0; b.Loop(); i++ {
+				c := &firstCallClient{Client: model}
+				start := time.Now()
+				db, err := openSQLite(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := newAgent(db, c).Run(context.Background(), sid, fmt.Sprintf("SAY resumed %d", i), agent.RunOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				waits = append(waits, c.at.Sub(start))
+				if err := db.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(percentile(waits, 0.50).Microseconds())/1000, "resume-p50-ms")
+			b.ReportMetric(float64(percentile(waits, 0.99).Microseconds())/1000, "resume-p99-ms")
+		})
+	}
+}
