@@ -8,13 +8,16 @@ import (
 
 // indexBatch is how many appended rows may wait before the writer indexes them. FTS5 writes one
 // segment per transaction, so a batch costs about what one row costs in its own transaction.
-const indexBatch = 128
+const indexBatch = 512
 
-// indexPending adds every row above fts_state.upto to the full-text indexes and advances upto,
-// inside tx. It is idempotent: with nothing pending it changes nothing.
-func indexPending(ctx context.Context, tx *sql.Tx) error {
+// indexPending adds the oldest limit rows above fts_state.upto (every pending row when limit < 0)
+// to the full-text indexes and advances upto, inside tx. It is idempotent: with nothing pending
+// it changes nothing. The limit bounds how long an append that completes a batch holds the write
+// lock when several processes append at once (each would otherwise index everyone's rows).
+func indexPending(ctx context.Context, tx *sql.Tx, limit int) error {
 	var upto, top int64
-	if err := tx.QueryRowContext(ctx, `SELECT upto, coalesce((SELECT max(id) FROM messages), 0) FROM fts_state`).Scan(&upto, &top); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT upto, coalesce((SELECT max(id) FROM
+		(SELECT id FROM messages WHERE id > upto ORDER BY id LIMIT ?)), 0) FROM fts_state`, limit).Scan(&upto, &top); err != nil {
 		return fmt.Errorf("read index state: %w", err)
 	}
 	if top <= upto {
@@ -42,7 +45,7 @@ func (db *DB) notePending(ctx context.Context, tx *sql.Tx, added int) error {
 	if db.pending.Add(int64(added)) < indexBatch {
 		return nil
 	}
-	if err := indexPending(ctx, tx); err != nil {
+	if err := indexPending(ctx, tx, indexBatch); err != nil {
 		return err
 	}
 	db.pending.Store(0)
@@ -52,7 +55,7 @@ func (db *DB) notePending(ctx context.Context, tx *sql.Tx, added int) error {
 // indexNow indexes everything pending inside tx: bulk writers (compaction, branch, import) call
 // it so their rows land in one segment with the write that made them.
 func (db *DB) indexNow(ctx context.Context, tx *sql.Tx) error {
-	if err := indexPending(ctx, tx); err != nil {
+	if err := indexPending(ctx, tx, -1); err != nil {
 		return err
 	}
 	db.pending.Store(0)
@@ -71,7 +74,7 @@ func (db *DB) ensureIndexed(ctx context.Context) error {
 }
 
 func (db *DB) flushIndex(ctx context.Context) error {
-	err := db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error { return indexPending(ctx, tx) })
+	err := db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error { return indexPending(ctx, tx, -1) })
 	if err == nil {
 		db.pending.Store(0)
 	}

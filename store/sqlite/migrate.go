@@ -140,5 +140,5 @@ func backfillCJK(ctx context.Context, tx *sql.Tx) error {
 			return err
 		}
 	}
-	return indexPending(ctx, tx)
+	return indexPending(ctx, tx, -1)
 }

@@ -8,7 +8,7 @@
 --
 -- Indexing is batched: FTS5 writes a new segment for every transaction, so indexing each append
 -- in its own commit would double its cost. Rows with id <= fts_state.upto are indexed; newer rows
--- are pending and are indexed in batches by the writer (every 128 appends, before every search,
+-- are pending and are indexed in batches by the writer (every 512 appends, before every search,
 -- at close). Message ids are assigned under the write lock, so every row at or below the highest
 -- committed id is final when a batch runs.
 ALTER TABLE messages ADD COLUMN cjk INTEGER NOT NULL DEFAULT 0;
