@@ -201,40 +201,66 @@ func TestRunBadInput(t *testing.T) {
 	url := startFakeLLM(t)
 	home := t.TempDir()
 	sid := decode[runOut](t, spool(t, home, viaFake(url, "--json", "hello")...).ok(t, "first")).SessionID
-	before := snapshot(t, home)
 
 	offline := spool(t, t.TempDir(), "run", "hi").ok(t, "offline")
 	if strings.Count(offline.stderr, "\n") != 1 || !strings.Contains(offline.stderr, "offline model") || !strings.HasPrefix(offline.stdout, "Answer ") {
 		t.Errorf("offline run: stdout %q stderr %q", offline.stdout, offline.stderr)
 	}
 
+	// A provider that accepts one key only, as the real API does: a wrong key is a 401.
+	locked := startFakeLLM(t, "-api-key", "sk-the-right-key-0001")
+	lockedRun := func(args ...string) []string {
+		return append([]string{"run", "--provider", "openai", "--base-url", locked + "/v1", "--model", "fake-model"}, args...)
+	}
+
+	noKey := []string{"OPENAI_API_KEY="}
 	cases := []struct {
 		name  string
 		stdin string
+		env   []string
 		args  []string
 		code  int
 		msg   string
+		saved string // the message kept in sid when the run reached the model ("" when nothing may change)
 	}{
-		{"unknown session", "", viaFake(url, "--resume", "nosuch", "hi"), 1, `session "nosuch" not found`},
-		{"resume and continue", "", viaFake(url, "--resume", sid, "--continue", "hi"), 2, "exclude each other"},
-		{"unknown provider", "", []string{"run", "--provider", "llamas", "hi"}, 2, `unknown provider "llamas"`},
-		{"no api key", "", []string{"run", "--provider", "openai", "--model", "gpt-4o", "hi"}, 1, "OPENAI_API_KEY"},
-		{"empty prompt", "", viaFake(url, "  "), 2, "prompt is empty"},
-		{"10 MB paste", strings.Repeat("x", 10<<20), viaFake(url, "--resume", sid, "-"), 1, "input is 10.0 MB"},
+		{"unknown session", "", noKey, viaFake(url, "--resume", "nosuch", "hi"), 1, `session "nosuch" not found`, ""},
+		{"resume and continue", "", noKey, viaFake(url, "--resume", sid, "--continue", "hi"), 2, "exclude each other", ""},
+		{"unknown provider", "", noKey, []string{"run", "--provider", "llamas", "hi"}, 2, `unknown provider "llamas"`, ""},
+		{"no api key", "", noKey, []string{"run", "--provider", "openai", "--model", "gpt-4o", "hi"}, 1, "OPENAI_API_KEY", ""},
+		{"empty prompt", "", noKey, viaFake(url, "  "), 2, "prompt is empty", ""},
+		{"10 MB paste", strings.Repeat("x", 10<<20), noKey, viaFake(url, "--resume", sid, "-"), 1, "input is 10.0 MB", ""},
+		{"invalid api key", "", []string{"OPENAI_API_KEY=sk-a-wrong-key-9999"}, lockedRun("--resume", sid, "is my key right?"), 1,
+			"auth (HTTP 401): Incorrect API key provided: sk-", "is my key right?"},
 	}
 	for _, c := range cases {
-		r := spoolEnv(t, home, c.stdin, []string{"OPENAI_API_KEY="}, c.args...)
+		before := snapshot(t, home)
+		shownBefore := decode[shownMessages](t, spool(t, home, "sessions", "show", sid, "--json").ok(t, "show before "+c.name))
+		r := spoolEnv(t, home, c.stdin, c.env, c.args...)
 		if r.code != c.code || !strings.Contains(r.stderr, c.msg) || !strings.HasPrefix(r.stderr, "spool: ") {
 			t.Errorf("%s: exit %d, stderr %q; want exit %d with %q", c.name, r.code, r.stderr, c.code, c.msg)
 		}
 		if lines := strings.SplitN(r.stderr, "\n", 2); c.code == 1 && len(lines) > 1 && strings.TrimSpace(lines[1]) != "" {
 			t.Errorf("%s: more than one line on stderr: %q", c.name, r.stderr)
 		}
+		if c.saved == "" {
+			if after := snapshot(t, home); after != before {
+				t.Errorf("%s: bad input changed the store:\nbefore %s\nafter  %s", c.name, before, after)
+			}
+			continue
+		}
+		// The run reached the model: what was stored stays, and the new message is kept.
+		shownAfter := decode[shownMessages](t, spool(t, home, "sessions", "show", sid, "--json").ok(t, "show after "+c.name))
+		n := len(shownBefore.Messages)
+		if len(shownAfter.Messages) != n+1 || !slices.Equal(shownAfter.roles()[:n], shownBefore.roles()) ||
+			shownAfter.Messages[n].Role != "user" || shownAfter.Messages[n].Content != c.saved {
+			t.Errorf("%s: history %v became %v", c.name, shownBefore.roles(), shownAfter.roles())
+		}
+		for i := range n {
+			if shownAfter.Messages[i].Content != shownBefore.Messages[i].Content {
+				t.Errorf("%s: message %d changed from %q to %q", c.name, i, shownBefore.Messages[i].Content, shownAfter.Messages[i].Content)
+			}
+		}
 	}
-	if after := snapshot(t, home); after != before {
-		t.Errorf("bad input changed the store:\nbefore %s\nafter  %s", before, after)
-	}
-
 	// Provider down: a clear one-line error, the message is kept, the session goes on.
 	down := spool(t, home, "run", "--provider", "openai", "--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--resume", sid, "still there?")
 	if down.code != 1 || !strings.Contains(down.stderr, "message is saved") || !strings.Contains(down.stderr, "network") {
@@ -242,7 +268,7 @@ func TestRunBadInput(t *testing.T) {
 	}
 	spool(t, home, viaFake(url, "--resume", sid, "back again")...).ok(t, "after the outage")
 	shown := decode[shownMessages](t, spool(t, home, "sessions", "show", sid, "--json").ok(t, "show"))
-	if got := shown.roles(); !slices.Equal(got, []string{"user", "assistant", "user", "user", "assistant"}) || shown.Messages[2].Content != "still there?" {
+	if got := shown.roles(); !slices.Equal(got, []string{"user", "assistant", "user", "user", "user", "assistant"}) || shown.Messages[3].Content != "still there?" {
 		t.Errorf("history after the outage: %v", got)
 	}
 }
