@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"bytes"
+	"io"
+	"strings"
+)
+
+// ANSI styling for the markdown renderer. Each style ends with its own "off" code rather than a
+// full reset, so nested styles (code inside a heading) end cleanly.
+const (
+	ansiBold     = "\x1b[1m"
+	ansiBoldOff  = "\x1b[22m"
+	ansiDim      = "\x1b[2m"
+	ansiDimOff   = "\x1b[22m"
+	ansiCode     = "\x1b[36m" // cyan
+	ansiCodeOff  = "\x1b[39m"
+	codeIndent   = "    "
+	bulletMarker = "• "
+)
+
+// markdown renders the model's streamed text for a terminal, a line at a time: a line is drawn
+// when its newline arrives, since markers like ** or ``` can be split across deltas; Flush
+// draws the unfinished rest. It knows a small subset (headings, **bold**, `code`, fenced
+// blocks, bullets, links) and leaves everything else as typed.
+type markdown struct {
+	w      io.Writer
+	line   []byte
+	inCode bool // between fence lines
+}
+
+func newMarkdown(w io.Writer) *markdown { return &markdown{w: w} }
+
+// Write takes any piece of the stream and renders every line it completes.
+func (m *markdown) Write(p []byte) (int, error) {
+	rest := p
+	for {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			break
+		}
+		m.line = append(m.line, rest[:i]...)
+		err := m.render(string(m.line), true)
+		m.line = m.line[:0]
+		if err != nil {
+			return len(p) - len(rest), err
+		}
+		rest = rest[i+1:]
+	}
+	m.line = append(m.line, rest...)
+	return len(p), nil
+}
+
+// Flush renders the unfinished line, if any (at the end of a reply or before other output).
+func (m *markdown) Flush() error {
+	if len(m.line) == 0 {
+		return nil
+	}
+	err := m.render(string(m.line), false)
+	m.line = m.line[:0]
+	return err
+}
+
+func (m *markdown) render(line string, newline bool) error {
+	out, show := m.renderLine(line)
+	if !show {
+		return nil
+	}
+	if newline {
+		out += "\n"
+	}
+	_, err := io.WriteString(m.w, out)
+	return err
+}
+
+// renderLine styles one line; show is false for a line that disappears (a fence).
+func (m *markdown) renderLine(line string) (out string, show bool) {
+	trimmed := strings.TrimSpace(line)
+	if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
+		m.inCode = !m.inCode
+		return "", false
+	}
+	if m.inCode {
+		if line == "" {
+			return "", true
+		}
+		return codeIndent + ansiDim + line + ansiDimOff, true
+	}
+	if h := headingText(line); h != "" {
+		return ansiBold + inline(h, false) + ansiBoldOff, true
+	}
+	indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]
+	rest := line[len(indent):]
+	for _, marker := range []string{"- ", "* ", "+ "} {
+		if strings.HasPrefix(rest, marker) {
+			return indent + bulletMarker + inline(rest[len(marker):], true), true
+		}
+	}
+	return inline(line, true), true
+}
+
+// headingText is the text of an ATX heading ("## Title"), or "" when line is none.
+func headingText(line string) string {
+	n := 0
+	for n < len(line) && line[n] == '#' {
+		n++
+	}
+	if n == 0 || n > 6 || n >= len(line) || line[n] != ' ' {
+		return ""
+	}
+	return strings.TrimSpace(strings.TrimRight(strings.TrimSpace(line[n:]), "#"))
+}
+
+// inline styles `code`, **bold** (when bold is allowed: not inside a bold heading) and
+// [text](url) links; an unmatched marker stays as typed.
+func inline(s string, bold bool) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		switch {
+		case s[i] == '`':
+			if j := strings.IndexByte(s[i+1:], '`'); j > 0 {
+				b.WriteString(ansiCode + s[i+1:i+1+j] + ansiCodeOff)
+				i += j + 2
+				continue
+			}
+		case bold && strings.HasPrefix(s[i:], "**"):
+			if j := strings.Index(s[i+2:], "**"); j > 0 {
+				b.WriteString(ansiBold + inline(s[i+2:i+2+j], false) + ansiBoldOff)
+				i += j + 4
+				continue
+			}
+		case s[i] == '[':
+			if text, url, n := link(s[i:]); n > 0 {
+				b.WriteString(inline(text, bold) + " (" + url + ")")
+				i += n
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+		i++
+	}
+	return b.String()
+}
+
+// link parses "[text](url)" at the start of s and returns its parts and length (0: no link).
+func link(s string) (text, url string, n int) {
+	mid := strings.Index(s, "](")
+	if mid <= 1 || strings.ContainsRune(s[1:mid], '[') {
+		return "", "", 0
+	}
+	end := strings.IndexByte(s[mid+2:], ')')
+	if end <= 0 {
+		return "", "", 0
+	}
+	url = s[mid+2 : mid+2+end]
+	if strings.ContainsAny(url, " \t") {
+		return "", "", 0
+	}
+	return s[1:mid], url, mid + 2 + end + 1
+}
