@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,6 +43,8 @@ type chat struct {
 	sid string
 	in  *bufio.Scanner
 	tty bool
+	// view is the running turn's output, so the approval prompt can clear its spinner.
+	view *turnView
 	// lease fences transcript writes made outside a turn (/undo) like a turn's own.
 	lease turn.Options
 }
@@ -92,6 +95,11 @@ func (c *chat) approve(ctx context.Context, req tools.ApprovalRequest) error {
 	if !c.tty {
 		return fmt.Errorf("%w: no terminal to ask for approval; start spool chat with --yes to allow commands", tools.ErrDenied)
 	}
+	if c.view != nil {
+		// The tool's spinner would draw over the question; it comes back once answered.
+		c.view.aside(func() {})
+		defer c.view.wait("running " + truncate(req.Command, 60))
+	}
 	fmt.Fprintf(c.a.stderr, "Run `%s` in %s? [y/N] ", req.Command, req.WorkDir)
 	if !c.in.Scan() {
 		return fmt.Errorf("%w: no answer", tools.ErrDenied)
@@ -136,22 +144,31 @@ func (c *chat) loop(ctx context.Context) error {
 func (c *chat) turn(ctx context.Context, input string) {
 	tctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
-	streamed := false
+	v := c.newView(tctx)
+	c.view = v
+	defer func() { c.view = nil }()
+	v.wait("thinking")
 	res, err := c.ag.Run(tctx, c.sid, input, agent.RunOptions{
 		OnDelta: func(d provider.Delta) {
 			if d.Content != "" {
-				streamed = true
-				io.WriteString(c.a.stdout, d.Content)
+				v.write(d.Content)
 			}
 		},
 		OnWait: func(waited time.Duration, holder string) {
-			fmt.Fprintf(c.a.stderr, "(session busy: another turn is running, waited %s)\n", waited.Round(time.Second))
+			v.aside(func() {
+				fmt.Fprintf(c.a.stderr, "(session busy: another turn is running, waited %s)\n", waited.Round(time.Second))
+			})
 		},
-		OnNotice: func(s string) { fmt.Fprintf(c.a.stderr, "(%s)\n", oneLine(s)) },
+		OnNotice: func(s string) { v.aside(func() { fmt.Fprintf(c.a.stderr, "(%s)\n", oneLine(s)) }) },
 		OnToolCall: func(tc store.ToolCall) {
-			fmt.Fprintf(c.a.stderr, "  ⚙ %s %s\n", tc.Function.Name, truncate(tc.Function.Arguments, 100))
+			v.aside(func() {
+				fmt.Fprintf(c.a.stderr, "  ⚙ %s %s\n", tc.Function.Name, truncate(tc.Function.Arguments, 100))
+			})
+			v.wait("running " + tc.Function.Name)
 		},
+		OnToolResult: func(store.ToolCall, string, bool) { v.wait("thinking") },
 	})
+	streamed := v.end()
 	if res.SessionID != "" {
 		c.sid = res.SessionID
 	}
@@ -169,6 +186,126 @@ func (c *chat) turn(ctx context.Context, input string) {
 	if err == nil {
 		c.status(ctx, res)
 	}
+}
+
+// turnView is what one turn shows on stdout: the streamed reply (rendered as markdown on a
+// colour terminal) and, on a terminal, a spinner while nothing streams. Its methods may be
+// called from any of the turn's callbacks.
+type turnView struct {
+	ctx      context.Context // the turn's: an interrupt stops the spinner
+	out      io.Writer
+	md       *markdown // nil: the reply goes out as it came
+	spin     bool      // stdout is a terminal that can redraw a line
+	mu       sync.Mutex
+	sp       *spinner
+	streamed bool
+}
+
+func (c *chat) newView(ctx context.Context) *turnView {
+	v := &turnView{ctx: ctx, out: c.a.stdout, spin: isTerminal(c.a.stdout) && os.Getenv("TERM") != "dumb"}
+	if c.a.colour() {
+		v.md = newMarkdown(c.a.stdout)
+	}
+	return v
+}
+
+// wait shows a spinner labelled label until the next output (on a terminal only).
+func (v *turnView) wait(label string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.sp.stop()
+	v.sp = nil
+	if v.spin && v.ctx.Err() == nil {
+		v.sp = startSpinner(v.ctx, v.out, label)
+	}
+}
+
+// write shows a piece of the reply.
+func (v *turnView) write(s string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.sp.stop()
+	v.sp = nil
+	v.streamed = true
+	if v.md != nil {
+		v.md.Write([]byte(s))
+		return
+	}
+	io.WriteString(v.out, s)
+}
+
+// aside prints something that is not the reply (to stderr, on the same screen): the spinner
+// goes and the reply's unfinished line is drawn first, so nothing interleaves.
+func (v *turnView) aside(print func()) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.sp.stop()
+	v.sp = nil
+	if v.md != nil {
+		v.md.Flush()
+	}
+	print()
+}
+
+// end stops the spinner, draws what is left of the reply and reports whether any streamed.
+func (v *turnView) end() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.sp.stop()
+	v.sp = nil
+	if v.md != nil {
+		v.md.Flush()
+	}
+	return v.streamed
+}
+
+// spinner draws a moving mark and a label on the current line until stopped; stopping erases
+// the line (carriage return, clear line) so the next output starts clean.
+type spinner struct {
+	quit chan struct{}
+	done chan struct{}
+}
+
+var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+const (
+	spinnerEvery = 100 * time.Millisecond
+	clearLine    = "\r\x1b[2K"
+)
+
+// startSpinner starts the goroutine that draws; it ends on stop or when ctx ends (Ctrl-C).
+func startSpinner(ctx context.Context, w io.Writer, label string) *spinner {
+	s := &spinner{quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		tick := time.NewTicker(spinnerEvery)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			fmt.Fprintf(w, "%s%s %s…", clearLine, spinnerFrames[i%len(spinnerFrames)], label)
+			select {
+			case <-s.quit:
+			case <-ctx.Done():
+			case <-tick.C:
+				continue
+			}
+			io.WriteString(w, clearLine)
+			return
+		}
+	}()
+	return s
+}
+
+// stop ends the spinner and waits until its line is erased; a nil spinner is a no-op.
+func (s *spinner) stop() {
+	if s == nil {
+		return
+	}
+	select {
+	case <-s.quit:
+	default:
+		close(s.quit)
+	}
+	<-s.done
 }
 
 // status is the line under each answer: model, context size against the trigger, cached share.

@@ -43,11 +43,56 @@ func (s *ptyScreen) read() {
 	}
 }
 
-// text is the screen so far with the terminal's carriage returns dropped.
+// text is the screen so far as a person reads it: a line cleared with carriage return + erase
+// line (the spinner) is gone, colours and styles are dropped, and so are carriage returns.
 func (s *ptyScreen) text() string {
 	s.mu.Lock()
+	raw := s.buf.String()
+	s.mu.Unlock()
+	var b strings.Builder
+	for {
+		i := strings.Index(raw, clearLine)
+		if i < 0 {
+			b.WriteString(raw)
+			break
+		}
+		b.WriteString(raw[:i])
+		kept := b.String()
+		b.Reset()
+		b.WriteString(kept[:strings.LastIndexByte(kept, '\n')+1])
+		raw = raw[i+len(clearLine):]
+	}
+	return strings.ReplaceAll(sgr.ReplaceAllString(b.String(), ""), "\r", "")
+}
+
+var sgr = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+// raw is every byte the program wrote, escape sequences and all.
+func (s *ptyScreen) raw() string {
+	s.mu.Lock()
 	defer s.mu.Unlock()
-	return strings.ReplaceAll(s.buf.String(), "\r", "")
+	return s.buf.String()
+}
+
+// The sequences spool draws with: the spinner's line clear and the markdown styles.
+const (
+	clearLine = "\r\x1b[2K"
+	boldOn    = "\x1b[1m"
+	boldOff   = "\x1b[22m"
+	codeOn    = "\x1b[36m"
+	codeOff   = "\x1b[39m"
+)
+
+// expectRaw waits until want appears among the raw bytes (escape sequences included).
+func (s *ptyScreen) expectRaw(want string) {
+	s.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(s.raw(), want) {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%q was never written; raw screen:\n%q", want, s.raw())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // expect waits until want appears past the last match and returns the screen up to it. The
@@ -57,6 +102,7 @@ func (s *ptyScreen) expect(want string) string {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		txt := s.text()
+		s.seen = min(s.seen, len(txt)) // an erased spinner line can shorten the screen
 		if i := strings.Index(txt[s.seen:], want); i >= 0 {
 			from := s.seen
 			s.seen += i + len(want)
@@ -87,10 +133,10 @@ func (s *ptyScreen) typeLine(line string) {
 
 // startPTY runs spool with a pseudo-terminal as its stdin, stdout and stderr (and controlling
 // terminal, so Ctrl-C is a real SIGINT from the line discipline).
-func startPTY(t *testing.T, home string, args ...string) (*ptyScreen, *exec.Cmd) {
+func startPTY(t *testing.T, home string, env []string, args ...string) (*ptyScreen, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command(spoolBin, append([]string{"--home", home}, args...)...)
-	cmd.Env = append(cleanEnv(), "TERM=xterm-256color")
+	cmd.Env = append(append(cleanEnv(), "TERM=xterm-256color"), env...)
 	cmd.Dir = t.TempDir() // the approved terminal command runs here, not in the source tree
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 160})
 	if err != nil {
@@ -142,7 +188,7 @@ func TestChatThroughPTY(t *testing.T) {
 	home := t.TempDir()
 	model := []string{"chat", "--provider", "openai", "--base-url", srv.URL + "/v1", "--model", "fake-model"}
 
-	s, cmd := startPTY(t, home, model...)
+	s, cmd := startPTY(t, home, nil, model...)
 	s.expect("spool chat: type a message, /help for commands, Ctrl-D to leave.")
 	s.expect("› ")
 
@@ -168,6 +214,14 @@ func TestChatThroughPTY(t *testing.T) {
 	s.typeLine("/usage")
 	s.expect(" calls, ")
 	s.expect("prompt tokens (")
+
+	// Replies are rendered as markdown on a terminal: the stars become bold.
+	s.typeLine("SAY a **bold** claim with `code`")
+	s.expect("\na bold claim with code\n")
+	s.expect("› ")
+	if !strings.Contains(s.raw(), "a "+boldOn+"bold"+boldOff+" claim with "+codeOn+"code"+codeOff) {
+		t.Errorf("no bold or code styling on the terminal:\n%q", s.raw())
+	}
 
 	s.typeLine("SAY this one goes away")
 	s.expect("\nthis one goes away\n")
@@ -195,10 +249,15 @@ func TestChatThroughPTY(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the slow request never reached the model; screen:\n%s", s.text())
 	}
+	// While the model thinks a spinner turns on one line; Ctrl-C stops and erases it.
+	s.expectRaw(clearLine + "⠋ thinking…")
 	if _, err := s.tty.Write([]byte{3}); err != nil {
 		t.Fatal(err)
 	}
 	s.expect("(interrupted: what was said is kept)")
+	if strings.Contains(s.text(), "thinking…") {
+		t.Errorf("the spinner was left on the screen:\n%s", s.text())
+	}
 	s.expect("› ")
 	s.typeLine("SAY still here")
 	s.expect("\nstill here\n")
@@ -213,13 +272,13 @@ func TestChatThroughPTY(t *testing.T) {
 			users = append(users, msg.Content)
 		}
 	}
-	want := []string{"hello from a terminal", `CALL terminal {"command":"echo shell-was-here"}`, "FAULT slow 60s", "SAY still here"}
+	want := []string{"hello from a terminal", `CALL terminal {"command":"echo shell-was-here"}`, "SAY a **bold** claim with `code`", "FAULT slow 60s", "SAY still here"}
 	if strings.Join(users, "|") != strings.Join(want, "|") {
 		t.Errorf("user messages on the branch %q, want %q", users, want)
 	}
 
 	// A second process resumes the most recent session with a recap; Ctrl-D leaves.
-	s2, cmd2 := startPTY(t, home, append(model, "--continue")...)
+	s2, cmd2 := startPTY(t, home, nil, append(model, "--continue")...)
 	s2.expect("Resumed " + child + ` "pty side": `)
 	s2.expect("last answer: still here")
 	s2.expect("› ")
@@ -229,5 +288,42 @@ func TestChatThroughPTY(t *testing.T) {
 	waitExit(t, s2, cmd2)
 	if strings.Contains(s2.text(), "spool: ") {
 		t.Errorf("errors on the resumed chat:\n%s", s2.text())
+	}
+}
+
+// TestChatStylingOnlyOnATerminal: with NO_COLOR the terminal gets the reply as typed (the
+// spinner stays: it is motion, not colour), and piped output carries neither spinner nor styling.
+func TestChatStylingOnlyOnATerminal(t *testing.T) {
+	t.Parallel()
+	url := startFakeLLM(t)
+	model := []string{"chat", "--provider", "openai", "--base-url", url + "/v1", "--model", "fake-model"}
+	replies := []string{"# A **bold** title", "**bold** text, `code` and [a link](https://example.com)", "- a bullet"}
+
+	var stdin, typed strings.Builder
+	for _, r := range replies {
+		stdin.WriteString("SAY " + r + "\n")
+		typed.WriteString(r + "\n")
+	}
+	piped := spoolIn(t, t.TempDir(), stdin.String(), model...).ok(t, "piped chat")
+	if piped.stdout != typed.String() {
+		t.Errorf("piped chat stdout %q, want the replies byte for byte %q", piped.stdout, typed.String())
+	}
+	if strings.Contains(piped.stdout+piped.stderr, "\x1b") || strings.Contains(piped.stdout+piped.stderr, "thinking") {
+		t.Errorf("escape sequences or a spinner in piped output:\nstdout %q\nstderr %q", piped.stdout, piped.stderr)
+	}
+
+	s, cmd := startPTY(t, t.TempDir(), []string{"NO_COLOR=1"}, model...)
+	for _, r := range replies {
+		s.expect("› ")
+		s.typeLine("SAY " + r)
+		s.expect("\n" + r + "\n")
+	}
+	s.expect("› ")
+	if _, err := s.tty.Write([]byte{4}); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, s, cmd)
+	if strings.Contains(s.raw(), boldOn) || strings.Contains(s.raw(), codeOn) {
+		t.Errorf("NO_COLOR terminal: styling in %q", s.raw())
 	}
 }
