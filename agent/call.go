@@ -59,7 +59,16 @@ func (r *run) callFailed(ctx context.Context, err error) error {
 		}
 		return fmt.Errorf("model call interrupted: %w", ctx.Err())
 	}
-	return fmt.Errorf("model call failed (your message is saved in session %s; send again when the provider is back): %w", r.sess.ID, err)
+	advice := "send again when the provider is back"
+	switch provider.ClassOf(err) {
+	case provider.ClassAuth:
+		advice = "check the API key, then send again"
+	case provider.ClassQuota:
+		advice = "check the provider account's credit, then send again"
+	case provider.ClassBadRequest, provider.ClassContextLength:
+		advice = "the provider refused the request"
+	}
+	return fmt.Errorf("model call failed (your message is saved in session %s; %s): %w", r.sess.ID, advice, err)
 }
 
 // memo is what the forensics remember of a session's last model call.

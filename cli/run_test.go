@@ -230,7 +230,7 @@ func TestRunBadInput(t *testing.T) {
 		{"empty prompt", "", noKey, viaFake(url, "  "), 2, "prompt is empty", ""},
 		{"10 MB paste", strings.Repeat("x", 10<<20), noKey, viaFake(url, "--resume", sid, "-"), 1, "input is 10.0 MB", ""},
 		{"invalid api key", "", []string{"OPENAI_API_KEY=sk-a-wrong-key-9999"}, lockedRun("--resume", sid, "is my key right?"), 1,
-			"auth (HTTP 401): Incorrect API key provided: sk-", "is my key right?"},
+			"check the API key, then send again): openai: auth (HTTP 401): Incorrect API key provided: sk-", "is my key right?"},
 	}
 	for _, c := range cases {
 		before := snapshot(t, home)
