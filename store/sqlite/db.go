@@ -44,7 +44,6 @@ type DB struct {
 	pending     atomic.Int64 // rows appended by this handle and not yet indexed
 	gate        *writeGate   // orders this host's writers (see writeGate)
 	wstmts      stmtCache    // prepared statements on the writer connection
-	rstmts      stmtCache    // prepared statements on the read pool
 }
 
 var _ store.Store = (*DB)(nil)
@@ -221,7 +220,6 @@ func (db *DB) Close() error {
 		}
 	}
 	db.wstmts.close()
-	db.rstmts.close()
 	if db.r != nil {
 		errs = append(errs, db.r.Close())
 	}

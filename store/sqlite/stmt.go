@@ -7,9 +7,9 @@ import (
 	"sync"
 )
 
-// stmtCache keeps prepared statements of the hot paths: modernc.org/sqlite parses and plans every
-// statement it is handed, which costs as much as a small insert. Writer statements live on the
-// writer's single connection; read statements are prepared per pooled connection by database/sql.
+// stmtCache keeps prepared statements of the append path: modernc.org/sqlite parses and plans
+// every statement it is handed, which costs as much as a small insert. They live on the writer's
+// single connection.
 type stmtCache struct {
 	mu sync.Mutex
 	m  map[string]*sql.Stmt
