@@ -1,13 +1,19 @@
 // Package sqlite is spool's embedded store.Store backend: one SQLite file in WAL mode, written
 // through a single connection with BEGIN IMMEDIATE and a jittered retry on a time budget, read
-// through a bounded pool. It is safe for several OS processes on one host.
+// through a bounded pool. It is safe for several OS processes on one host: their writers queue
+// on a kernel lock (flock on <db>-writer) before taking SQLite's, and lease releases wake
+// waiters through inotify on files in <db>-leases.
 //
 // The default build uses modernc.org/sqlite (pure Go, CGO_ENABLED=0). Building with the tags
 // `sqlite_cgo sqlite_fts5` switches to github.com/mattn/go-sqlite3; the driver seam is the
 // driver_*.go files and nothing else differs.
 //
-// Durability: WAL with synchronous=NORMAL by default (a power loss may drop the last commits but
-// never corrupts); Options.Synchronous "FULL" fsyncs every commit. On filesystems where WAL is
-// unsafe (NFS, SMB, 9p, FUSE/virtiofs) a new database uses the rollback journal instead, and a
-// database already in WAL is never switched back while it may be live.
+// Durability: WAL with synchronous=NORMAL by default (a process crash loses nothing committed; a
+// power loss may drop the last commits but never corrupts); Options.Synchronous "FULL" fsyncs
+// every commit. On filesystems where WAL is unsafe (NFS, SMB, 9p, FUSE/virtiofs) a new database
+// uses the rollback journal instead, and a database already in WAL is never switched back while
+// it may be live.
+//
+// Full-text indexing is batched (see index.go): appends land in the table at once and reach the
+// indexes every 512 appends, before any search and at close, so a search never misses a row.
 package sqlite
