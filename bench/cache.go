@@ -103,13 +103,9 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*CacheReport, error) {
 	if len(cfg.Providers) == 0 {
 		cfg.Providers = []string{"openai", "anthropic"}
 	}
-	dir := cfg.Dir
-	if dir == "" {
-		dir = os.Getenv("BENCH_TMPDIR")
-	}
-	scratch, err := os.MkdirTemp(dir, "spool-bench-cache-")
+	scratch, err := scratchDir(cfg.Dir, "spool-bench-cache-")
 	if err != nil {
-		return nil, fmt.Errorf("bench cache: scratch directory: %w", err)
+		return nil, fmt.Errorf("bench cache: %w", err)
 	}
 	defer os.RemoveAll(scratch)
 	start := time.Now()

@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -91,4 +94,29 @@ func scratchBase() string {
 		return d
 	}
 	return os.TempDir()
+}
+
+// scratchDir makes a fresh directory for one run under dir (default: $BENCH_TMPDIR, else the
+// system temp directory), on the filesystem the benchmark is meant to measure.
+func scratchDir(dir, prefix string) (string, error) {
+	if dir == "" {
+		dir = scratchBase()
+	}
+	d, err := os.MkdirTemp(dir, prefix)
+	if err != nil {
+		return "", fmt.Errorf("make scratch directory in %s: %w", dir, err)
+	}
+	return d, nil
+}
+
+// writeReport writes a benchmark report as indented JSON. runErr is the run's own error (a
+// failed verification still has a report) and is returned, joined with any write error.
+func writeReport(w io.Writer, rep any, runErr error) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(rep); err != nil {
+		return errors.Join(runErr, fmt.Errorf("write benchmark report: %w", err))
+	}
+	return runErr
 }

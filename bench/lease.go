@@ -99,12 +99,7 @@ func RunLease(ctx context.Context, cfg LeaseConfig, stdout io.Writer, asJSON boo
 		return err
 	}
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if werr := enc.Encode(rep); werr != nil {
-			return errors.Join(err, werr)
-		}
-		return err
+		return writeReport(stdout, rep, err)
 	}
 	fmt.Fprintf(stdout, "turn lease on SQLite (%s, %s journal, %d CPUs, TTL %s, waiter poll %s)\n",
 		rep.Env.Driver, rep.Env.JournalMode, rep.Env.CPUs, leaseBenchTTL, turn.DefaultPoll)
@@ -137,13 +132,9 @@ func Lease(ctx context.Context, cfg LeaseConfig) (*LeaseReport, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	base := cfg.Dir
-	if base == "" {
-		base = scratchBase()
-	}
-	dir, err := os.MkdirTemp(base, "spool-bench-lease-")
+	dir, err := scratchDir(cfg.Dir, "spool-bench-lease-")
 	if err != nil {
-		return nil, fmt.Errorf("make scratch directory in %s: %w", base, err)
+		return nil, err
 	}
 	if !cfg.KeepDB {
 		defer os.RemoveAll(dir)

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -172,13 +171,7 @@ func RunRetention(ctx context.Context, cfg RetentionConfig, stdout io.Writer) er
 	if rep == nil {
 		return err
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if werr := enc.Encode(rep); werr != nil {
-		return errors.Join(err, fmt.Errorf("write retention report: %w", werr))
-	}
-	return err
+	return writeReport(stdout, rep, err)
 }
 
 // Retention runs the benchmark: the generated session through the real compressor, committed
@@ -191,13 +184,9 @@ func Retention(ctx context.Context, cfg RetentionConfig) (*RetentionReport, erro
 	if logw == nil {
 		logw = io.Discard
 	}
-	base := cfg.Dir
-	if base == "" {
-		base = scratchBase()
-	}
-	dir, err := os.MkdirTemp(base, "spool-retention-")
+	dir, err := scratchDir(cfg.Dir, "spool-retention-")
 	if err != nil {
-		return nil, fmt.Errorf("make scratch directory in %s: %w", base, err)
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
 

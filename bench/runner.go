@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,13 +48,7 @@ func RunStore(ctx context.Context, cfg StoreConfig, stdout io.Writer) error {
 	if rep == nil {
 		return err
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if werr := enc.Encode(rep); werr != nil {
-		return errors.Join(err, fmt.Errorf("write benchmark report: %w", werr))
-	}
-	return err
+	return writeReport(stdout, rep, err)
 }
 
 // Run runs the workload and returns its report. A non-nil report with ErrVerify means the run
@@ -69,13 +62,9 @@ func Run(ctx context.Context, cfg StoreConfig) (*Report, error) {
 	if err := r.setup(); err != nil {
 		return nil, err
 	}
-	base := cfg.Dir
-	if base == "" {
-		base = scratchBase()
-	}
-	dir, err := os.MkdirTemp(base, "spool-bench-")
+	dir, err := scratchDir(cfg.Dir, "spool-bench-")
 	if err != nil {
-		return nil, fmt.Errorf("make scratch directory in %s: %w", base, err)
+		return nil, err
 	}
 	if !cfg.KeepDB {
 		defer os.RemoveAll(dir)
