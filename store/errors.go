@@ -15,7 +15,6 @@ var (
 	ErrSessionClosed   = errors.New("session ended by compression")
 	ErrCompressionBusy = errors.New("compression lock not held")
 	ErrBusy            = errors.New("database busy")
-	ErrTooLarge        = errors.New("too large")
 )
 
 // AmbiguousError is returned when a session reference matches more than one session.

@@ -37,7 +37,6 @@ func (r Relation) Valid() bool {
 // End reasons with a meaning to the store itself.
 const (
 	EndCompression = "compression" // the session was rotated into a continuation child
-	EndBranched    = "branched"
 	EndNewSession  = "new_session"
 	EndUserExit    = "user_exit"
 )

@@ -43,8 +43,8 @@ const maxFTSNots = 128
 //   - grouping, column filters, NEAR groups, ^ and + are not offered: their characters separate
 //     terms, and the NEAR keyword and distance of NEAR(a b, 3) are dropped, leaving a b.
 //
-// The output is meant for unicode61. The trigram index tokenises differently; callers routing CJK
-// text there build their phrases from cjkRuns instead.
+// The output is meant for unicode61. The trigram index tokenises differently: Search routes
+// queries with CJK text there with its own terms (cjkTerms) and never through this function.
 func sanitizeFTSQuery(q string) string {
 	q = truncateRunes(cleanRunes(q), maxFTSQueryRunes)
 	keepPercent := hasCJK(q)
@@ -330,27 +330,6 @@ func hasCJK(s string) bool {
 		}
 	}
 	return false
-}
-
-// cjkRuns returns the maximal runs of CJK letters (Han, kana, Hangul) in s, in order. Anything
-// else, CJK punctuation included, ends a run. A run of three or more characters can be searched
-// in the trigram index; shorter runs need a LIKE scan.
-func cjkRuns(s string) []string {
-	var runs []string
-	start := -1
-	for i, r := range s {
-		switch {
-		case isCJKLetter(r) && start < 0:
-			start = i
-		case !isCJKLetter(r) && start >= 0:
-			runs = append(runs, s[start:i])
-			start = -1
-		}
-	}
-	if start >= 0 {
-		runs = append(runs, s[start:])
-	}
-	return runs
 }
 
 // isCJKLetter reports the characters of CJK words. Kana are matched by block rather than

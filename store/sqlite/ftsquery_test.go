@@ -295,29 +295,6 @@ func TestHasCJK(t *testing.T) {
 	}
 }
 
-func TestCJKRuns(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		in   string
-		want []string
-	}{
-		{"", nil},
-		{"hello", nil},
-		{"会话数据库", []string{"会话数据库"}},
-		{"the 会话 in 数据库!", []string{"会话", "数据库"}},
-		{"会话。数据库", []string{"会话", "数据库"}},
-		{"コーヒー", []string{"コーヒー"}},
-		{"が ガ", []string{"が", "ガ"}},
-		{"検索でき", []string{"検索でき"}},
-		{"한국어 검색", []string{"한국어", "검색"}},
-		{"a会\xffb話", []string{"会", "話"}},
-	} {
-		if got := cjkRuns(tc.in); !slices.Equal(got, tc.want) {
-			t.Errorf("cjkRuns(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
 // FuzzSanitizeFTSQuery checks, for any input, that the sanitiser does not panic, returns valid
 // UTF-8 of bounded size, and returns "" or an expression the real FTS5 engine runs without error.
 func FuzzSanitizeFTSQuery(f *testing.F) {
