@@ -44,11 +44,11 @@ func (db *DB) ArchiveAndCompact(ctx context.Context, req store.CompactRequest, o
 				return err
 			}
 		}
-		tail, err := int64s(ctx, tx, "SELECT id FROM messages WHERE session_id = ? AND active = 1 AND id > ? ORDER BY id", sid, watermark)
+		tail, err := column[int64](ctx, tx, "SELECT id FROM messages WHERE session_id = ? AND active = 1 AND id > ? ORDER BY id", sid, watermark)
 		if err != nil {
 			return err
 		}
-		rewind, err := int64s(ctx, tx, `SELECT id FROM messages WHERE session_id = ? AND active = 1 AND id <= ?
+		rewind, err := column[int64](ctx, tx, `SELECT id FROM messages WHERE session_id = ? AND active = 1 AND id <= ?
 			ORDER BY id DESC LIMIT ?`, sid, watermark, req.TailCount)
 		if err != nil {
 			return err
@@ -226,22 +226,6 @@ func patchModelConfig(ctx context.Context, tx *sql.Tx, sid string, patch map[str
 	return err
 }
 
-func int64s(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var v int64
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
-}
 
 // checkCompressionLock fences a compaction commit: holder must still own an unexpired lock.
 func checkCompressionLock(ctx context.Context, tx *sql.Tx, sid, holder string) error {

@@ -98,22 +98,7 @@ func freeTitle(ctx context.Context, tx *sql.Tx, title string) (string, error) {
 
 // Prune implements store.Store: only ended sessions are deleted.
 func (db *DB) Prune(ctx context.Context, cutoff time.Time) (int, error) {
-	ids, err := func() ([]string, error) {
-		rows, err := db.read().QueryContext(ctx, "SELECT id FROM sessions WHERE ended_at IS NOT NULL AND started_at < ?", micros(cutoff))
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return nil, err
-			}
-			ids = append(ids, id)
-		}
-		return ids, rows.Err()
-	}()
+	ids, err := column[string](ctx, db.read(), "SELECT id FROM sessions WHERE ended_at IS NOT NULL AND started_at < ?", micros(cutoff))
 	if err != nil {
 		return 0, fmt.Errorf("prune: %w", err)
 	}

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,24 @@ func nullJSON(raw json.RawMessage) sql.NullString {
 }
 
 type rowScanner interface{ Scan(dest ...any) error }
+
+// column runs a one-column query and returns its values in order.
+func column[T any](ctx context.Context, q querier, query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
 
 const sessionCols = `s.id, s.source, s.user_id, s.session_key, s.title, s.model, s.model_config,
 	s.system_prompt_hash, s.parent_session_id, s.relation, s.started_at, s.ended_at, s.end_reason,

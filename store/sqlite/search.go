@@ -165,21 +165,8 @@ func (db *DB) searchWords(ctx context.Context, match string, q store.SearchQuery
 const rankWindow = 1000
 
 func rankedIDs(ctx context.Context, q querier, match string, n int) ([]int64, error) {
-	rows, err := q.QueryContext(ctx, `SELECT rowid FROM (SELECT rowid, rank FROM messages_fts
+	return column[int64](ctx, q, `SELECT rowid FROM (SELECT rowid, rank FROM messages_fts
 		WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?) ORDER BY rank, rowid LIMIT ?`, match, rankWindow, n)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
 }
 
 // describeHits loads the rows of ids that pass q's filters, keeping the order of ids.
