@@ -226,7 +226,6 @@ func patchModelConfig(ctx context.Context, tx *sql.Tx, sid string, patch map[str
 	return err
 }
 
-
 // checkCompressionLock fences a compaction commit: holder must still own an unexpired lock.
 func checkCompressionLock(ctx context.Context, tx *sql.Tx, sid, holder string) error {
 	if holder == "" {
