@@ -125,9 +125,7 @@ func decodeMessage(sessionID, content, head, calls string, extra *string) (store
 	if calls != "" {
 		// Stored by us as a JSON array; a row that somehow is not loads as no calls rather than
 		// failing the whole transcript.
-		if err := json.Unmarshal([]byte(calls), &m.ToolCalls); err != nil {
-			m.ToolCalls = nil
-		}
+		m.ToolCalls, _ = store.DecodeToolCalls(calls)
 	}
 	if extra != nil {
 		var x [3]*string
