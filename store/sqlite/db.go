@@ -44,6 +44,7 @@ type DB struct {
 	pending     atomic.Int64 // rows appended by this handle and not yet indexed
 	gate        *writeGate   // orders this host's writers (see writeGate)
 	wstmts      stmtCache    // prepared statements on the writer connection
+	rstmts      stmtCache    // prepared statements of the hot read paths, on the reader pool
 }
 
 var _ store.Store = (*DB)(nil)
@@ -220,6 +221,7 @@ func (db *DB) Close() error {
 		}
 	}
 	db.wstmts.close()
+	db.rstmts.close()
 	if db.r != nil {
 		errs = append(errs, db.r.Close())
 	}

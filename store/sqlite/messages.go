@@ -3,11 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spoolhq/spool/store"
 )
@@ -179,84 +177,50 @@ func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) 
 	return ms, nil
 }
 
-// loadMessages reads a session's rows below database/sql, straight from the driver: a transcript
-// is thousands of rows, and database/sql's per-column conversion copies every string a second
-// time, which made up most of the cost of a resume.
+// loadMessages reads a session's rows through statements prepared once per reader connection:
+// modernc.org/sqlite parses and plans every statement it is handed, which on a resume cost as
+// much as a tenth of the load.
 func (db *DB) loadMessages(ctx context.Context, sessionID, where string) ([]store.Message, error) {
-	conn, err := db.r.Conn(ctx)
+	hintStmt, err := db.rstmts.get(ctx, db.r, "SELECT message_count FROM sessions WHERE id = ?")
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
-	query := "SELECT " + messageCols + " FROM messages m WHERE m.session_id = ? AND " + where + " ORDER BY m.id"
-	var ms []store.Message
-	err = conn.Raw(func(dc any) error {
-		q, ok := dc.(driver.QueryerContext)
-		if !ok {
-			return fmt.Errorf("driver %T cannot query directly", dc)
-		}
-		args := []driver.NamedValue{{Ordinal: 1, Value: sessionID}}
-		// Sizing the slice first saves growing (and copying) it a dozen times for a long
-		// transcript, about half of what a load allocates besides the text itself.
-		if n, err := countRows(ctx, q, "SELECT count(*) FROM messages m WHERE m.session_id = ? AND "+where, args); err == nil {
-			ms = make([]store.Message, 0, n)
-		}
-		rows, err := q.QueryContext(ctx, query, args)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		dest := make([]driver.Value, 4)
-		for {
-			if err := rows.Next(dest); err != nil {
-				if errors.Is(err, io.EOF) {
-					return nil
-				}
-				return err
-			}
-			var extra *string
-			if dest[3] != nil {
-				x := textValue(dest[3])
-				extra = &x
-			}
-			m, err := decodeMessage(sessionID, textValue(dest[0]), textValue(dest[1]), textValue(dest[2]), extra)
-			if err != nil {
-				return err
-			}
-			ms = append(ms, m)
-		}
-	})
-	return ms, err
-}
-
-func countRows(ctx context.Context, q driver.QueryerContext, query string, args []driver.NamedValue) (int, error) {
-	rows, err := q.QueryContext(ctx, query, args)
+	stmt, err := db.rstmts.get(ctx, db.r, "SELECT "+messageCols+" FROM messages m WHERE m.session_id = ? AND "+where+" ORDER BY m.id")
 	if err != nil {
-		return 0, err
+		return nil, err
+	}
+	// Sizing the slice first saves growing (and copying) it a dozen times for a long
+	// transcript. The session's count of active rows is exact for the model's view and a lower
+	// bound for the others.
+	var hint int
+	if err := hintStmt.QueryRowContext(ctx, sessionID).Scan(&hint); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	rows, err := stmt.QueryContext(ctx, sessionID)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
-	dest := make([]driver.Value, 1)
-	if err := rows.Next(dest); err != nil {
-		return 0, err
+	ms := make([]store.Message, 0, min(max(hint, 0), 1<<20))
+	// Scanning a driver's string into a string does not copy it. The destinations escape to the
+	// heap, so they are declared once for all rows.
+	var content, head string
+	var calls, extra sql.NullString
+	for rows.Next() {
+		if err := rows.Scan(&content, &head, &calls, &extra); err != nil {
+			return nil, err
+		}
+		var x *string
+		if extra.Valid {
+			x = &extra.String
+		}
+		m, err := decodeMessage(sessionID, content, head, calls.String, x)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
 	}
-	n, ok := dest[0].(int64)
-	if !ok {
-		return 0, fmt.Errorf("count is %T", dest[0])
-	}
-	return int(n), nil
-}
-
-// textValue reads a TEXT column as the drivers return it (string, or bytes the driver may reuse).
-func textValue(v driver.Value) string {
-	switch t := v.(type) {
-	case string:
-		return t
-	case []byte:
-		return string(t)
-	case nil:
-		return ""
-	}
-	return fmt.Sprint(v)
+	return ms, rows.Err()
 }
 
 // dedupeGenerations drops archived rows that a later compaction generation copied verbatim
