@@ -45,6 +45,9 @@ type DB struct {
 	gate        *writeGate   // orders this host's writers (see writeGate)
 	wstmts      stmtCache    // prepared statements on the writer connection
 	rstmts      stmtCache    // prepared statements of the hot read paths, on the reader pool
+	transcripts *transcriptReader
+	// readerFallbacks counts transcript loads the reader failed and database/sql served.
+	readerFallbacks atomic.Int64
 }
 
 var _ store.Store = (*DB)(nil)
@@ -54,6 +57,11 @@ const (
 	readBusyTimeoutMS  = 5000 // readers in WAL rarely wait; in rollback mode they may
 	walSizeLimit       = 64 << 20
 	walCheckpointPages = 4000
+	// Every connection gets a 32 MB page cache and memory-mapped reads, because every page read
+	// that misses the cache is a system call, and system calls dominate the cost of reading a
+	// long transcript or a large index.
+	cachePragma = "cache_size = -32000"
+	mmapPragma  = "mmap_size = 268435456"
 )
 
 // Open opens (creating if needed) the database at path, applies the journal policy and runs
@@ -128,6 +136,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	db.r.SetMaxOpenConns(opts.ReadConns)
 	db.r.SetMaxIdleConns(opts.ReadConns)
+	db.transcripts = newTranscriptReader(abs, opts.ReadConns)
 	db.chmodSidecars()
 	return db, nil
 }
@@ -222,6 +231,9 @@ func (db *DB) Close() error {
 	}
 	db.wstmts.close()
 	db.rstmts.close()
+	if db.transcripts != nil {
+		db.transcripts.close()
+	}
 	if db.r != nil {
 		errs = append(errs, db.r.Close())
 	}

@@ -3,11 +3,14 @@
 package sqlite
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"net/url"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/spoolhq/spool/store"
 )
 
 // driverName is the database/sql driver of the cgo build (tags: sqlite_cgo sqlite_fts5): mattn's
@@ -20,8 +23,7 @@ const DriverLabel = "github.com/mattn/go-sqlite3"
 func init() {
 	sql.Register(driverName, &sqlite3.SQLiteDriver{
 		ConnectHook: func(c *sqlite3.SQLiteConn) error {
-			// See addTuning in driver_modernc.go for why.
-			_, err := c.Exec("PRAGMA cache_size = -32000; PRAGMA mmap_size = 268435456", nil)
+			_, err := c.Exec("PRAGMA "+cachePragma+"; PRAGMA "+mmapPragma, nil)
 			return err
 		},
 	})
@@ -37,3 +39,15 @@ func isBusy(err error) bool {
 	}
 	return false
 }
+
+// transcriptReader is the modernc build's C-API transcript loader; with mattn's driver
+// transcripts load through database/sql, whose cgo calls are cheap enough.
+type transcriptReader struct{}
+
+func newTranscriptReader(string, int) *transcriptReader { return nil }
+
+func (*transcriptReader) load(context.Context, string, string) ([]store.Message, error) {
+	return nil, errors.New("no transcript reader in the cgo build")
+}
+
+func (*transcriptReader) close() {}

@@ -5,6 +5,7 @@ package sqlite
 import (
 	"errors"
 	"net/url"
+	"strings"
 
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -16,12 +17,12 @@ const driverName = "sqlite"
 // DriverLabel names the driver in reports and benchmarks.
 const DriverLabel = "modernc.org/sqlite"
 
-// addTuning sets per-connection pragmas: a 32 MB page cache and memory-mapped reads, because
-// every page read that misses the cache is a system call, and system calls dominate the cost of
-// reading a long transcript or a large index.
+// addTuning sets the per-connection pragmas (cachePragma, mmapPragma) in the DSN.
 func addTuning(q url.Values) {
-	q.Add("_pragma", "cache_size(-32000)")
-	q.Add("_pragma", "mmap_size(268435456)")
+	for _, p := range []string{cachePragma, mmapPragma} {
+		name, value, _ := strings.Cut(p, " = ")
+		q.Add("_pragma", name+"("+value+")")
+	}
 }
 
 // isBusy reports whether err is SQLite telling us another connection holds the lock.

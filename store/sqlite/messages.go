@@ -177,10 +177,23 @@ func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) 
 	return ms, nil
 }
 
-// loadMessages reads a session's rows through statements prepared once per reader connection:
+// loadMessages reads a session's rows, with the transcript reader where the build has one.
+func (db *DB) loadMessages(ctx context.Context, sessionID, where string) ([]store.Message, error) {
+	if db.transcripts != nil {
+		ms, err := db.transcripts.load(ctx, sessionID, where)
+		if err == nil || ctx.Err() != nil {
+			return ms, err
+		}
+		db.readerFallbacks.Add(1)
+		db.log.Warn("spool: transcript reader failed; reading through database/sql", "session", sessionID, "err", err)
+	}
+	return db.loadMessagesSQL(ctx, sessionID, where)
+}
+
+// loadMessagesSQL reads a session's rows through statements prepared once per reader connection:
 // modernc.org/sqlite parses and plans every statement it is handed, which on a resume cost as
 // much as a tenth of the load.
-func (db *DB) loadMessages(ctx context.Context, sessionID, where string) ([]store.Message, error) {
+func (db *DB) loadMessagesSQL(ctx context.Context, sessionID, where string) ([]store.Message, error) {
 	hintStmt, err := db.rstmts.get(ctx, db.r, "SELECT message_count FROM sessions WHERE id = ?")
 	if err != nil {
 		return nil, err

@@ -1,0 +1,144 @@
+//go:build !sqlite_cgo
+
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// richTranscript has every field a row can carry, texts around the reader's chunk and
+// own-allocation sizes, and archived, hidden and active rows after a compaction.
+func richTranscript(t *testing.T) (*DB, string) {
+	t.Helper()
+	db, err := Open(bg, filepath.Join(t.TempDir(), "t.db"), Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	const sid = "rich"
+	if _, err := db.CreateSession(bg, store.NewSession{ID: sid}); err != nil {
+		t.Fatal(err)
+	}
+	var batch []store.Message
+	for i := range 300 {
+		batch = append(batch,
+			store.Message{Role: store.RoleUser, Content: fmt.Sprintf("turn %d: 修复 the build 🚀\nplease", i), APIContent: fmt.Sprintf("<memory-context>%d</memory-context>", i)},
+			store.Message{Role: store.RoleAssistant, Content: strings.Repeat("x", i*97%(20<<10)), Reasoning: "thinking…",
+				ReasoningDetails: json.RawMessage(`[{"type":"reasoning.encrypted","data":"abc=="}]`), FinishReason: "tool_calls", TokenCount: i,
+				ToolCalls: []store.ToolCall{
+					{ID: fmt.Sprintf("call_%d", i), Type: "function", Function: store.ToolFunction{Name: "terminal", Arguments: `{"cmd":"go test ./... && echo \"ok\"","dir":"<root>"}`}},
+					{ID: fmt.Sprintf("call_%d_b", i), Type: "function", Function: store.ToolFunction{Name: "read_file", Arguments: "{\"path\":\"文档/😀.md\"}"}},
+				}},
+			store.Message{Role: store.RoleTool, ToolCallID: fmt.Sprintf("call_%d", i), ToolName: "terminal", Content: "exit 0\n" + strings.Repeat("ok ", i)},
+			store.Message{Role: store.RoleTool, ToolCallID: fmt.Sprintf("call_%d_b", i), ToolName: "read_file", Content: ""},
+		)
+	}
+	ids, err := db.AppendBatch(bg, sid, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary := store.Message{Role: store.RoleUser, Content: "## Summary\nkept", Summary: true}
+	if _, err := db.ArchiveAndCompact(bg, store.CompactRequest{SessionID: sid, Messages: []store.Message{batch[0], summary, batch[len(batch)-1]},
+		Watermark: ids[len(ids)-1], TailCount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Append(bg, sid, store.Message{Role: store.RoleUser, Content: "after the compaction"}); err != nil {
+		t.Fatal(err)
+	}
+	return db, sid
+}
+
+// The transcript reader and the database/sql path must return the same messages, field for
+// field, for every view: the cgo build and the fallback use the latter.
+func TestTranscriptReaderMatchesDatabaseSQL(t *testing.T) {
+	t.Parallel()
+	db, sid := richTranscript(t)
+	for _, where := range []string{"m.active = 1", "(m.active = 1 OR m.compacted = 1)", "1"} {
+		got, err := db.transcripts.load(bg, sid, where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := db.loadMessagesSQL(bg, sid, where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) || len(got) < 4 {
+			t.Fatalf("%s: %d rows, database/sql %d", where, len(got), len(want))
+		}
+		for i := range want {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Fatalf("%s: row %d differs:\n got %#v\nwant %#v", where, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+func TestTranscriptReaderConcurrentLoads(t *testing.T) {
+	t.Parallel()
+	db, sid := richTranscript(t)
+	want, err := db.Conversation(bg, sid, store.ViewAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Go(func() {
+			for range 5 {
+				got, err := db.Conversation(bg, sid, store.ViewAll)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !reflect.DeepEqual(got, want) {
+					errs <- errors.New("a concurrent load returned different messages")
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := db.readerFallbacks.Load(); n != 0 {
+		t.Errorf("%d loads fell back to database/sql", n)
+	}
+	if n := len(db.transcripts.idle); n > db.opts.ReadConns {
+		t.Errorf("%d idle reader connections, the bound is %d", n, db.opts.ReadConns)
+	}
+}
+
+func TestTranscriptReaderCancelAndClose(t *testing.T) {
+	t.Parallel()
+	db, sid := richTranscript(t)
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	if _, err := db.Conversation(ctx, sid, store.ViewAll); !errors.Is(err, context.Canceled) {
+		t.Errorf("load with a cancelled context: %v, want context.Canceled", err)
+	}
+	// A closed reader is an error the store falls back from: loads keep working.
+	want, err := db.loadMessagesSQL(bg, sid, "m.active = 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.transcripts.close()
+	if _, err := db.transcripts.load(bg, sid, "m.active = 1"); !errors.Is(err, errReaderClosed) {
+		t.Errorf("load from a closed reader: %v", err)
+	}
+	got, err := db.Conversation(bg, sid, store.ViewActive)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("fallback load: %d messages, err %v; want %d", len(got), err, len(want))
+	}
+}
