@@ -84,12 +84,12 @@ func scanSession(r rowScanner, extra ...any) (store.Session, error) {
 	return s, nil
 }
 
-// messageCols packs a message row into four columns. With modernc.org/sqlite every column read
-// is a locked C-API call costing about a microsecond, so a 16-column row costs several times a
-// 4-column one, and loading a long transcript is dominated by it. The small fields travel as one
-// unit-separated string, tool calls as their JSON, and the rare fields (wire sidecar, reasoning)
-// as one JSON array that is NULL for most rows. Identifiers are cleaned of control characters on
-// write, so the separator cannot occur inside them.
+// messageCols packs a message row into four columns for the database/sql path (the cgo build,
+// and the fallback of the transcript reader). Through database/sql every column read is a
+// locked C-API call and a boxed value, so a 16-column row costs several times a 4-column one.
+// The small fields travel as one unit-separated string, tool calls as their JSON, and the rare
+// fields (wire sidecar, reasoning) as one JSON array that is NULL for most rows. Identifiers are
+// cleaned of control characters on write, so the separator cannot occur inside them.
 const messageCols = `m.content,
 	m.role || char(31) || m.id || char(31) || m.timestamp || char(31) ||
 		(m.active + 2 * m.compacted + 4 * m.summary) || char(31) || m.token_count || char(31) ||
