@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -140,5 +141,29 @@ func TestTranscriptReaderCancelAndClose(t *testing.T) {
 	got, err := db.Conversation(bg, sid, store.ViewActive)
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("fallback load: %d messages, err %v; want %d", len(got), err, len(want))
+	}
+}
+
+// The reader opens the file by URI, like the driver: a path with URI syntax in it must work.
+func TestTranscriptReaderOddPath(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "my sessions #1?v=2%", "t.db")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(bg, path, Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.CreateSession(bg, store.NewSession{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Append(bg, "s", store.Message{Role: store.RoleUser, Content: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := db.transcripts.load(bg, "s", "m.active = 1")
+	if err != nil || len(ms) != 1 || ms[0].Content != "hello" {
+		t.Fatalf("load: %v, %+v", err, ms)
 	}
 }
