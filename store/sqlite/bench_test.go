@@ -38,23 +38,33 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
-// BenchmarkConversation is the W2 hot path: load a 1,500-message session.
+// BenchmarkConversation is the W2 hot path: load a 1,500-message session whose rows interleave
+// with seven other sessions' (as concurrent agents write them), a third of them with tool calls.
 func BenchmarkConversation(b *testing.B) {
 	db := benchDB(b)
-	if _, err := db.CreateSession(bg, store.NewSession{ID: "big"}); err != nil {
-		b.Fatal(err)
+	const sessions, size = 8, 1500
+	for s := range sessions {
+		if _, err := db.CreateSession(bg, store.NewSession{ID: fmt.Sprint("s", s)}); err != nil {
+			b.Fatal(err)
+		}
 	}
-	batch := make([]store.Message, 1500)
-	for i := range batch {
-		batch[i] = store.Message{Role: store.RoleUser, Content: benchText}
+	for i := range size {
+		for s := range sessions {
+			m := store.Message{Role: store.RoleUser, Content: benchText}
+			if i%3 == 1 {
+				m = store.Message{Role: store.RoleAssistant, Content: benchText[:100], ToolCalls: []store.ToolCall{
+					{ID: fmt.Sprint("call_", i), Type: "function", Function: store.ToolFunction{Name: "read_file", Arguments: `{"path":"src/main.go"}`}}}}
+			}
+			if _, err := db.Append(bg, fmt.Sprint("s", s), m); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
-	if _, err := db.AppendBatch(bg, "big", batch); err != nil {
-		b.Fatal(err)
-	}
+	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		ms, err := db.Conversation(bg, "big", store.ViewActive)
-		if err != nil || len(ms) != 1500 {
+		ms, err := db.Conversation(bg, "s0", store.ViewActive)
+		if err != nil || len(ms) != size {
 			b.Fatal(err, len(ms))
 		}
 	}
