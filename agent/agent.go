@@ -72,6 +72,10 @@ type Deps struct {
 	// Compressor is the compaction engine; nil means the default compressor summarizing with
 	// Client, when Config.Compression is enabled.
 	Compressor compress.Engine
+	// SummaryClient serves Config.Compression.SummaryModel when that model lives behind another
+	// provider or endpoint; nil means Client. The default compressor falls back to the main model
+	// on Client when it fails.
+	SummaryClient provider.Client
 	Config     Config
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -127,7 +131,7 @@ func New(d Deps) (*Agent, error) {
 	}
 	a.threshold = thr
 	if a.engine == nil && cfg.Compression.Enabled {
-		c := compress.New(cfg.Compression, compress.ClientSummarizer{Client: d.Client})
+		c := compress.New(cfg.Compression, compress.ClientSummarizer{Client: d.Client, Aux: d.SummaryClient, AuxModel: cfg.Compression.SummaryModel})
 		c.Now = a.now
 		a.engine = c
 	}

@@ -49,9 +49,10 @@ func (f *modelFlags) register(cmd *cobra.Command) {
 // offline is the model name of the built-in offline model.
 const offline = "fake"
 
-// client builds the provider client the flags and the config select. notice is the one-line
-// offline notice when no provider is configured at all.
-func (a *app) client(cfg config.Config, f modelFlags) (c provider.Client, name, model, notice string, err error) {
+// client builds the provider client the flags and the config select, and the summary model's
+// own client when auxiliary.compression names another provider or endpoint (nil otherwise).
+// notice is the one-line offline notice when no provider is configured at all.
+func (a *app) client(cfg config.Config, f modelFlags) (c, summary provider.Client, name, model, notice string, err error) {
 	p := cfg.Provider
 	if f.provider != "" {
 		p.Name = f.provider
@@ -62,6 +63,28 @@ func (a *app) client(cfg config.Config, f modelFlags) (c provider.Client, name, 
 	if f.baseURL != "" {
 		p.BaseURL = f.baseURL
 	}
+	c, name, model, notice, err = a.dial(p, mainKeys)
+	if err != nil {
+		return nil, nil, "", "", "", err
+	}
+	if aux, own := cfg.Auxiliary.Compression.ClientFor(p); own {
+		if summary, _, _, _, err = a.dial(aux, auxKeys); err != nil {
+			return nil, nil, "", "", "", fmt.Errorf("summary model: %w", err)
+		}
+	}
+	return c, summary, name, model, notice, nil
+}
+
+// configKeys name the settings a dial error points the user to.
+type configKeys struct{ keyEnv, model string }
+
+var (
+	mainKeys = configKeys{"provider.api_key_env", "set provider.model in the config or pass --model"}
+	auxKeys  = configKeys{"auxiliary.compression.api_key_env", "set auxiliary.compression.model in the config"}
+)
+
+// dial makes the client of one provider setting; the offline model when its name is empty.
+func (a *app) dial(p config.Provider, keys configKeys) (c provider.Client, name, model, notice string, err error) {
 	key := ""
 	if env := p.KeyEnv(); env != "" {
 		key = os.Getenv(env)
@@ -78,12 +101,12 @@ func (a *app) client(cfg config.Config, f modelFlags) (c provider.Client, name, 
 		return fake.New(fake.Config{}), offline, model, notice, nil
 	case "openai":
 		if key == "" && (p.BaseURL == "" || strings.Contains(p.BaseURL, "api.openai.com")) {
-			return nil, "", "", "", fmt.Errorf("provider openai: no API key: set %s (or provider.api_key_env in the config)", p.KeyEnv())
+			return nil, "", "", "", fmt.Errorf("provider openai: no API key: set %s (or %s in the config)", p.KeyEnv(), keys.keyEnv)
 		}
 		c, err = openai.New(openai.Config{BaseURL: p.BaseURL, APIKey: key})
 	case "anthropic":
 		if key == "" && (p.BaseURL == "" || strings.Contains(p.BaseURL, "api.anthropic.com")) {
-			return nil, "", "", "", fmt.Errorf("provider anthropic: no API key: set %s (or provider.api_key_env in the config)", p.KeyEnv())
+			return nil, "", "", "", fmt.Errorf("provider anthropic: no API key: set %s (or %s in the config)", p.KeyEnv(), keys.keyEnv)
 		}
 		c, err = anthropic.New(anthropic.Config{BaseURL: p.BaseURL, APIKey: key})
 	default:
@@ -93,7 +116,7 @@ func (a *app) client(cfg config.Config, f modelFlags) (c provider.Client, name, 
 		return nil, "", "", "", err
 	}
 	if p.Model == "" {
-		return nil, "", "", "", fmt.Errorf("provider %s: no model: set provider.model in the config or pass --model", p.Name)
+		return nil, "", "", "", fmt.Errorf("provider %s: no model: %s", p.Name, keys.model)
 	}
 	c = provider.WithRetry(c, provider.RetryPolicy{OnRetry: func(attempt int, wait time.Duration, err error) {
 		fmt.Fprintf(a.stderr, "spool: %s; retrying in %s\n", oneLine(err.Error()), wait.Round(100*time.Millisecond))
@@ -110,33 +133,13 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-// compressionConfig maps the config file's compression keys onto the compressor's.
-func compressionConfig(cfg config.Config) compress.Config {
-	c := compress.DefaultConfig()
-	cc := cfg.Compression
-	c.Enabled = cc.Enabled
-	c.Threshold = cc.Threshold
-	c.ThresholdTokens = cc.ThresholdTokens
-	c.TargetRatio = cc.TargetRatio
-	if cc.TailMode != "" {
-		c.TailMode = cc.TailMode
-	}
-	c.ProtectLastN = cc.ProtectLastN
-	c.ProtectFirstN = cc.ProtectFirstN
-	c.AbortOnSummaryFailure = cc.AbortOnSummaryFailure
-	c.ModelThresholds = cc.ModelThresholds
-	c.SummaryModel = cfg.Auxiliary.Compression.Model
-	c.ContextTimeout = cfg.Auxiliary.Compression.Timeout
-	return c
-}
-
 // newAgent wires the configured store, provider and tools into an agent.
 func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approver) (*agent.Agent, store.Store, string, error) {
 	cfg, err := a.config()
 	if err != nil {
 		return nil, nil, "", err
 	}
-	client, name, model, notice, err := a.client(cfg, f)
+	client, summary, name, model, notice, err := a.client(cfg, f)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -152,11 +155,11 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 		approver = tools.AutoApprove
 	}
 	reg := agent.Registry(tools.Default(), tools.Env{WorkDir: wd, Home: cfg.Home, Store: st, Approver: approver})
-	ag, err := agent.New(agent.Deps{Store: st, Client: client, Tools: reg, Config: agent.Config{
+	ag, err := agent.New(agent.Deps{Store: st, Client: client, SummaryClient: summary, Tools: reg, Config: agent.Config{
 		Model:         model,
 		Provider:      name,
 		ContextLength: f.window,
-		Compression:   compressionConfig(cfg),
+		Compression:   compress.FromConfig(cfg),
 		Rotate:        !cfg.Compression.InPlace,
 		Prompt:        prompt.Env{Home: cfg.Home, WorkDir: wd, Platform: "cli"},
 		Lease:         turn.Options{TTL: cfg.Leases.TTL, RenewEvery: cfg.Leases.RenewEvery, Wait: cfg.Leases.Wait},

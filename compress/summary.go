@@ -29,11 +29,20 @@ func (f SummarizerFunc) Summarize(ctx context.Context, model, prompt string) (st
 // No max_tokens is sent: the budget is stated in the prompt only (reference §10.8).
 type ClientSummarizer struct {
 	Client provider.Client
+	// Aux, when set, serves AuxModel: a summary model behind another provider or endpoint
+	// (auxiliary.compression.provider / base_url). Every other model, the retry on the main
+	// model included, goes to Client.
+	Aux      provider.Client
+	AuxModel string
 }
 
 // Summarize implements Summarizer.
 func (s ClientSummarizer) Summarize(ctx context.Context, model, prompt string) (string, error) {
-	resp, err := s.Client.Chat(ctx, provider.Request{
+	c := s.Client
+	if s.Aux != nil && model == s.AuxModel {
+		c = s.Aux
+	}
+	resp, err := c.Chat(ctx, provider.Request{
 		Model:       model,
 		Messages:    []provider.Message{{Role: store.RoleUser, Content: prompt}},
 		Temperature: -1,

@@ -83,12 +83,41 @@ type Auxiliary struct {
 	Compression AuxModel `yaml:"compression"`
 }
 
-// AuxModel is a side model; empty fields fall back to the main provider's.
+// AuxModel is a side model; empty fields fall back to the main provider's. A Provider or BaseURL
+// of its own gives the side model a client of its own, which needs a Model.
 type AuxModel struct {
-	Model    string        `yaml:"model"`
-	Provider string        `yaml:"provider" enum:",openai,anthropic,fake"`
-	BaseURL  string        `yaml:"base_url"`
-	Timeout  time.Duration `yaml:"timeout" min:"0"`
+	Model    string `yaml:"model"`
+	Provider string `yaml:"provider" enum:",openai,anthropic,fake"`
+	BaseURL  string `yaml:"base_url"`
+	// APIKeyEnv names the variable holding the side provider's key; empty means the main
+	// provider's when it is the same provider, else the side provider's usual variable.
+	APIKeyEnv string        `yaml:"api_key_env"`
+	Timeout   time.Duration `yaml:"timeout" min:"0"`
+}
+
+// ClientFor is the provider a side model is called through, given the main one, and whether
+// that differs from the main client (another provider or another base URL).
+func (a AuxModel) ClientFor(main Provider) (Provider, bool) {
+	if (a.Provider == "" || a.Provider == main.Name) && (a.BaseURL == "" || a.BaseURL == main.BaseURL) {
+		return main, false
+	}
+	p := Provider{Name: firstSet(a.Provider, main.Name), Model: a.Model, BaseURL: a.BaseURL, APIKeyEnv: a.APIKeyEnv}
+	if p.APIKeyEnv == "" && p.Name == main.Name {
+		p.APIKeyEnv = main.APIKeyEnv
+	}
+	return p, true
+}
+
+func (a AuxModel) hasOwnClient(main Provider) bool {
+	_, own := a.ClientFor(main)
+	return own
+}
+
+func firstSet(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // Sessions bounds whole-session operations; 0 disables a cap.

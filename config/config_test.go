@@ -234,6 +234,8 @@ func TestErrors(t *testing.T) {
 		{"bad duration", "leases:\n  ttl: soon\n", nil, []string{"config.yaml:2", "leases.ttl", "not a duration"}},
 		{"zero ttl", "leases:\n  ttl: 0s\n", nil, []string{"config.yaml:2", "leases.ttl"}},
 		{"renew after ttl", "leases:\n  ttl: 30s\n  renew_every: 60s\n", nil, []string{"config.yaml:3", "leases.renew_every", "shorter than leases.ttl"}},
+		{"side provider without a model", "auxiliary:\n  compression:\n    provider: anthropic\n", nil, []string{"config.yaml:3", "auxiliary.compression.provider", "needs auxiliary.compression.model"}},
+		{"side base URL without a model", "auxiliary:\n  compression:\n    base_url: http://127.0.0.1:1/v1\n", nil, []string{"config.yaml:3", "auxiliary.compression.base_url", "needs auxiliary.compression.model"}},
 		{"section not mapping", "compression: 0.5\n", nil, []string{"config.yaml:1", "compression", "mapping"}},
 		{"list for scalar", "provider:\n  model: [a, b]\n", nil, []string{"config.yaml:2", "provider.model", "single value"}},
 		{"null value", "provider:\n  model:\n", nil, []string{"config.yaml:2", "provider.model", "no value"}},
@@ -317,5 +319,34 @@ func TestKeysAndEnvNames(t *testing.T) {
 	}
 	if got := EnvName("auxiliary.compression.base_url"); got != "SPOOL_AUXILIARY_COMPRESSION_BASE_URL" {
 		t.Errorf("EnvName = %q", got)
+	}
+}
+
+func TestAuxiliaryClient(t *testing.T) {
+	t.Parallel()
+	main := Provider{Name: "openai", Model: "gpt-4o", BaseURL: "https://openrouter.ai/api/v1", APIKeyEnv: "OPENROUTER_API_KEY"}
+	cases := []struct {
+		name string
+		aux  AuxModel
+		own  bool
+		want Provider
+	}{
+		{"model only: the main client", AuxModel{Model: "gpt-4o-mini"}, false, main},
+		{"same provider and base URL", AuxModel{Model: "m", Provider: "openai", BaseURL: main.BaseURL}, false, main},
+		{"another base URL keeps the main key", AuxModel{Model: "llama", BaseURL: "http://127.0.0.1:11434/v1"}, true,
+			Provider{Name: "openai", Model: "llama", BaseURL: "http://127.0.0.1:11434/v1", APIKeyEnv: "OPENROUTER_API_KEY"}},
+		{"another provider uses its own key", AuxModel{Model: "claude-haiku", Provider: "anthropic"}, true,
+			Provider{Name: "anthropic", Model: "claude-haiku"}},
+		{"explicit key variable", AuxModel{Model: "m", Provider: "anthropic", APIKeyEnv: "AUX_KEY"}, true,
+			Provider{Name: "anthropic", Model: "m", APIKeyEnv: "AUX_KEY"}},
+	}
+	for _, c := range cases {
+		got, own := c.aux.ClientFor(main)
+		if own != c.own || got != c.want {
+			t.Errorf("%s: got %+v (own %v), want %+v (own %v)", c.name, got, own, c.want, c.own)
+		}
+	}
+	if got := (Provider{Name: "anthropic", Model: "claude-haiku"}).KeyEnv(); got != "ANTHROPIC_API_KEY" {
+		t.Errorf("anthropic side client reads %s", got)
 	}
 }

@@ -443,6 +443,13 @@ func (c *Config) validate(sources map[string]string) error {
 	if c.Leases.RenewEvery >= c.Leases.TTL {
 		return bad("leases.renew_every", "%s must be shorter than leases.ttl (%s)", c.Leases.RenewEvery, c.Leases.TTL)
 	}
+	if aux := c.Auxiliary.Compression; aux.Model == "" && aux.hasOwnClient(c.Provider) {
+		key := "auxiliary.compression.provider"
+		if aux.Provider == "" {
+			key = "auxiliary.compression.base_url"
+		}
+		return bad(key, "needs auxiliary.compression.model: the main model's name means nothing to another endpoint")
+	}
 	return nil
 }
 

@@ -1,0 +1,85 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/spoolhq/spool/provider/fake"
+)
+
+// modelCounter serves provider/fake over HTTP and counts the requests per (path, model).
+type modelCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *modelCounter) serve(t *testing.T) string {
+	h := fake.New(fake.Config{}).Handler()
+	c.n = map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		var m struct{ Model string }
+		json.Unmarshal(body, &m)
+		c.mu.Lock()
+		c.n[req.URL.Path+" "+m.Model]++
+		c.mu.Unlock()
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func (c *modelCounter) count(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[key]
+}
+
+// auxiliary.compression with a provider and base URL of its own: compaction summaries go to
+// that endpoint with that model, the turns to the main one.
+func TestSummaryModelOnItsOwnProvider(t *testing.T) {
+	t.Parallel()
+	var mainSrv, auxSrv modelCounter
+	mainURL, auxURL := mainSrv.serve(t), auxSrv.serve(t)
+	env := []string{
+		"SPOOL_COMPRESSION_THRESHOLD_TOKENS=2500",
+		"SPOOL_AUXILIARY_COMPRESSION_PROVIDER=anthropic",
+		"SPOOL_AUXILIARY_COMPRESSION_BASE_URL=" + auxURL,
+		"SPOOL_AUXILIARY_COMPRESSION_MODEL=summarizer-x",
+	}
+	var typed strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&typed, "Turn %d: %s\n", i, strings.Repeat("the build failed again in src/parser.go ", 12))
+	}
+	r := spoolEnv(t, t.TempDir(), typed.String(), env, "chat", "--provider", "openai", "--base-url", mainURL+"/v1", "--model", "fake-model", "--context-length", "8000").ok(t, "chat")
+	compactions := strings.Count(r.stderr, "(Compacted ")
+	if compactions == 0 {
+		t.Fatalf("no compaction in 30 turns:\n%s", r.stderr)
+	}
+	if got := auxSrv.count("/v1/messages summarizer-x"); got != compactions {
+		t.Errorf("summary endpoint got %d summary requests for %d compactions (all: %v)", got, compactions, auxSrv.n)
+	}
+	if got := mainSrv.count("/v1/chat/completions summarizer-x"); got != 0 {
+		t.Errorf("the main endpoint got %d requests for the summary model", got)
+	}
+	if got := mainSrv.count("/v1/chat/completions fake-model"); got < 30 {
+		t.Errorf("the main endpoint got %d turn requests, want at least 30", got)
+	}
+}
+
+func TestSummaryProviderNeedsAModel(t *testing.T) {
+	t.Parallel()
+	home := writeConfig(t, "auxiliary:\n  compression:\n    provider: anthropic\n")
+	r := spool(t, home, "run", "hello")
+	if r.code == 0 || !strings.Contains(r.stderr, "auxiliary.compression.model") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Errorf("exit %d, stderr %q: want one line naming auxiliary.compression.model", r.code, r.stderr)
+	}
+}
