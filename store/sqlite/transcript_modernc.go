@@ -302,7 +302,7 @@ func (r *rowReader) message(sessionID string) store.Message {
 		// failing the whole transcript (as the database/sql path does).
 		m.ToolCalls, _ = store.DecodeToolCalls(calls)
 	}
-	if n := sqlite3.Xsqlite3_column_bytes(tls, s, 14); n > 0 {
+	if n := r.textLen(14); n > 0 {
 		// The caller may modify a RawMessage, so it gets its own memory.
 		b := make([]byte, n)
 		r.copyTo(b, 14)
@@ -316,13 +316,18 @@ func (r *rowReader) copyTo(dst []byte, i int32) {
 	copy(dst, cmem(sqlite3.Xsqlite3_column_text(r.c.tls, r.s, i), len(dst)))
 }
 
+// textLen is the length of column i's text, 0 for NULL. column_text comes first, as SQLite
+// documents: the length is that of the text the value converts to.
+func (r *rowReader) textLen(i int32) int {
+	if sqlite3.Xsqlite3_column_text(r.c.tls, r.s, i) == 0 {
+		return 0
+	}
+	return int(sqlite3.Xsqlite3_column_bytes(r.c.tls, r.s, i))
+}
+
 // text returns column i as a string sharing the reader's chunks ("" for NULL).
 func (r *rowReader) text(i int32) string {
-	// column_text before column_bytes, as SQLite documents: the length is of the converted text.
-	if sqlite3.Xsqlite3_column_text(r.c.tls, r.s, i) == 0 {
-		return ""
-	}
-	n := int(sqlite3.Xsqlite3_column_bytes(r.c.tls, r.s, i))
+	n := r.textLen(i)
 	if n == 0 {
 		return ""
 	}
@@ -344,10 +349,7 @@ func (r *rowReader) text(i int32) string {
 
 // intern returns column i as a string shared by every row with the same value.
 func (r *rowReader) intern(i int32) string {
-	if sqlite3.Xsqlite3_column_text(r.c.tls, r.s, i) == 0 {
-		return ""
-	}
-	n := int(sqlite3.Xsqlite3_column_bytes(r.c.tls, r.s, i))
+	n := r.textLen(i)
 	if n == 0 {
 		return ""
 	}
