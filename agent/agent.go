@@ -76,7 +76,7 @@ type Deps struct {
 	// provider or endpoint; nil means Client. The default compressor falls back to the main model
 	// on Client when it fails.
 	SummaryClient provider.Client
-	Config     Config
+	Config        Config
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
