@@ -45,7 +45,7 @@ type DB struct {
 	gate        *writeGate   // orders this host's writers (see writeGate)
 	wstmts      stmtCache    // prepared statements on the writer connection
 	rstmts      stmtCache    // prepared statements of the hot read paths, on the reader pool
-	transcripts *transcriptReader
+	raw         *rawReader
 	// readerFallbacks counts transcript loads the reader failed and database/sql served.
 	readerFallbacks atomic.Int64
 }
@@ -136,7 +136,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	db.r.SetMaxOpenConns(opts.ReadConns)
 	db.r.SetMaxIdleConns(opts.ReadConns)
-	db.transcripts = newTranscriptReader(abs, opts.ReadConns)
+	db.raw = newRawReader(abs, opts.ReadConns)
 	db.chmodSidecars()
 	return db, nil
 }
@@ -231,8 +231,8 @@ func (db *DB) Close() error {
 	}
 	db.wstmts.close()
 	db.rstmts.close()
-	if db.transcripts != nil {
-		db.transcripts.close()
+	if db.raw != nil {
+		db.raw.close()
 	}
 	if db.r != nil {
 		errs = append(errs, db.r.Close())
@@ -309,5 +309,43 @@ func (db *DB) tryWrite(ctx context.Context, fn func(tx *sql.Tx) error) (err erro
 
 // read runs fn against the read pool.
 func (db *DB) read() *sql.DB { return db.r }
+
+// readRows runs a read-only query and calls row for each result row: on the raw reader where
+// the build has one (its rows cost a fraction of database/sql's), else, or when the raw reader
+// fails before the first row, through a statement prepared once on the reader pool.
+func (db *DB) readRows(ctx context.Context, query string, args []any, row func(rowScanner) error) error {
+	if db.raw != nil {
+		delivered := false
+		err := db.raw.query(ctx, query, args, func(r rowScanner) error {
+			delivered = true
+			return row(r)
+		})
+		if err == nil || delivered || ctx.Err() != nil {
+			return err
+		}
+		db.rawFallback(err)
+	}
+	stmt, err := db.rstmts.get(ctx, db.r, query)
+	if err != nil {
+		return err
+	}
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// rawFallback notes a read the raw reader failed and database/sql serves instead.
+func (db *DB) rawFallback(err error) {
+	db.readerFallbacks.Add(1)
+	db.log.Warn("spool: raw reader failed; reading through database/sql", "err", err)
+}
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

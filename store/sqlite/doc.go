@@ -15,8 +15,8 @@
 // it may be live.
 //
 // Transcripts (the hot read: every turn and every resume loads one) are read in the default
-// build by transcriptReader, on read-only connections of its own through SQLite's C API, with
-// database/sql as its fallback; see transcript_modernc.go for why and what it measured.
+// build by rawReader, on read-only connections of its own through SQLite's C API, with
+// database/sql as its fallback; see rawread_modernc.go for why and what it measured.
 //
 // Full-text indexing is batched (see index.go): appends land in the table at once and reach the
 // indexes every 512 appends, before any search and at close, so a search never misses a row.

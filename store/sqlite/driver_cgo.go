@@ -40,14 +40,20 @@ func isBusy(err error) bool {
 	return false
 }
 
-// transcriptReader is the modernc build's C-API transcript loader; with mattn's driver
-// transcripts load through database/sql, whose cgo calls are cheap enough.
-type transcriptReader struct{}
+// rawReader is the modernc build's reader on SQLite's C API; with mattn's driver everything
+// reads through database/sql, whose cgo calls are cheap enough.
+type rawReader struct{}
 
-func newTranscriptReader(string, int) *transcriptReader { return nil }
+func newRawReader(string, int) *rawReader { return nil }
 
-func (*transcriptReader) load(context.Context, string, string) ([]store.Message, error) {
-	return nil, errors.New("no transcript reader in the cgo build")
+var errNoRawReader = errors.New("no raw reader in the cgo build")
+
+func (*rawReader) load(context.Context, string, string) ([]store.Message, error) {
+	return nil, errNoRawReader
 }
 
-func (*transcriptReader) close() {}
+func (*rawReader) query(context.Context, string, []any, func(rowScanner) error) error {
+	return errNoRawReader
+}
+
+func (*rawReader) close() {}

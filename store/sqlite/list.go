@@ -31,33 +31,22 @@ func (db *DB) ListSessions(ctx context.Context, o store.ListOptions) ([]store.Se
 	if limit <= 0 {
 		limit = -1
 	}
-	q := db.read()
 	// The page is picked on (last_active, id) alone and only its rows are read whole: sorting
 	// every candidate's full row, and probing each for a continuation, cost most of a listing.
-	// The statement (one per combination of filters) is prepared once: parsing it was a sixth.
-	stmt, err := db.rstmts.get(ctx, q, "SELECT "+sessionCols+`, s.last_active, s.preview,
+	var out []store.SessionListing
+	var chained []int
+	err := db.readRows(ctx, "SELECT "+sessionCols+`, s.last_active, s.preview,
 		EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = s.id AND c.relation = 'compression')
 		FROM (SELECT s.id FROM sessions s `+cond+` ORDER BY s.last_active DESC, s.id DESC LIMIT ? OFFSET ?) AS page
 		JOIN sessions s ON s.id = page.id
-		ORDER BY s.last_active DESC, s.id DESC`)
-	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
-	}
-	rows, err := stmt.QueryContext(ctx, append(args, limit, max(o.Offset, 0))...)
-	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
-	}
-	var out []store.SessionListing
-	var chained []int
-	for rows.Next() {
+		ORDER BY s.last_active DESC, s.id DESC`, append(args, limit, max(o.Offset, 0)), func(r rowScanner) error {
 		var l store.SessionListing
 		var last int64
 		var preview *string
 		var hasCont bool
-		s, err := scanSession(rows, &last, &preview, &hasCont)
+		s, err := scanSession(r, &last, &preview, &hasCont)
 		if err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("list sessions: %w", err)
+			return err
 		}
 		l.Session, l.LastActive = s, fromMicros(last)
 		if preview != nil {
@@ -67,11 +56,12 @@ func (db *DB) ListSessions(ctx context.Context, o store.ListOptions) ([]store.Se
 			chained = append(chained, len(out))
 		}
 		out = append(out, l)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
+	q := db.read()
 	for _, i := range chained {
 		chain, err := chainOf(ctx, q, out[i].ID)
 		if err != nil {

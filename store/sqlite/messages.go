@@ -179,13 +179,12 @@ func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) 
 
 // loadMessages reads a session's rows, with the transcript reader where the build has one.
 func (db *DB) loadMessages(ctx context.Context, sessionID, where string) ([]store.Message, error) {
-	if db.transcripts != nil {
-		ms, err := db.transcripts.load(ctx, sessionID, where)
+	if db.raw != nil {
+		ms, err := db.raw.load(ctx, sessionID, where)
 		if err == nil || ctx.Err() != nil {
 			return ms, err
 		}
-		db.readerFallbacks.Add(1)
-		db.log.Warn("spool: transcript reader failed; reading through database/sql", "session", sessionID, "err", err)
+		db.rawFallback(fmt.Errorf("load %s: %w", sessionID, err))
 	}
 	return db.loadMessagesSQL(ctx, sessionID, where)
 }

@@ -61,11 +61,11 @@ func richTranscript(t *testing.T) (*DB, string) {
 
 // The transcript reader and the database/sql path must return the same messages, field for
 // field, for every view: the cgo build and the fallback use the latter.
-func TestTranscriptReaderMatchesDatabaseSQL(t *testing.T) {
+func TestRawReaderMatchesDatabaseSQL(t *testing.T) {
 	t.Parallel()
 	db, sid := richTranscript(t)
 	for _, where := range []string{"m.active = 1", "(m.active = 1 OR m.compacted = 1)", "1"} {
-		got, err := db.transcripts.load(bg, sid, where)
+		got, err := db.raw.load(bg, sid, where)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func TestTranscriptReaderMatchesDatabaseSQL(t *testing.T) {
 	}
 }
 
-func TestTranscriptReaderConcurrentLoads(t *testing.T) {
+func TestRawReaderConcurrentLoads(t *testing.T) {
 	t.Parallel()
 	db, sid := richTranscript(t)
 	want, err := db.Conversation(bg, sid, store.ViewAll)
@@ -116,12 +116,12 @@ func TestTranscriptReaderConcurrentLoads(t *testing.T) {
 	if n := db.readerFallbacks.Load(); n != 0 {
 		t.Errorf("%d loads fell back to database/sql", n)
 	}
-	if n := len(db.transcripts.idle); n > db.opts.ReadConns {
+	if n := len(db.raw.idle); n > db.opts.ReadConns {
 		t.Errorf("%d idle reader connections, the bound is %d", n, db.opts.ReadConns)
 	}
 }
 
-func TestTranscriptReaderCancelAndClose(t *testing.T) {
+func TestRawReaderCancelAndClose(t *testing.T) {
 	t.Parallel()
 	db, sid := richTranscript(t)
 	ctx, cancel := context.WithCancel(bg)
@@ -134,8 +134,8 @@ func TestTranscriptReaderCancelAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.transcripts.close()
-	if _, err := db.transcripts.load(bg, sid, "m.active = 1"); !errors.Is(err, errReaderClosed) {
+	db.raw.close()
+	if _, err := db.raw.load(bg, sid, "m.active = 1"); !errors.Is(err, errReaderClosed) {
 		t.Errorf("load from a closed reader: %v", err)
 	}
 	got, err := db.Conversation(bg, sid, store.ViewActive)
@@ -145,7 +145,7 @@ func TestTranscriptReaderCancelAndClose(t *testing.T) {
 }
 
 // The reader opens the file by URI, like the driver: a path with URI syntax in it must work.
-func TestTranscriptReaderOddPath(t *testing.T) {
+func TestRawReaderOddPath(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "my sessions #1?v=2%", "t.db")
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -162,8 +162,59 @@ func TestTranscriptReaderOddPath(t *testing.T) {
 	if _, err := db.Append(bg, "s", store.Message{Role: store.RoleUser, Content: "hello"}); err != nil {
 		t.Fatal(err)
 	}
-	ms, err := db.transcripts.load(bg, "s", "m.active = 1")
+	ms, err := db.raw.load(bg, "s", "m.active = 1")
 	if err != nil || len(ms) != 1 || ms[0].Content != "hello" {
 		t.Fatalf("load: %v, %+v", err, ms)
+	}
+}
+
+// Listings read through the raw reader must equal those through database/sql, every field of
+// every kind of session included (titles, config, parents, ends, usage, chains, previews).
+func TestRawReaderListingsMatchDatabaseSQL(t *testing.T) {
+	t.Parallel()
+	db, _ := richTranscript(t)
+	for i := range 12 {
+		id := fmt.Sprint("s", i)
+		ns := store.NewSession{ID: id, Source: []string{"cli", "telegram", "api"}[i%3], UserID: fmt.Sprint("u", i%2),
+			Model: "gpt-4o", Cwd: "/src/项目", GitBranch: "main"}
+		if i%2 == 0 {
+			ns.Title, ns.ModelConfig = fmt.Sprintf("task %d ✓", i), json.RawMessage(`{"compression":{"attempts":1}}`)
+		}
+		if _, err := db.CreateSession(bg, ns); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Append(bg, id, store.Message{Role: store.RoleUser, Content: fmt.Sprintf("first question %d\nwith a second line that is long enough to be cut in the preview", i)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.RecordRequest(bg, id, store.RequestRecord{Model: "gpt-4o", Usage: store.Usage{InputTokens: int64(1000 * i), CacheReadTokens: 7, CostUSD: 0.0125 * float64(i)}}); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 {
+			if err := db.EndSession(bg, id, "user_exit"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := db.Branch(bg, "s4", store.NewSession{ID: "s4-branch"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []store.ListOptions{{}, {Limit: 5}, {Limit: 5, Offset: 3}, {Source: "telegram"}, {UserID: "u1", IncludeChildren: true}} {
+		got, err := db.ListSessions(bg, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := db.raw
+		db.raw = nil
+		want, err := db.ListSessions(bg, o)
+		db.raw = raw
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) == 0 || !reflect.DeepEqual(got, want) {
+			t.Errorf("%+v: raw reader listed\n%+v\ndatabase/sql listed\n%+v", o, got, want)
+		}
+	}
+	if n := db.readerFallbacks.Load(); n != 0 {
+		t.Errorf("%d reads fell back to database/sql", n)
 	}
 }

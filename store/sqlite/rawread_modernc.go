@@ -4,6 +4,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +19,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// transcriptReader loads transcripts on read-only connections of its own, driven through the
+// rawReader loads transcripts on read-only connections of its own, driven through the
 // SQLite C API (modernc.org/sqlite's translation of it) instead of database/sql. A resume reads
 // thousands of rows; on the standard workload's 20 largest sessions this path takes 3.0 ms of
 // CPU a load where database/sql took 5.6, with a quarter of the allocations. Each column is read
@@ -27,7 +28,7 @@ import (
 // and the small columns need not be packed into one string by SQL, which was a quarter of the
 // query's cost. It only reads: an error here can lose nothing, and the caller falls back to
 // database/sql.
-type transcriptReader struct {
+type rawReader struct {
 	path  string
 	slots chan struct{} // bounds the open connections
 	mu    sync.Mutex
@@ -45,13 +46,13 @@ type rawConn struct {
 	out     uintptr // C memory for the out-parameter of open and prepare
 }
 
-func newTranscriptReader(path string, conns int) *transcriptReader {
-	return &transcriptReader{path: path, slots: make(chan struct{}, conns)}
+func newRawReader(path string, conns int) *rawReader {
+	return &rawReader{path: path, slots: make(chan struct{}, conns)}
 }
 
 var errReaderClosed = errors.New("transcript reader is closed")
 
-func (t *transcriptReader) acquire(ctx context.Context) (*rawConn, error) {
+func (t *rawReader) acquire(ctx context.Context) (*rawConn, error) {
 	select {
 	case t.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -80,7 +81,7 @@ func (t *transcriptReader) acquire(ctx context.Context) (*rawConn, error) {
 
 // release returns c to the pool; a connection that failed is closed instead, so a broken one is
 // never reused.
-func (t *transcriptReader) release(c *rawConn, failed bool) {
+func (t *rawReader) release(c *rawConn, failed bool) {
 	t.mu.Lock()
 	if t.shut || failed {
 		t.mu.Unlock()
@@ -93,7 +94,7 @@ func (t *transcriptReader) release(c *rawConn, failed bool) {
 }
 
 // close closes the idle connections; one in use is closed when it is released.
-func (t *transcriptReader) close() {
+func (t *rawReader) close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.shut = true
@@ -197,71 +198,115 @@ func cmem(p uintptr, n int) []byte {
 	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), n)
 }
 
-// bindText binds v to parameter 1 of s; SQLite copies it (SQLITE_TRANSIENT).
-func (c *rawConn) bindText(s uintptr, v string) error {
-	p, err := libc.CString(v)
-	if err != nil {
-		return err
-	}
-	defer libc.Xfree(c.tls, p)
-	if rc := sqlite3.Xsqlite3_bind_text(c.tls, s, 1, p, int32(len(v)), ^uintptr(0)); rc != sqlite3.SQLITE_OK {
-		return c.err(rc)
+// bind binds args to s's parameters in order: strings (copied by SQLite, SQLITE_TRANSIENT),
+// integers, floats, booleans and nil.
+func (c *rawConn) bind(s uintptr, args []any) error {
+	for i, a := range args {
+		n := int32(i + 1)
+		var rc int32
+		switch v := a.(type) {
+		case string:
+			p, err := libc.CString(v)
+			if err != nil {
+				return err
+			}
+			rc = sqlite3.Xsqlite3_bind_text(c.tls, s, n, p, int32(len(v)), ^uintptr(0))
+			libc.Xfree(c.tls, p)
+		case int:
+			rc = sqlite3.Xsqlite3_bind_int64(c.tls, s, n, int64(v))
+		case int64:
+			rc = sqlite3.Xsqlite3_bind_int64(c.tls, s, n, v)
+		case float64:
+			rc = sqlite3.Xsqlite3_bind_double(c.tls, s, n, v)
+		case bool:
+			var b int64
+			if v {
+				b = 1
+			}
+			rc = sqlite3.Xsqlite3_bind_int64(c.tls, s, n, b)
+		case nil:
+			rc = sqlite3.Xsqlite3_bind_null(c.tls, s, n)
+		default:
+			return fmt.Errorf("cannot bind %T", a)
+		}
+		if rc != sqlite3.SQLITE_OK {
+			return c.err(rc)
+		}
 	}
 	return nil
 }
 
-// The columns of a transcript row, in the order rowReader reads them.
+// each runs query with args on a pooled connection and calls row for each result row; the row's
+// texts stay valid after row returns.
+func (t *rawReader) each(ctx context.Context, query string, args []any, row func(*rowReader) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c, err := t.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { t.release(c, err != nil && ctx.Err() == nil) }()
+	s, err := c.stmt(query)
+	if err != nil {
+		return err
+	}
+	defer sqlite3.Xsqlite3_reset(c.tls, s)
+	if err := c.bind(s, args); err != nil {
+		return err
+	}
+	r := rowReader{c: c, s: s}
+	for i := 0; ; i++ {
+		if i%256 == 255 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		switch rc := sqlite3.Xsqlite3_step(c.tls, s); rc {
+		case sqlite3.SQLITE_ROW:
+			if err := row(&r); err != nil {
+				return err
+			}
+		case sqlite3.SQLITE_DONE:
+			return nil
+		default:
+			return c.err(rc)
+		}
+	}
+}
+
+// query is each for callers that read rows with Scan, as they read database/sql rows.
+func (t *rawReader) query(ctx context.Context, query string, args []any, row func(rowScanner) error) error {
+	return t.each(ctx, query, args, func(r *rowReader) error { return row(r) })
+}
+
+// The columns of a transcript row, in the order rowReader.message reads them.
 const rawMessageCols = `m.content, m.role, m.id, m.timestamp, m.active, m.compacted, m.summary,
 	m.token_count, m.tool_call_id, m.tool_name, m.finish_reason, m.tool_calls, m.api_content,
 	m.reasoning, m.reasoning_details`
 
 // load reads the session's rows matching where, in id order.
-func (t *transcriptReader) load(ctx context.Context, sessionID, where string) (ms []store.Message, err error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	c, err := t.acquire(ctx)
+func (t *rawReader) load(ctx context.Context, sessionID, where string) ([]store.Message, error) {
+	var ms []store.Message
+	// Sizing the slice first saves growing (and copying) it a dozen times for a long
+	// transcript. The session's count of active rows is exact for the model's view and a lower
+	// bound for the others.
+	err := t.each(ctx, "SELECT message_count FROM sessions WHERE id = ?1", []any{sessionID}, func(r *rowReader) error {
+		ms = make([]store.Message, 0, min(max(r.int(0), 0), 1<<20))
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer func() { t.release(c, err != nil && ctx.Err() == nil) }()
-	hint, err := c.stmt("SELECT message_count FROM sessions WHERE id = ?1")
-	if err != nil {
-		return nil, err
-	}
-	rows, err := c.stmt("SELECT " + rawMessageCols + " FROM messages m WHERE m.session_id = ?1 AND " + where + " ORDER BY m.id")
-	if err != nil {
-		return nil, err
-	}
-	n := 0
-	if err := c.bindText(hint, sessionID); err != nil {
-		return nil, err
-	}
-	if sqlite3.Xsqlite3_step(c.tls, hint) == sqlite3.SQLITE_ROW {
-		n = int(sqlite3.Xsqlite3_column_int64(c.tls, hint, 0))
-	}
-	sqlite3.Xsqlite3_reset(c.tls, hint)
-	if err := c.bindText(rows, sessionID); err != nil {
-		return nil, err
-	}
-	defer sqlite3.Xsqlite3_reset(c.tls, rows)
-	r := rowReader{c: c, s: rows, interned: map[string]string{}}
-	ms = make([]store.Message, 0, min(max(n, 0), 1<<20))
-	for i := 0; ; i++ {
-		if i%256 == 255 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		switch rc := sqlite3.Xsqlite3_step(c.tls, rows); rc {
-		case sqlite3.SQLITE_ROW:
+	err = t.each(ctx, "SELECT "+rawMessageCols+" FROM messages m WHERE m.session_id = ?1 AND "+where+" ORDER BY m.id",
+		[]any{sessionID}, func(r *rowReader) error {
 			ms = append(ms, r.message(sessionID))
-		case sqlite3.SQLITE_DONE:
-			return ms, nil
-		default:
-			return nil, c.err(rc)
-		}
+			return nil
+		})
+	if err != nil {
+		return nil, err
 	}
+	return ms, nil
 }
 
 // rowReader copies the current row's text into large shared chunks, so a transcript costs a few
@@ -362,6 +407,63 @@ func (r *rowReader) intern(i int32) string {
 		return v
 	}
 	v := string(tmp)
+	if r.interned == nil {
+		r.interned = map[string]string{}
+	}
 	r.interned[v] = v
 	return v
+}
+
+func (r *rowReader) int(i int32) int { return int(sqlite3.Xsqlite3_column_int64(r.c.tls, r.s, i)) }
+
+func (r *rowReader) null(i int32) bool {
+	return sqlite3.Xsqlite3_column_type(r.c.tls, r.s, i) == sqlite3.SQLITE_NULL
+}
+
+// Scan reads the row into dest like database/sql's Rows.Scan, for the destination types the
+// store's readers use; NULL into a plain type is an error, as there.
+func (r *rowReader) Scan(dest ...any) error {
+	tls, s := r.c.tls, r.s
+	for j, d := range dest {
+		i := int32(j)
+		switch d := d.(type) {
+		case *sql.NullString:
+			*d = sql.NullString{}
+			if !r.null(i) {
+				*d = sql.NullString{String: r.text(i), Valid: true}
+			}
+			continue
+		case *sql.NullInt64:
+			*d = sql.NullInt64{}
+			if !r.null(i) {
+				*d = sql.NullInt64{Int64: sqlite3.Xsqlite3_column_int64(tls, s, i), Valid: true}
+			}
+			continue
+		case **string:
+			*d = nil
+			if !r.null(i) {
+				v := r.text(i)
+				*d = &v
+			}
+			continue
+		}
+		if r.null(i) {
+			return fmt.Errorf("column %d is NULL, which does not scan into %T", j, d)
+		}
+		switch d := d.(type) {
+		case *string:
+			*d = r.text(i)
+		case *int64:
+			*d = sqlite3.Xsqlite3_column_int64(tls, s, i)
+		case *int:
+			*d = r.int(i)
+		case *float64:
+			*d = sqlite3.Xsqlite3_column_double(tls, s, i)
+		case *bool:
+			*d = sqlite3.Xsqlite3_column_int64(tls, s, i) != 0
+		default:
+			return fmt.Errorf("column %d: cannot scan into %T", j, d)
+		}
+	}
+	return nil
 }
