@@ -14,9 +14,9 @@
 // uses the rollback journal instead, and a database already in WAL is never switched back while
 // it may be live.
 //
-// Transcripts (the hot read: every turn and every resume loads one) are read in the default
-// build by rawReader, on read-only connections of its own through SQLite's C API, with
-// database/sql as its fallback; see rawread_modernc.go for why and what it measured.
+// Transcripts and listings (the hot reads: every turn and every resume loads a transcript) are
+// read in the default build by rawReader, on read-only connections of its own through SQLite's
+// C API, with database/sql as its fallback; see rawread_modernc.go for why and what it measured.
 //
 // Full-text indexing is batched (see index.go): appends land in the table at once and reach the
 // indexes every 512 appends, before any search and at close, so a search never misses a row.

@@ -177,7 +177,7 @@ func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) 
 	return ms, nil
 }
 
-// loadMessages reads a session's rows, with the transcript reader where the build has one.
+// loadMessages reads a session's rows, with the raw reader where the build has one.
 func (db *DB) loadMessages(ctx context.Context, sessionID, where string) ([]store.Message, error) {
 	if db.raw != nil {
 		ms, err := db.raw.load(ctx, sessionID, where)

@@ -19,15 +19,15 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// rawReader loads transcripts on read-only connections of its own, driven through the
-// SQLite C API (modernc.org/sqlite's translation of it) instead of database/sql. A resume reads
-// thousands of rows; on the standard workload's 20 largest sessions this path takes 3.0 ms of
-// CPU a load where database/sql took 5.6, with a quarter of the allocations. Each column is read
-// with one call and copied once into a shared chunk, where the driver takes SQLite's connection
-// mutex on every call, boxes every value in an interface and allocates every string on its own;
-// and the small columns need not be packed into one string by SQL, which was a quarter of the
-// query's cost. It only reads: an error here can lose nothing, and the caller falls back to
-// database/sql.
+// rawReader runs the hot reads (transcripts, listings) on read-only connections of its own,
+// driven through the SQLite C API (modernc.org/sqlite's translation of it) instead of
+// database/sql. A resume reads thousands of rows; on the standard workload's 20 largest sessions
+// this path takes 3.0 ms of CPU a load where database/sql took 5.6, with a quarter of the
+// allocations. Each column is read with one call and copied once into a shared chunk, where the
+// driver takes SQLite's connection mutex on every call, boxes every value in an interface and
+// allocates every string on its own; and the small columns need not be packed into one string
+// by SQL, which was a quarter of the query's cost. It only reads: an error here can lose
+// nothing, and the caller falls back to database/sql.
 type rawReader struct {
 	path  string
 	slots chan struct{} // bounds the open connections
@@ -50,7 +50,7 @@ func newRawReader(path string, conns int) *rawReader {
 	return &rawReader{path: path, slots: make(chan struct{}, conns)}
 }
 
-var errReaderClosed = errors.New("transcript reader is closed")
+var errReaderClosed = errors.New("raw reader is closed")
 
 func (t *rawReader) acquire(ctx context.Context) (*rawConn, error) {
 	select {
@@ -114,14 +114,14 @@ func openRawConn(path string) (*rawConn, error) {
 	defer libc.Xfree(c.tls, name)
 	if c.out = libc.Xmalloc(c.tls, types.Size_t(unsafe.Sizeof(uintptr(0)))); c.out == 0 {
 		c.tls.Close()
-		return nil, errors.New("open transcript reader: out of memory")
+		return nil, errors.New("open raw reader: out of memory")
 	}
 	rc := sqlite3.Xsqlite3_open_v2(c.tls, name, c.out, sqlite3.SQLITE_OPEN_READWRITE|sqlite3.SQLITE_OPEN_NOMUTEX|sqlite3.SQLITE_OPEN_URI, 0)
 	c.db = c.outValue()
 	if rc != sqlite3.SQLITE_OK {
 		err := c.err(rc)
 		c.close()
-		return nil, fmt.Errorf("open transcript reader: %w", err)
+		return nil, fmt.Errorf("open raw reader: %w", err)
 	}
 	for _, p := range []string{
 		"PRAGMA query_only = 1",
@@ -131,7 +131,7 @@ func openRawConn(path string) (*rawConn, error) {
 	} {
 		if err := c.exec(p); err != nil {
 			c.close()
-			return nil, fmt.Errorf("open transcript reader: %s: %w", p, err)
+			return nil, fmt.Errorf("open raw reader: %s: %w", p, err)
 		}
 	}
 	return c, nil

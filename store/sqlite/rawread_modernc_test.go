@@ -59,7 +59,7 @@ func richTranscript(t *testing.T) (*DB, string) {
 	return db, sid
 }
 
-// The transcript reader and the database/sql path must return the same messages, field for
+// The raw reader and the database/sql path must return the same messages, field for
 // field, for every view: the cgo build and the fallback use the latter.
 func TestRawReaderMatchesDatabaseSQL(t *testing.T) {
 	t.Parallel()

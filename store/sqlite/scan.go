@@ -85,7 +85,7 @@ func scanSession(r rowScanner, extra ...any) (store.Session, error) {
 }
 
 // messageCols packs a message row into four columns for the database/sql path (the cgo build,
-// and the fallback of the transcript reader). Through database/sql every column read is a
+// and the fallback of the raw reader). Through database/sql every column read is a
 // locked C-API call and a boxed value, so a 16-column row costs several times a 4-column one.
 // The small fields travel as one unit-separated string, tool calls as their JSON, and the rare
 // fields (wire sidecar, reasoning) as one JSON array that is NULL for most rows. Identifiers are
