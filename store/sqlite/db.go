@@ -342,6 +342,18 @@ func (db *DB) readRows(ctx context.Context, query string, args []any, row func(r
 	return rows.Err()
 }
 
+// readColumn runs a one-column read-only query through readRows and returns its values in order.
+func readColumn[T any](ctx context.Context, db *DB, query string, args ...any) ([]T, error) {
+	var out []T
+	err := db.readRows(ctx, query, args, func(r rowScanner) error {
+		var v T
+		err := r.Scan(&v)
+		out = append(out, v)
+		return err
+	})
+	return out, err
+}
+
 // rawFallback notes a read the raw reader failed and database/sql serves instead.
 func (db *DB) rawFallback(err error) {
 	db.readerFallbacks.Add(1)

@@ -65,9 +65,8 @@ func (db *DB) indexNow(ctx context.Context, tx *sql.Tx) error {
 // ensureIndexed indexes pending rows before a search, so results are exact. Most searches find
 // nothing pending and cost one read.
 func (db *DB) ensureIndexed(ctx context.Context) error {
-	var pending bool
-	err := db.read().QueryRowContext(ctx, `SELECT coalesce((SELECT max(id) FROM messages), 0) > upto FROM fts_state`).Scan(&pending)
-	if err != nil || !pending {
+	pending, err := readColumn[bool](ctx, db, `SELECT coalesce((SELECT max(id) FROM messages), 0) > upto FROM fts_state`)
+	if err != nil || len(pending) == 0 || !pending[0] {
 		return err
 	}
 	return db.flushIndex(ctx)

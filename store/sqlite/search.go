@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -48,6 +49,20 @@ func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.SearchHi
 	return hits, nil
 }
 
+// jsonList is an IN list bound as one JSON array parameter: the statement's text then does not
+// depend on how many values there are, so it is prepared once and reused (parsing a search's
+// statements was a sixth of its cost).
+const jsonList = "(SELECT value FROM json_each(?))"
+
+// jsonArray encodes vals for a jsonList parameter.
+func jsonArray[T any](vals []T) string {
+	b, err := json.Marshal(vals)
+	if err != nil {
+		panic(fmt.Sprintf("encode %T: %v", vals, err)) // strings and integers always encode
+	}
+	return string(b)
+}
+
 // filters renders the visibility, source, role and session filters on m (messages) and s (sessions).
 func filters(q store.SearchQuery) (string, []any) {
 	conds := []string{"(m.active = 1 OR m.compacted = 1)"}
@@ -56,14 +71,12 @@ func filters(q store.SearchQuery) (string, []any) {
 		if len(vals) == 0 {
 			return
 		}
-		op := " IN ("
+		op := " IN "
 		if not {
-			op = " NOT IN ("
+			op = " NOT IN "
 		}
-		conds = append(conds, col+op+strings.TrimSuffix(strings.Repeat("?,", len(vals)), ",")+")")
-		for _, v := range vals {
-			args = append(args, v)
-		}
+		conds = append(conds, col+op+jsonList)
+		args = append(args, jsonArray(vals))
 	}
 	in("s.source", q.Sources, false)
 	in("s.source", q.ExcludeSources, true)
@@ -128,10 +141,11 @@ func (db *DB) searchWords(ctx context.Context, match string, q store.SearchQuery
 	if q.Sort == store.SortRelevance {
 		fetch := want*3 + 10
 		var ids []int64
-		if ids, err = rankedIDs(ctx, db.read(), match, fetch); err != nil {
+		if ids, err = readColumn[int64](ctx, db, `SELECT rowid FROM (SELECT rowid, rank FROM messages_fts
+			WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?) ORDER BY rank, rowid LIMIT ?`, match, rankWindow, fetch); err != nil {
 			return nil, err
 		}
-		if hits, err = describeHits(ctx, db.read(), ids, q); err != nil {
+		if hits, err = db.describeHits(ctx, ids, q); err != nil {
 			return nil, err
 		}
 		// Enough survivors, or no more candidates: done. Otherwise the filters ate the
@@ -164,36 +178,20 @@ func (db *DB) searchWords(ctx context.Context, match string, q store.SearchQuery
 // match's position list and length.
 const rankWindow = 1000
 
-func rankedIDs(ctx context.Context, q querier, match string, n int) ([]int64, error) {
-	return column[int64](ctx, q, `SELECT rowid FROM (SELECT rowid, rank FROM messages_fts
-		WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?) ORDER BY rank, rowid LIMIT ?`, match, rankWindow, n)
-}
-
 // describeHits loads the rows of ids that pass q's filters, keeping the order of ids.
-func describeHits(ctx context.Context, rq querier, ids []int64, q store.SearchQuery) ([]hit, error) {
+func (db *DB) describeHits(ctx context.Context, ids []int64, q store.SearchQuery) ([]hit, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	cond, args := filters(q)
-	list := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	rows, err := rq.QueryContext(ctx, `SELECT `+hitCols+` FROM messages m JOIN sessions s ON s.id = m.session_id
-		WHERE `+cond+` AND m.id IN (`+list+`)`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	byID := make(map[int64]hit, len(ids))
-	for rows.Next() {
-		h, err := scanHit(rows)
-		if err != nil {
-			return nil, err
-		}
+	err := db.readRows(ctx, `SELECT `+hitCols+` FROM messages m JOIN sessions s ON s.id = m.session_id
+		WHERE `+cond+` AND m.id IN `+jsonList, append(args, jsonArray(ids)), func(r rowScanner) error {
+		h, err := scanHit(r)
 		byID[h.MessageID] = h
-	}
-	if err := rows.Err(); err != nil {
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	hits := make([]hit, 0, len(byID))
@@ -208,25 +206,18 @@ func describeHits(ctx context.Context, rq querier, ids []int64, q store.SearchQu
 // searchFiltered ranks (or orders by id) the matches that pass the filters.
 func (db *DB) searchFiltered(ctx context.Context, match string, q store.SearchQuery) ([]hit, error) {
 	cond, args := filters(q)
-	rows, err := db.read().QueryContext(ctx, `SELECT `+hitCols+` FROM (SELECT f.rowid AS id, f.rank AS rank
+	var hits []hit
+	err := db.readRows(ctx, `SELECT `+hitCols+` FROM (SELECT f.rowid AS id, f.rank AS rank
 		FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
 		WHERE messages_fts MATCH ? AND `+cond+` ORDER BY f.rowid `+windowOrder(q.Sort)+` LIMIT ?) w
 		JOIN messages m ON m.id = w.id JOIN sessions s ON s.id = m.session_id
 		ORDER BY `+orderBy(q.Sort, "w.rank, m.id")+` LIMIT ? OFFSET ?`,
-		append(append([]any{match}, args...), rankWindow+q.Offset, q.Limit, q.Offset)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var hits []hit
-	for rows.Next() {
-		h, err := scanHit(rows)
-		if err != nil {
-			return nil, err
-		}
-		hits = append(hits, h)
-	}
-	return hits, rows.Err()
+		append(append([]any{match}, args...), rankWindow+q.Offset, q.Limit, q.Offset), func(r rowScanner) error {
+			h, err := scanHit(r)
+			hits = append(hits, h)
+			return err
+		})
+	return hits, err
 }
 
 // searchCJK finds substrings: every term of three or more characters goes through the trigram
@@ -262,23 +253,16 @@ func (db *DB) searchCJK(ctx context.Context, q store.SearchQuery) ([]store.Searc
 		cond += ` AND m.content LIKE ? ESCAPE '\'`
 		args = append(args, "%"+likeEscape(t)+"%")
 	}
-	rows, err := db.read().QueryContext(ctx, `SELECT `+hitCols+` FROM `+from+`
-		JOIN sessions s ON s.id = m.session_id WHERE `+cond+` ORDER BY `+orderBy(q.Sort, rank)+` LIMIT ? OFFSET ?`,
-		append(append(pre, args...), q.Limit, q.Offset)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var hits []store.SearchHit
-	for rows.Next() {
-		h, err := scanHit(rows)
-		if err != nil {
-			return nil, err
-		}
-		h.Snippet = substringSnippet(h.text, terms[0])
-		hits = append(hits, h.SearchHit)
-	}
-	return hits, rows.Err()
+	err := db.readRows(ctx, `SELECT `+hitCols+` FROM `+from+`
+		JOIN sessions s ON s.id = m.session_id WHERE `+cond+` ORDER BY `+orderBy(q.Sort, rank)+` LIMIT ? OFFSET ?`,
+		append(append(pre, args...), q.Limit, q.Offset), func(r rowScanner) error {
+			h, err := scanHit(r)
+			h.Snippet = substringSnippet(h.text, terms[0])
+			hits = append(hits, h.SearchHit)
+			return err
+		})
+	return hits, err
 }
 
 // cjkTerms splits a query into literal substrings to find: FTS operators and quotes are dropped.
@@ -332,29 +316,23 @@ func (db *DB) addContext(ctx context.Context, hits []store.SearchHit) error {
 	if len(hits) == 0 {
 		return nil
 	}
-	q := db.read()
-	args := make([]any, 0, 2*len(hits))
-	for _, h := range hits {
-		args = append(args, h.MessageID, h.SessionID)
+	pairs := make([][2]any, len(hits))
+	for i, h := range hits {
+		pairs[i] = [2]any{h.MessageID, h.SessionID}
 	}
-	rows, err := q.QueryContext(ctx, `WITH h(id, sid) AS (VALUES `+strings.TrimSuffix(strings.Repeat("(?, ?),", len(hits)), ",")+`)
+	type pair struct{ before, after int64 }
+	near := map[int64]pair{}
+	var ids []int64
+	err := db.readRows(ctx, `WITH h(id, sid) AS (SELECT value ->> 0, value ->> 1 FROM json_each(?))
 		SELECT id, coalesce(max(b1, b2), b1, b2, 0), coalesce(min(a1, a2), a1, a2, 0) FROM (SELECT h.id AS id,
 			(SELECT max(m.id) FROM messages m WHERE m.session_id = h.sid AND m.active = 1 AND m.id < h.id) AS b1,
 			(SELECT max(m.id) FROM messages m WHERE m.session_id = h.sid AND m.active = 0 AND m.compacted = 1 AND m.id < h.id) AS b2,
 			(SELECT min(m.id) FROM messages m WHERE m.session_id = h.sid AND m.active = 1 AND m.id > h.id) AS a1,
 			(SELECT min(m.id) FROM messages m WHERE m.session_id = h.sid AND m.active = 0 AND m.compacted = 1 AND m.id > h.id) AS a2
-		FROM h)`, args...)
-	if err != nil {
-		return err
-	}
-	type pair struct{ before, after int64 }
-	near := map[int64]pair{}
-	var ids []any
-	for rows.Next() {
+		FROM h)`, []any{jsonArray(pairs)}, func(r rowScanner) error {
 		var id int64
 		var p pair
-		if err := rows.Scan(&id, &p.before, &p.after); err != nil {
-			rows.Close()
+		if err := r.Scan(&id, &p.before, &p.after); err != nil {
 			return err
 		}
 		near[id] = p
@@ -363,27 +341,23 @@ func (db *DB) addContext(ctx context.Context, hits []store.SearchHit) error {
 				ids = append(ids, n)
 			}
 		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	lines := map[int64]*store.ContextLine{}
 	if len(ids) > 0 {
-		rows, err := q.QueryContext(ctx, `SELECT id, role, substr(content, 1, ?) FROM messages WHERE id IN (`+
-			strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`)`, append([]any{contextChars}, ids...)...)
+		err := db.readRows(ctx, `SELECT id, role, substr(content, 1, ?) FROM messages WHERE id IN `+jsonList,
+			[]any{contextChars, jsonArray(ids)}, func(r rowScanner) error {
+				var c store.ContextLine
+				if err := r.Scan(&c.MessageID, &c.Role, &c.Content); err != nil {
+					return err
+				}
+				lines[c.MessageID] = &c
+				return nil
+			})
 		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var c store.ContextLine
-			if err := rows.Scan(&c.MessageID, &c.Role, &c.Content); err != nil {
-				return err
-			}
-			lines[c.MessageID] = &c
-		}
-		if err := rows.Err(); err != nil {
 			return err
 		}
 	}
