@@ -168,10 +168,22 @@ func (c *rawConn) exec(query string) error {
 	return nil
 }
 
-// stmt returns the connection's prepared statement for query, preparing it once.
+// maxStmts bounds a connection's prepared statements. The store's query texts are a small fixed
+// set, except that a CJK search adds a clause per short term; past the bound they are all
+// finalized and prepared again as needed.
+const maxStmts = 256
+
+// stmt returns the connection's prepared statement for query, preparing it once. No statement of
+// c is running when it is called (c serves one query at a time).
 func (c *rawConn) stmt(query string) (uintptr, error) {
 	if s, ok := c.stmts[query]; ok {
 		return s, nil
+	}
+	if len(c.stmts) >= maxStmts {
+		for q, s := range c.stmts {
+			sqlite3.Xsqlite3_finalize(c.tls, s)
+			delete(c.stmts, q)
+		}
 	}
 	q, err := libc.CString(query)
 	if err != nil {
