@@ -218,3 +218,25 @@ func TestRawReaderListingsMatchDatabaseSQL(t *testing.T) {
 		t.Errorf("%d reads fell back to database/sql", n)
 	}
 }
+
+// More distinct statements than a connection keeps: they are finalized and prepared again, and
+// every answer is still right.
+func TestRawReaderStatementBound(t *testing.T) {
+	t.Parallel()
+	db, err := Open(bg, filepath.Join(t.TempDir(), "t.db"), Options{Logger: discardLogger(), ReadConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for round := range 2 {
+		for i := range maxStmts + 40 {
+			got, err := readColumn[int64](bg, db, fmt.Sprintf("SELECT ? + %d", i), int64(round))
+			if err != nil || len(got) != 1 || got[0] != int64(i+round) {
+				t.Fatalf("SELECT ? + %d with %d: %v, %v", i, round, got, err)
+			}
+		}
+	}
+	if n := len(db.raw.idle[0].stmts); n > maxStmts {
+		t.Errorf("%d statements kept, the bound is %d", n, maxStmts)
+	}
+}
