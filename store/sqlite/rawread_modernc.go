@@ -19,8 +19,8 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// rawReader runs the hot reads (transcripts, listings) on read-only connections of its own,
-// driven through the SQLite C API (modernc.org/sqlite's translation of it) instead of
+// rawReader runs the hot reads (transcripts, listings, search) on read-only connections of its
+// own, driven through the SQLite C API (modernc.org/sqlite's translation of it) instead of
 // database/sql. A resume reads thousands of rows; on the standard workload's 20 largest sessions
 // this path takes 3.0 ms of CPU a load where database/sql took 5.6, with a quarter of the
 // allocations. Each column is read with one call and copied once into a shared chunk, where the
@@ -111,12 +111,13 @@ func openRawConn(path string) (*rawConn, error) {
 		c.tls.Close()
 		return nil, err
 	}
-	defer libc.Xfree(c.tls, name)
 	if c.out = libc.Xmalloc(c.tls, types.Size_t(unsafe.Sizeof(uintptr(0)))); c.out == 0 {
+		libc.Xfree(c.tls, name)
 		c.tls.Close()
 		return nil, errors.New("open raw reader: out of memory")
 	}
 	rc := sqlite3.Xsqlite3_open_v2(c.tls, name, c.out, sqlite3.SQLITE_OPEN_READWRITE|sqlite3.SQLITE_OPEN_NOMUTEX|sqlite3.SQLITE_OPEN_URI, 0)
+	libc.Xfree(c.tls, name)
 	c.db = c.outValue()
 	if rc != sqlite3.SQLITE_OK {
 		err := c.err(rc)
