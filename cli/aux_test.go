@@ -83,3 +83,12 @@ func TestSummaryProviderNeedsAModel(t *testing.T) {
 		t.Errorf("exit %d, stderr %q: want one line naming auxiliary.compression.model", r.code, r.stderr)
 	}
 }
+
+func TestCacheTTLIsAnthropicOnly(t *testing.T) {
+	t.Parallel()
+	home := writeConfig(t, "provider:\n  name: openai\n  model: gpt-4o\n  base_url: http://127.0.0.1:9/v1\n  cache_ttl: 1h\n")
+	r := spool(t, home, "run", "hello")
+	if r.code == 0 || !strings.Contains(r.stderr, "cache_ttl 1h is an Anthropic setting") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Errorf("exit %d, stderr %q: want one line saying cache_ttl is Anthropic's", r.code, r.stderr)
+	}
+}

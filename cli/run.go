@@ -100,6 +100,9 @@ func (a *app) dial(p config.Provider, keys configKeys) (c provider.Client, name,
 		model = firstNonEmpty(p.Model, offline)
 		return fake.New(fake.Config{}), offline, model, notice, nil
 	case "openai":
+		if p.CacheTTL == "1h" {
+			return nil, "", "", "", errors.New("provider.cache_ttl 1h is an Anthropic setting; OpenAI caches prefixes on its own")
+		}
 		if key == "" && (p.BaseURL == "" || strings.Contains(p.BaseURL, "api.openai.com")) {
 			return nil, "", "", "", fmt.Errorf("provider openai: no API key: set %s (or %s in the config)", p.KeyEnv(), keys.keyEnv)
 		}
@@ -108,7 +111,7 @@ func (a *app) dial(p config.Provider, keys configKeys) (c provider.Client, name,
 		if key == "" && (p.BaseURL == "" || strings.Contains(p.BaseURL, "api.anthropic.com")) {
 			return nil, "", "", "", fmt.Errorf("provider anthropic: no API key: set %s (or %s in the config)", p.KeyEnv(), keys.keyEnv)
 		}
-		c, err = anthropic.New(anthropic.Config{BaseURL: p.BaseURL, APIKey: key})
+		c, err = anthropic.New(anthropic.Config{BaseURL: p.BaseURL, APIKey: key, CacheTTL: p.CacheLifetime()})
 	default:
 		return nil, "", "", "", &usageError{fmt.Errorf("unknown provider %q (want openai, anthropic or fake)", p.Name)}
 	}
@@ -158,6 +161,7 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 	ag, err := agent.New(agent.Deps{Store: st, Client: client, SummaryClient: summary, Tools: reg, Config: agent.Config{
 		Model:         model,
 		Provider:      name,
+		CacheTTL:      cfg.Provider.CacheLifetime(),
 		ContextLength: f.window,
 		Compression:   compress.FromConfig(cfg),
 		Rotate:        !cfg.Compression.InPlace,

@@ -42,6 +42,17 @@ type Provider struct {
 	// APIKeyEnv names the environment variable holding the API key; the key itself never lives
 	// in the config file. Empty means the provider's usual variable (see KeyEnv).
 	APIKeyEnv string `yaml:"api_key_env"`
+	// CacheTTL is the prompt-cache lifetime asked of Anthropic: "5m" (the default) or "1h",
+	// which costs more to write but survives pauses longer than five minutes.
+	CacheTTL string `yaml:"cache_ttl" enum:",5m,1h"`
+}
+
+// CacheLifetime is CacheTTL as a duration (5 minutes when unset).
+func (p Provider) CacheLifetime() time.Duration {
+	if p.CacheTTL == "1h" {
+		return time.Hour
+	}
+	return 5 * time.Minute
 }
 
 // KeyEnv is the environment variable the provider's API key is read from.

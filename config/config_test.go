@@ -234,6 +234,7 @@ func TestErrors(t *testing.T) {
 		{"bad duration", "leases:\n  ttl: soon\n", nil, []string{"config.yaml:2", "leases.ttl", "not a duration"}},
 		{"zero ttl", "leases:\n  ttl: 0s\n", nil, []string{"config.yaml:2", "leases.ttl"}},
 		{"renew after ttl", "leases:\n  ttl: 30s\n  renew_every: 60s\n", nil, []string{"config.yaml:3", "leases.renew_every", "shorter than leases.ttl"}},
+		{"bad cache ttl", "provider:\n  cache_ttl: 2h\n", nil, []string{"config.yaml:2", "provider.cache_ttl", `"2h" is not one of`}},
 		{"side provider without a model", "auxiliary:\n  compression:\n    provider: anthropic\n", nil, []string{"config.yaml:3", "auxiliary.compression.provider", "needs auxiliary.compression.model"}},
 		{"side base URL without a model", "auxiliary:\n  compression:\n    base_url: http://127.0.0.1:1/v1\n", nil, []string{"config.yaml:3", "auxiliary.compression.base_url", "needs auxiliary.compression.model"}},
 		{"section not mapping", "compression: 0.5\n", nil, []string{"config.yaml:1", "compression", "mapping"}},

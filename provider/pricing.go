@@ -109,7 +109,8 @@ func EstimateCost(model string, u Usage) (usd float64, known bool) {
 	if plain < 0 {
 		plain = 0
 	}
-	usd = (float64(plain)*p.Input + float64(u.CacheReadTokens)*read +
-		float64(u.CacheWriteTokens)*write + float64(u.OutputTokens)*p.Output) / 1e6
+	hour := min(max(u.CacheWrite1h, 0), u.CacheWriteTokens)
+	usd = (float64(plain)*p.Input + float64(u.CacheReadTokens)*read + float64(u.CacheWriteTokens-hour)*write +
+		float64(hour)*2*p.Input + float64(u.OutputTokens)*p.Output) / 1e6
 	return usd, true
 }

@@ -45,7 +45,10 @@ type Usage struct {
 	OutputTokens     int64 `json:"output_tokens"`
 	CacheReadTokens  int64 `json:"cache_read_tokens"`
 	CacheWriteTokens int64 `json:"cache_write_tokens"`
-	ReasoningTokens  int64 `json:"reasoning_tokens"`
+	// CacheWrite1h is the part of CacheWriteTokens written with a one-hour lifetime, which
+	// Anthropic charges at twice the input price (five-minute writes: 1.25x).
+	CacheWrite1h    int64 `json:"cache_write_1h_tokens,omitempty"`
+	ReasoningTokens int64 `json:"reasoning_tokens"`
 }
 
 // Response is a finished model call.

@@ -53,6 +53,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, onDelta func(pr
 			OutputTokens:     u.OutputTokens,
 			CacheReadTokens:  u.CacheReadInputTokens,
 			CacheWriteTokens: u.CacheCreationInputTokens,
+			CacheWrite1h:     u.CacheCreation.Ephemeral1hInputTokens,
 			ReasoningTokens:  u.OutputTokensDetails.ThinkingTokens,
 		}
 		return a.response()

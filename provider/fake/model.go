@@ -341,6 +341,7 @@ func (m *Model) Chat(ctx context.Context, req provider.Request, onDelta func(pro
 			OutputTokens:     int64(res.output),
 			CacheReadTokens:  int64(res.usage.read),
 			CacheWriteTokens: int64(res.usage.write()),
+			CacheWrite1h:     int64(res.usage.write1h),
 		},
 	}, nil
 }
