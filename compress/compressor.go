@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spoolhq/spool/provider"
 	"github.com/spoolhq/spool/store"
 )
 
@@ -176,15 +177,16 @@ func (c *Compressor) Compress(ctx context.Context, req Request) (Plan, error) {
 	}
 	prevNoLedger := removeSection(previous, LedgerHeading)
 	budget := summaryBudget(content, res.MaxSummaryTokens)
-	prompt := buildPrompt(promptInput{
-		Turns:         serializeTurns(turnsPruned),
+	in := promptInput{
 		Previous:      prevNoLedger,
 		Focus:         focus,
 		AutoFocus:     auto,
 		Budget:        budget,
 		MemoryContext: req.MemoryContext,
 		Now:           c.now(),
-	})
+	}
+	in.Turns = serializeTurns(turnsPruned, c.summaryInputCap(req.Model, budget, len(buildPrompt(in))))
+	prompt := buildPrompt(in)
 
 	plan := Plan{SessionID: req.SessionID, TokensBefore: before, Compacted: end - start}
 	raw, model, notices, err := c.summarize(ctx, prompt, req.Model.Name)
@@ -251,6 +253,29 @@ func (c *Compressor) askBudget() int {
 		return c.Config.UserAsksBudget
 	}
 	return DefaultConfig().UserAsksBudget
+}
+
+// summaryInputCap is how many characters of serialized history the summary call may carry:
+// SummaryInputCap, or less when the model asked first (the summary model, else the main one) has
+// a window too small for that next to the rest of the prompt (frame chars) and the answer
+// (budget tokens). A small local summarizer then gets the history's head and tail instead of
+// failing on every compaction. The window comes from the config, else the known-model table;
+// an unknown window leaves the cap alone.
+func (c *Compressor) summaryInputCap(main Model, budget, frame int) int {
+	window := main.ContextLength
+	if sm := c.Config.SummaryModel; sm != "" && sm != main.Name {
+		window = c.Config.SummaryContextLength
+		if window <= 0 {
+			window, _ = provider.LookupContextWindow(sm)
+		}
+	}
+	if window <= 0 {
+		return SummaryInputCap
+	}
+	// Four characters a token is the estimate used everywhere here; a fifth is kept in reserve
+	// for text that tokenizes worse (code, CJK).
+	fit := (window-budget)*4*4/5 - frame
+	return max(min(fit, SummaryInputCap), minSummaryInput)
 }
 
 // summarize calls the summary model, and the main model once when the summary model fails.

@@ -411,3 +411,44 @@ func TestSystemMessageGetsNoteOnce(t *testing.T) {
 		t.Fatalf("after a system head the summary is a user turn: %s", roles(plan2.Messages))
 	}
 }
+
+// A summary model with a small window gets a prompt that fits it (§10.2 step 7): the history is
+// cut to its head and tail, where the unclamped prompt would overflow it.
+func TestSummaryInputFitsTheSummaryModel(t *testing.T) {
+	t.Parallel()
+	s := plantedSession(120)
+	for _, c := range []struct {
+		name   string
+		window int
+		fits   bool
+	}{
+		{"unknown window: the fixed cap", 0, false},
+		{"an 8K summarizer", 8_000, true},
+		{"a 16K summarizer", 16_000, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			sum := &recordingSummarizer{}
+			cmp, _ := newTestCompressor(sum, func(cfg *Config) {
+				cfg.SummaryModel, cfg.SummaryContextLength = "local-small", c.window
+			})
+			if _, err := cmp.Compress(context.Background(), Request{SessionID: s.id, Messages: s.active, Model: smallModel, State: &State{}}); err != nil {
+				t.Fatal(err)
+			}
+			if len(sum.prompts) != 1 || sum.models[0] != "local-small" {
+				t.Fatalf("calls %v", sum.models)
+			}
+			p := sum.prompts[0]
+			cut := strings.Contains(p, "omitted to fit the summariser's input")
+			if c.window == 0 {
+				if cut || len(p)/4 < 16_000 {
+					t.Errorf("prompt of %d characters (cut: %v): the history was cut without a window to fit", len(p), cut)
+				}
+				return
+			}
+			if est := len(p) / 4; !cut || est > c.window*4/5 || est < c.window/4 {
+				t.Errorf("prompt of about %d tokens (cut: %v) for a %d-token window", est, cut, c.window)
+			}
+		})
+	}
+}

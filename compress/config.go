@@ -58,6 +58,10 @@ type Config struct {
 	CodexAutoraise bool `yaml:"codex_gpt55_autoraise" json:"codex_gpt55_autoraise"`
 	// SummaryModel is auxiliary.compression.model; empty means the main model.
 	SummaryModel string `yaml:"-" json:"summary_model,omitempty"`
+	// SummaryContextLength is the summary model's window in tokens
+	// (auxiliary.compression.context_length); 0 looks the model up in the known-model table.
+	// The history sent to be summarized is cut to fit it (reference §10.2 step 7).
+	SummaryContextLength int `yaml:"-" json:"summary_context_length,omitempty"`
 	// UserAsksBudget bounds, in characters, the verbatim user messages quoted in the ledger (lean).
 	UserAsksBudget int `yaml:"-" json:"user_asks_budget"`
 }

@@ -25,6 +25,7 @@ func FromConfig(c config.Config) Config {
 	out.AbortOnSummaryFailure = cc.AbortOnSummaryFailure
 	out.ModelThresholds = maps.Clone(cc.ModelThresholds)
 	out.SummaryModel = c.Auxiliary.Compression.Model
+	out.SummaryContextLength = c.Auxiliary.Compression.ContextLength
 	out.ContextTimeout = c.Auxiliary.Compression.Timeout
 	return out
 }

@@ -21,12 +21,12 @@ func TestFromConfig(t *testing.T) {
 		InPlace: false, ProtectLastN: 12, ProtectFirstN: 0, AbortOnSummaryFailure: true,
 		ModelThresholds: map[string]float64{"gpt-5": 0.7, "anthropic:sonnet": 0.8},
 	}
-	custom.Auxiliary.Compression = config.AuxModel{Model: "gpt-5-mini", Timeout: 45 * time.Second}
+	custom.Auxiliary.Compression = config.AuxModel{Model: "gpt-5-mini", Timeout: 45 * time.Second, ContextLength: 32_000}
 	want := DefaultConfig()
 	want.Enabled, want.Threshold, want.ThresholdTokens, want.TargetRatio, want.TailMode = false, 0.6, 90_000, 0.3, TailLegacy
 	want.ProtectLastN, want.ProtectFirstN, want.AbortOnSummaryFailure = 12, 0, true
 	want.ModelThresholds = map[string]float64{"gpt-5": 0.7, "anthropic:sonnet": 0.8}
-	want.SummaryModel, want.ContextTimeout = "gpt-5-mini", 45*time.Second
+	want.SummaryModel, want.ContextTimeout, want.SummaryContextLength = "gpt-5-mini", 45*time.Second, 32_000
 
 	noTail := config.Default("/home")
 	noTail.Compression.TailMode = ""

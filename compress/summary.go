@@ -61,11 +61,12 @@ const (
 	argsMaxChars    = 1_500
 	argsHeadChars   = 1_200
 	SummaryInputCap = 160_000
+	minSummaryInput = 4_000 // what a summary is worth writing from, whatever the window
 	snapshotMax     = 1_400
 )
 
 // serializeTurns renders turns as the summariser's source material.
-func serializeTurns(ms []store.Message) (out string) {
+func serializeTurns(ms []store.Message, limit int) (out string) {
 	size := 0
 	for _, m := range ms {
 		size += min(len(m.Content), turnMaxChars) + 64
@@ -106,9 +107,9 @@ func serializeTurns(ms []store.Message) (out string) {
 	}
 	out = b.String()
 	defer func() { out = redact(out) }() // after the cap: never scan what is cut anyway
-	if len(out) > SummaryInputCap {
-		head := headRunes(out, SummaryInputCap*2/3)
-		tail := tailRunes(out, SummaryInputCap/3-200)
+	if len(out) > limit {
+		head := headRunes(out, limit*2/3)
+		tail := tailRunes(out, limit/3-200)
 		omitted := len(out) - len(head) - len(tail)
 		out = head + fmt.Sprintf("\n\n...[%d characters of the middle omitted to fit the summariser's input]...\n\n", omitted) + tail
 	}

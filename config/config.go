@@ -104,6 +104,9 @@ type AuxModel struct {
 	// provider's when it is the same provider, else the side provider's usual variable.
 	APIKeyEnv string        `yaml:"api_key_env"`
 	Timeout   time.Duration `yaml:"timeout" min:"0"`
+	// ContextLength is the side model's window in tokens; 0 looks the model up in the table of
+	// known models. The compressor fits the history it sends to it.
+	ContextLength int `yaml:"context_length" min:"0"`
 }
 
 // ClientFor is the provider a side model is called through, given the main one, and whether
