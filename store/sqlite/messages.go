@@ -89,7 +89,7 @@ const (
 		WHERE id = ? RETURNING root_id, ended_at IS NOT NULL AND end_reason = 'compression'`
 	insertMessageSQL = `INSERT INTO messages (session_id, role, content, api_content, tool_calls,
 		tool_call_id, tool_name, reasoning, reasoning_details, finish_reason, token_count, timestamp,
-		summary, active, compacted, cjk) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+		summary, active, compacted, cjk) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // previewChars is how much of the first user message a session keeps for pickers.
@@ -137,15 +137,19 @@ func (db *DB) bumpSession(ctx context.Context, tx *sql.Tx, id string, msgs, tool
 
 func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, sessionID string, e encodedMessage, active, compacted bool) (int64, error) {
 	m := e.m
-	var id int64
 	stmt, err := db.txStmt(ctx, tx, insertMessageSQL)
 	if err != nil {
 		return 0, err
 	}
-	err = stmt.QueryRowContext(ctx, sessionID, m.Role, m.Content, nullString(m.APIContent), e.calls, nullString(m.ToolCallID),
+	// The new id is the connection's last insert rowid (the writer is one connection): cheaper
+	// than RETURNING, which buffers its rows in a temporary table (about 3% of an append).
+	res, err := stmt.ExecContext(ctx, sessionID, m.Role, m.Content, nullString(m.APIContent), e.calls, nullString(m.ToolCallID),
 		nullString(m.ToolName), nullString(m.Reasoning), nullJSON(m.ReasoningDetails), nullString(m.FinishReason),
-		m.TokenCount, micros(m.Timestamp), m.Summary, active, compacted, e.cjk).Scan(&id)
-	return id, err
+		m.TokenCount, micros(m.Timestamp), m.Summary, active, compacted, e.cjk)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
 }
 
 // Conversation implements store.Store.
