@@ -12,9 +12,10 @@
 // power loss may drop the last commits but never corrupts); Options.Synchronous "FULL" fsyncs
 // every commit. On filesystems where WAL is unsafe (NFS, SMB, 9p, FUSE/virtiofs) a new database
 // uses the rollback journal instead, and a database already in WAL is never switched back while
-// it may be live.
+// it may be live. WAL checkpoints run beside the appends, on a connection of their own
+// (checkpoint.go).
 //
-// Transcripts and listings (the hot reads: every turn and every resume loads a transcript) are
+// Transcripts, listings and search (the hot reads: every turn and resume loads a transcript) are
 // read in the default build by rawReader, on read-only connections of its own through SQLite's
 // C API, with database/sql as its fallback; see rawread_modernc.go for why and what it measured.
 //
