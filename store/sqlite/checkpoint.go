@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"sync/atomic"
+	"time"
 )
 
 // checkpointer copies the WAL back into the database file on a connection of its own, beside
@@ -20,13 +21,18 @@ type checkpointer struct {
 	db      *DB
 	conn    *sql.DB // one connection, not the writer's
 	commits atomic.Int64
+	passes  atomic.Int64 // background checkpoints run, for tests
 	kick    chan struct{}
 	stop    chan struct{}
 	stopped chan struct{}
 }
 
-// checkpointEvery is how many commits pass between background checkpoints.
+// Background checkpoints run every checkpointEvery commits, and at the latest checkpointIdle
+// after a commit: a process that commits rarely (a chat between turns) or in large transactions
+// (a compaction) does not leave its WAL to grow until the next burst.
 const checkpointEvery = 256
+
+var checkpointIdle = 10 * time.Second // a variable so that a test can shorten it
 
 func startCheckpointer(db *DB, conn *sql.DB) *checkpointer {
 	c := &checkpointer{db: db, conn: conn, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
@@ -47,12 +53,21 @@ func (c *checkpointer) committed() {
 
 func (c *checkpointer) run() {
 	defer close(c.stopped)
+	tick := time.NewTicker(checkpointIdle)
+	defer tick.Stop()
+	var seen int64
 	for {
 		select {
 		case <-c.stop:
 			return
 		case <-c.kick:
+		case <-tick.C:
+			if n := c.commits.Load(); n == seen {
+				continue // nothing committed since the last pass
+			}
 		}
+		seen = c.commits.Load()
+		c.passes.Add(1)
 		walFrames, err := walCheckpoint(c.conn)
 		if err != nil || walFrames < walCheckpointPages {
 			continue // busy (another checkpoint runs) or not long yet: the next kick retries

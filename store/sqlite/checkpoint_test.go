@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spoolhq/spool/store"
 )
@@ -62,5 +63,31 @@ func TestCheckpointerKeepsTheWALShort(t *testing.T) {
 	case <-stopped:
 	default:
 		t.Error("the checkpointer still runs after Close")
+	}
+}
+
+// A process that commits a little and then goes quiet still gets its WAL copied back. Not
+// parallel: it shortens the idle interval for the databases it opens.
+func TestCheckpointerRunsWhenIdle(t *testing.T) {
+	defer func(d time.Duration) { checkpointIdle = d }(checkpointIdle)
+	checkpointIdle = 20 * time.Millisecond
+	db, err := Open(bg, filepath.Join(t.TempDir(), "t.db"), Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	time.Sleep(100 * time.Millisecond)
+	if n := db.ckpt.passes.Load(); n != 0 {
+		t.Fatalf("%d checkpoints with nothing committed", n)
+	}
+	if _, err := db.CreateSession(bg, store.NewSession{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for db.ckpt.passes.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no checkpoint within 5 s of a commit, with a 20 ms idle interval")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
