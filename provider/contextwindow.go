@@ -35,15 +35,5 @@ var contextWindows = map[string]int{
 // LookupContextWindow returns the published context window of model in tokens, matched like
 // LookupPrice. ok is false for models not in the table (local and unlisted models).
 func LookupContextWindow(model string) (tokens int, ok bool) {
-	m := normalizeModel(model)
-	best := ""
-	for key := range contextWindows {
-		if len(key) > len(best) && containsAtBoundary(m, key) {
-			best = key
-		}
-	}
-	if best == "" {
-		return 0, false
-	}
-	return contextWindows[best], true
+	return lookupModel(contextWindows, model)
 }

@@ -60,17 +60,23 @@ func normalizeModel(model string) string {
 // LookupPrice finds the price of model by the longest table key that occurs in its normalized
 // name at word boundaries (start or after '-'; end, or before '-', ':', '@' or '_').
 func LookupPrice(model string) (Price, bool) {
+	return lookupModel(prices, model)
+}
+
+// lookupModel returns the entry of table whose key is the longest that occurs in model's
+// normalized name at word boundaries; ok is false when none does.
+func lookupModel[V any](table map[string]V, model string) (v V, ok bool) {
 	m := normalizeModel(model)
 	best := ""
-	for key := range prices {
+	for key := range table {
 		if len(key) > len(best) && containsAtBoundary(m, key) {
 			best = key
 		}
 	}
 	if best == "" {
-		return Price{}, false
+		return v, false
 	}
-	return prices[best], true
+	return table[best], true
 }
 
 func containsAtBoundary(s, key string) bool {
