@@ -88,7 +88,7 @@ func fallbackSummary(turns []store.Message, scans []msgScan, previous string) st
 		}
 		if len(files) < fallbackFiles {
 			for _, id := range sc.ids {
-				if strings.Contains(id, "/") || knownExt[strings.ToLower(id[strings.LastIndexByte(id, '.')+1:])] {
+				if strings.Contains(id, "/") || isKnownExt(id[strings.LastIndexByte(id, '.')+1:]) {
 					addFile(id)
 				}
 			}

@@ -258,8 +258,8 @@ func GatewayHygiene(cfg Config, contextLength, messages, lastPromptTokens, estim
 	switch {
 	case lastPromptTokens > 0:
 		h.Tokens, h.Source = lastPromptTokens, "last_prompt"
-	case st != nil && st.AnchorPrompt > 0 && !st.AwaitingRealUsage:
-		h.Tokens, h.Source = st.AnchorPrompt+max(0, estimate-st.AnchorEstimate), "usage"
+	case st != nil:
+		h.Tokens, h.Source = measure(st, estimate)
 	default:
 		h.Tokens, h.Source = estimate, "estimate"
 	}

@@ -162,8 +162,8 @@ func truncateJSONLeaves(raw string, keep int) (string, bool) {
 	enc.SetEscapeHTML(false)
 	changed := false
 	writeString := func(s string) {
-		if len([]rune(s)) > keep {
-			s = headRunes(s, keep) + truncatedMark
+		if h := headRunes(s, keep); len(h) < len(s) {
+			s = h + truncatedMark
 			changed = true
 		}
 		enc.Encode(s)

@@ -326,11 +326,12 @@ func postProcess(raw string, turns []store.Message) string {
 	return strings.TrimSpace(s)
 }
 
+// truncateRunes cuts s to n runes plus "…" when it is longer.
 func truncateRunes(s string, n int) string {
-	if len([]rune(s)) <= n {
-		return s
+	if h := headRunes(s, n); len(h) < len(s) {
+		return h + "…"
 	}
-	return headRunes(s, n) + "…"
+	return s
 }
 
 func indentQuote(s string) string {
