@@ -127,11 +127,11 @@ func (r *Registry) Call(ctx context.Context, env Env, name, args string) Result 
 	if !ok {
 		return Result{IsError: true, Content: fmt.Sprintf("unknown tool %q; available tools: %s", name, strings.Join(r.names, ", "))}
 	}
-	raw, err := argsObject(args)
-	if err != nil {
-		return Result{IsError: true, Content: fmt.Sprintf("invalid arguments for %s: %v", name, err)}
+	raw, v, err := argsObject(args)
+	if err == nil {
+		err = e.schema.check("", v)
 	}
-	if err := e.schema.validate(raw); err != nil {
+	if err != nil {
 		return Result{IsError: true, Content: fmt.Sprintf("invalid arguments for %s: %v", name, err)}
 	}
 	limit := e.tool.MaxOutput
@@ -139,21 +139,17 @@ func (r *Registry) Call(ctx context.Context, env Env, name, args string) Result 
 		limit = DefaultMaxOutput
 	}
 	out, err := run(ctx, e.tool, env, raw)
-	switch {
-	case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		msg := fmt.Sprintf("tool %s cancelled: %v", name, context.Cause(ctx))
-		if out != "" {
-			msg += "\n" + out
-		}
-		return Result{IsError: true, Content: Truncate(msg, limit)}
-	case err != nil:
-		msg := fmt.Sprintf("tool %s failed: %v", name, err)
-		if out != "" {
-			msg += "\n" + out
-		}
-		return Result{IsError: true, Content: Truncate(msg, limit)}
+	if err == nil {
+		return Result{Content: Truncate(out, limit)}
 	}
-	return Result{Content: Truncate(out, limit)}
+	msg := fmt.Sprintf("tool %s failed: %v", name, err)
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		msg = fmt.Sprintf("tool %s cancelled: %v", name, context.Cause(ctx))
+	}
+	if out != "" {
+		msg += "\n" + out
+	}
+	return Result{IsError: true, Content: Truncate(msg, limit)}
 }
 
 // run calls the tool, turning a panic into an error that names it.
@@ -181,25 +177,27 @@ func firstFrames(stack []byte, lines int) string {
 	return strings.TrimRight(s, "\n")
 }
 
-// argsObject checks that args is one JSON object; empty text means no arguments.
-func argsObject(args string) (json.RawMessage, error) {
+// argsObject checks that args is one JSON object and returns it both as text and decoded (numbers
+// as json.Number, for schema checks); empty text means no arguments.
+func argsObject(args string) (json.RawMessage, map[string]any, error) {
 	args = strings.TrimSpace(args)
 	if args == "" {
-		return json.RawMessage("{}"), nil
+		return json.RawMessage("{}"), map[string]any{}, nil
 	}
 	dec := json.NewDecoder(strings.NewReader(args))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("not valid JSON: %v", err)
+		return nil, nil, fmt.Errorf("not valid JSON: %v", err)
 	}
 	if dec.More() {
-		return nil, errors.New("not valid JSON: extra data after the arguments object")
+		return nil, nil, errors.New("not valid JSON: extra data after the arguments object")
 	}
-	if _, ok := v.(map[string]any); !ok {
-		return nil, fmt.Errorf("want a JSON object, got %s", jsonKind(v))
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("want a JSON object, got %s", jsonKind(v))
 	}
-	return json.RawMessage(args), nil
+	return json.RawMessage(args), obj, nil
 }
 
 // canonicalJSON re-encodes a JSON value with sorted object keys and no insignificant space, so

@@ -80,17 +80,8 @@ func parseSchema(raw json.RawMessage) (*schema, error) {
 	return s, nil
 }
 
-// validate checks a JSON document against s and names the first offending field.
-func (s *schema) validate(raw json.RawMessage) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return err
-	}
-	return s.check("", v)
-}
-
+// check checks a decoded JSON value (numbers as json.Number) against s and names the first
+// offending field; path is the field's location, "" for the whole arguments object.
 func (s *schema) check(path string, v any) error {
 	at := func() string {
 		if path == "" {
