@@ -222,13 +222,11 @@ func writeFile(_ context.Context, env Env, raw json.RawMessage) (string, error) 
 	if len(a.Content) > MaxWriteBytes {
 		return "", fmt.Errorf("write %s: content is %d bytes, over the %d byte limit", name, len(a.Content), MaxWriteBytes)
 	}
-	if st, err := os.Stat(p); err == nil && st.IsDir() {
+	st, err := os.Stat(p)
+	if err == nil && st.IsDir() {
 		return "", fmt.Errorf("write %s: is a directory", name)
 	}
-	created := false
-	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
-		created = true
-	}
+	created := errors.Is(err, fs.ErrNotExist)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return "", fmt.Errorf("write %s: create parent directories: %w", name, unwrapPath(err))
 	}
