@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -90,7 +91,7 @@ func (r *run) record(ctx context.Context, req provider.Request, resp provider.Re
 		InputTokens: pu.InputTokens, OutputTokens: pu.OutputTokens, CacheReadTokens: pu.CacheReadTokens,
 		CacheWriteTokens: pu.CacheWriteTokens, ReasoningTokens: pu.ReasoningTokens, APICalls: 1,
 	}
-	model := firstNonEmpty(resp.Model, req.Model)
+	model := cmp.Or(resp.Model, req.Model)
 	u.CostUSD, _ = provider.EstimateCost(model, pu)
 	var brk *store.CacheBreak
 	if p := r.prev; p != nil && pu.CacheReadTokens < p.cached {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,21 +34,12 @@ func (r *run) preflight(ctx context.Context, est, attempts int, overflow, force 
 		}
 		return true, nil
 	case compress.Deferred, compress.FailClosed, compress.BudgetExceeded:
-		return false, fmt.Errorf("%w: %s", ErrContextFull, firstNonEmpty(d.UserMessage, d.Reason))
+		return false, fmt.Errorf("%w: %s", ErrContextFull, cmp.Or(d.UserMessage, d.Reason))
 	}
 	if overflow {
 		return false, fmt.Errorf("%w: the provider refused the prompt as too long and it cannot be compacted now (%s)", ErrContextFull, d.Reason)
 	}
 	return false, nil
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // compact computes a compaction plan from the stored history and commits it in place under the

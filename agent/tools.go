@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/spoolhq/spool/store"
 )
@@ -67,14 +68,12 @@ func capText(s string, n int) string {
 		return s
 	}
 	head, tail := n*7/10, n*2/10
-	for head > 0 && !utf8Start(s[head]) {
+	for head > 0 && !utf8.RuneStart(s[head]) {
 		head--
 	}
 	t := len(s) - tail
-	for t < len(s) && !utf8Start(s[t]) {
+	for t < len(s) && !utf8.RuneStart(s[t]) {
 		t++
 	}
 	return s[:head] + fmt.Sprintf("\n\n[... %d bytes omitted ...]\n\n", t-head) + s[t:]
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
