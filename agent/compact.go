@@ -26,17 +26,9 @@ func (a *Agent) Compact(ctx context.Context, sessionID, focus string, opts RunOp
 	lo := a.cfg.Lease
 	lo.OnWait = opts.OnWait
 	opts.Focus = focus
-	err = turn.Run(ctx, a.st, tip, lo, func(tctx context.Context, t *turn.Turn) (err error) {
+	err = turn.Run(ctx, a.st, tip, lo, func(tctx context.Context, t *turn.Turn) error {
 		r := &run{a: a, t: t, opts: opts, res: &res}
-		if err := r.load(tctx); err != nil {
-			return err
-		}
-		defer func() {
-			if perr := r.saveState(tctx); perr != nil && err == nil {
-				err = perr
-			}
-		}()
-		return r.compact(tctx, true)
+		return r.loaded(tctx, func() error { return r.compact(tctx, true) })
 	})
 	return res, err
 }

@@ -72,7 +72,22 @@ func (a *Agent) Run(ctx context.Context, sessionID, input string, opts RunOption
 	return res, err
 }
 
-func (r *run) do(ctx context.Context, input string) (err error) {
+func (r *run) do(ctx context.Context, input string) error {
+	return r.loaded(ctx, func() error {
+		user := store.Message{Role: store.RoleUser, Content: input, Timestamp: r.a.now()}
+		// The wire text is composed once and stored with the message, so every later request of
+		// this session replays exactly these bytes.
+		user.APIContent = wire.Sidecar(input, wire.Compose(input, r.opts.Context))
+		r.add(user)
+		if err := r.t.Flush(ctx); err != nil {
+			return err
+		}
+		return r.loop(ctx)
+	})
+}
+
+// loaded loads the session, runs fn and then saves the compaction state, whatever fn returned.
+func (r *run) loaded(ctx context.Context, fn func() error) (err error) {
 	if err := r.load(ctx); err != nil {
 		return err
 	}
@@ -81,15 +96,7 @@ func (r *run) do(ctx context.Context, input string) (err error) {
 			err = perr
 		}
 	}()
-	user := store.Message{Role: store.RoleUser, Content: input, Timestamp: r.a.now()}
-	// The wire text is composed once and stored with the message, so every later request of
-	// this session replays exactly these bytes.
-	user.APIContent = wire.Sidecar(input, wire.Compose(input, r.opts.Context))
-	r.add(user)
-	if err := r.t.Flush(ctx); err != nil {
-		return err
-	}
-	return r.loop(ctx)
+	return fn()
 }
 
 // loop calls the model until it answers without tool calls, at most MaxIterations times.
