@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,12 +98,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	keys := make([]string, 0, len(cfg.Headers))
-	for k := range cfg.Headers {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
 		opts = append(opts, option.WithHeader(k, cfg.Headers[k]))
 	}
 	return &Client{sdk: sdk.NewClient(opts...), name: name, maxTokens: maxTokens, cache: cache}, nil
@@ -349,15 +345,21 @@ func (c *Client) decode(body []byte) (provider.Response, error) {
 	}
 	a.resp.Model = msg.Model
 	a.resp.FinishReason = string(msg.StopReason)
-	a.resp.Usage = provider.Usage{
-		InputTokens:      msg.Usage.InputTokens + msg.Usage.CacheReadInputTokens + msg.Usage.CacheCreationInputTokens,
-		OutputTokens:     msg.Usage.OutputTokens,
-		CacheReadTokens:  msg.Usage.CacheReadInputTokens,
-		CacheWriteTokens: msg.Usage.CacheCreationInputTokens,
-		CacheWrite1h:     msg.Usage.CacheCreation.Ephemeral1hInputTokens,
-		ReasoningTokens:  msg.Usage.OutputTokensDetails.ThinkingTokens,
-	}
+	a.resp.Usage = usage(msg.Usage)
 	return a.response(), nil
+}
+
+// usage maps Anthropic's counters: its input_tokens excludes the cached part, provider.Usage's
+// InputTokens includes it.
+func usage(u sdk.Usage) provider.Usage {
+	return provider.Usage{
+		InputTokens:      u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
+		OutputTokens:     u.OutputTokens,
+		CacheReadTokens:  u.CacheReadInputTokens,
+		CacheWriteTokens: u.CacheCreationInputTokens,
+		CacheWrite1h:     u.CacheCreation.Ephemeral1hInputTokens,
+		ReasoningTokens:  u.OutputTokensDetails.ThinkingTokens,
+	}
 }
 
 // assembly collects a response from blocks, streamed or not.

@@ -48,14 +48,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, onDelta func(pr
 				a.calls = append(a.calls, toolCall(b.id, b.name, b.input.String()))
 			}
 		}
-		a.resp.Usage = provider.Usage{
-			InputTokens:      u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
-			OutputTokens:     u.OutputTokens,
-			CacheReadTokens:  u.CacheReadInputTokens,
-			CacheWriteTokens: u.CacheCreationInputTokens,
-			CacheWrite1h:     u.CacheCreation.Ephemeral1hInputTokens,
-			ReasoningTokens:  u.OutputTokensDetails.ThinkingTokens,
-		}
+		a.resp.Usage = usage(u)
 		return a.response()
 	}
 	r := sse.NewReader(body)

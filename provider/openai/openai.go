@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -88,12 +89,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	keys := make([]string, 0, len(cfg.Headers))
-	for k := range cfg.Headers {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
 		opts = append(opts, option.WithHeader(k, cfg.Headers[k]))
 	}
 	return &Client{sdk: sdk.NewClient(opts...), name: name, maxTokensField: field}, nil
