@@ -203,10 +203,7 @@ func Discover(ctx context.Context, st Store, req Request) (Discovery, error) {
 	out := Discovery{Success: true, Mode: ModeDiscover, Query: req.Query, Results: []Result{}}
 	limit := clamp(req.Limit, 1, MaxLimit)
 	window := clamp(req.Window, 1, MaxWindow)
-	roles := req.Roles
-	if len(roles) == 0 {
-		roles = defaultRoles
-	}
+	roles := req.roles()
 	taken := map[string]bool{} // lineage roots already in the results
 	type pick struct {
 		sess store.Session
@@ -458,10 +455,7 @@ func Scroll(ctx context.Context, st Store, req Request) (Scrolled, error) {
 	if a := conv[idx]; a.Active && lin.inLiveContext(s, root) {
 		return Scrolled{}, errors.New("scroll rejected: anchor lives in the current session lineage (already in your active context)")
 	}
-	roles := req.Roles
-	if len(roles) == 0 {
-		roles = defaultRoles
-	}
+	roles := req.roles()
 	w := expand(conv, idx, window, roles, false, contentBudget)
 	out.SessionID, out.SessionMeta = s.ID, meta(s)
 	out.Messages, out.MessagesBefore, out.MessagesAfter = w.messages, w.before, w.after
@@ -478,10 +472,7 @@ func Read(ctx context.Context, st Store, req Request) (Reading, error) {
 	if err != nil {
 		return Reading{}, err
 	}
-	roles := req.Roles
-	if len(roles) == 0 {
-		roles = defaultRoles
-	}
+	roles := req.roles()
 	var shown []store.Message
 	for _, m := range conv {
 		if slices.Contains(roles, m.Role) {

@@ -42,6 +42,14 @@ type Request struct {
 	Full  bool   // detail=full: expand every discover result, not only the top one
 }
 
+// roles is Roles, or user and assistant when none were asked for.
+func (r Request) roles() []string {
+	if len(r.Roles) == 0 {
+		return defaultRoles
+	}
+	return r.Roles
+}
+
 // Mode is the shape the request's arguments select.
 func (r Request) Mode() string {
 	switch {
