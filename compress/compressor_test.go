@@ -195,8 +195,6 @@ func TestFailurePolicy(t *testing.T) {
 	pe := func(c provider.Class, status int) error {
 		return &provider.Error{Class: c, Provider: "fake", StatusCode: status, Message: "x"}
 	}
-	var syn *json.SyntaxError
-	_ = json.Unmarshal([]byte("{"), &syn)
 	synErr := json.Unmarshal([]byte("{bad"), new(map[string]any))
 	tests := []struct {
 		name     string

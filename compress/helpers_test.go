@@ -3,6 +3,7 @@ package compress
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -155,4 +156,14 @@ func codingTurn(s *session, i int, ask, command, output string) {
 		store.Message{Role: store.RoleTool, ToolCallID: cid, ToolName: "terminal", Content: output},
 		store.Message{Role: store.RoleAssistant, Content: fmt.Sprintf("Done with step %d. %s", i, strings.Repeat("Some explanation of the change. ", 20))},
 	)
+}
+
+// extractLedger reads the working set out of messages, each scanned afresh.
+func extractLedger(ms []store.Message) []LedgerEntry {
+	return ledgerEntries(ms, scanMessages(ms))
+}
+
+// prune is pruneHistory over a fresh scan of the unpruned ms.
+func prune(ms []store.Message, tok []int, budget, protectLastN int, sessionID string) pruneStats {
+	return pruneHistory(ms, newHistory(slices.Clone(ms)), tok, budget, protectLastN, sessionID)
 }

@@ -87,7 +87,8 @@ type entryKey struct {
 
 func (e LedgerEntry) key() entryKey { return entryKey{e.Kind, e.Text} }
 
-// add merges one entry, keeping the newest message id and the highest relevance.
+// merge adds entries, merging each into an equal one (same kind and text) by keeping the newest
+// message id and the highest relevance.
 func (l *Ledger) merge(other []LedgerEntry) {
 	pos := make(map[entryKey]int, len(l.Entries)+len(other))
 	for i, e := range l.Entries {
@@ -454,12 +455,7 @@ func removeSection(body, heading string) string {
 	return strings.TrimSpace(strings.TrimRight(before, "\n") + "\n" + strings.TrimLeft(after, "\n"))
 }
 
-// extractLedger reads the working set out of messages mechanically.
-func extractLedger(ms []store.Message) []LedgerEntry {
-	return ledgerEntries(ms, scanMessages(ms))
-}
-
-// ledgerEntries is extractLedger over messages already scanned (scans[i] is ms[i]'s scan).
+// ledgerEntries reads the working set out of messages mechanically; scans[i] is ms[i]'s scan.
 func ledgerEntries(ms []store.Message, scans []msgScan) []LedgerEntry {
 	size := 0
 	for _, sc := range scans {

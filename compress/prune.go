@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/spoolhq/spool/store"
@@ -24,15 +23,11 @@ type pruneStats struct {
 	Deduped, Stubbed, ArgsCut int
 }
 
-// prune rewrites ms in place (the caller owns the copy): identical tool outputs keep only their
-// newest copy, old tool results outside the protected tail become one-line stubs, and huge
-// tool-call arguments outside the tail lose the middle of their long strings.
-func prune(ms []store.Message, tok []int, budget, protectLastN int, sessionID string) pruneStats {
-	return pruneHistory(ms, newHistory(slices.Clone(ms)), tok, budget, protectLastN, sessionID)
-}
-
-// pruneHistory is prune with h holding the unpruned messages (same indices as ms): their
-// decoded tool calls and exit statuses are shared with the rest of the compaction.
+// pruneHistory rewrites ms in place (the caller owns the copy): identical tool outputs keep only
+// their newest copy, old tool results outside the protected tail become one-line stubs, and huge
+// tool-call arguments outside the tail lose the middle of their long strings. h holds the
+// unpruned messages (same indices as ms): their decoded tool calls and exit statuses are shared
+// with the rest of the compaction.
 func pruneHistory(ms []store.Message, h *history, tok []int, budget, protectLastN int, sessionID string) pruneStats {
 	var st pruneStats
 	n := len(ms)
