@@ -384,5 +384,3 @@ func (db *DB) rawFallback(err error) {
 	db.readerFallbacks.Add(1)
 	db.log.Warn("spool: raw reader failed; reading through database/sql", "err", err)
 }
-
-func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

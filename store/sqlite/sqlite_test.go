@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"testing"
 
@@ -16,6 +17,8 @@ func TestMain(m *testing.M) {
 func openStore(ctx context.Context, dsn string) (store.Store, error) {
 	return Open(ctx, dsn, Options{Logger: discardLogger()})
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
