@@ -153,8 +153,7 @@ func (db *DB) Branch(ctx context.Context, parentID string, child store.NewSessio
 // createChildTx creates a new child session (its id must be free) that starts with its parent's
 // system prompt.
 func createChildTx(ctx context.Context, tx *sql.Tx, child store.NewSession) error {
-	var exists int
-	if tx.QueryRowContext(ctx, "SELECT 1 FROM sessions WHERE id = ?", child.ID).Scan(&exists) == nil {
+	if existsOr(ctx, tx, child.ID) == nil {
 		return fmt.Errorf("session %s: %w", child.ID, store.ErrExists)
 	}
 	if err := createSessionTx(ctx, tx, child); err != nil {

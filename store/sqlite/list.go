@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/spoolhq/spool/store"
 )
@@ -74,9 +73,5 @@ func (db *DB) ListSessions(ctx context.Context, o store.ListOptions) ([]store.Se
 
 // shapePreview flattens newlines and cuts to 60 characters plus "..." when longer.
 func shapePreview(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= previewChars {
-		return s
-	}
-	return string([]rune(s)[:previewChars]) + "..."
+	return headSnippet(strings.Join(strings.Fields(s), " "), previewChars)
 }

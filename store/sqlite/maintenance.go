@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -33,11 +32,10 @@ func (db *DB) ImportSession(ctx context.Context, s store.Session, prompt string,
 		return fmt.Errorf("import session %s: %w", s.ID, err)
 	}
 	err = db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error {
-		var one int
-		if tx.QueryRowContext(ctx, "SELECT 1 FROM sessions WHERE id = ?", ns.ID).Scan(&one) == nil {
+		if existsOr(ctx, tx, ns.ID) == nil {
 			return fmt.Errorf("session %s: %w", ns.ID, store.ErrExists)
 		}
-		if ns.ParentID != "" && tx.QueryRowContext(ctx, "SELECT 1 FROM sessions WHERE id = ?", ns.ParentID).Scan(&one) != nil {
+		if ns.ParentID != "" && existsOr(ctx, tx, ns.ParentID) != nil {
 			ns.ParentID, ns.Relation = "", store.RelationNone // the parent was not imported
 		}
 		if ns.Title != "" {
@@ -205,22 +203,15 @@ func (db *DB) Check(ctx context.Context) ([]string, error) {
 	return problems, nil
 }
 
+// queryStrings is column for text that may be NULL (read as "").
 func queryStrings(ctx context.Context, q querier, query string) ([]string, error) {
-	rows, err := q.QueryContext(ctx, query)
+	vals, err := column[sql.NullString](ctx, q, query)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s sql.NullString
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s.String)
-	}
-	if err := rows.Err(); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, err
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = v.String
 	}
 	return out, nil
 }

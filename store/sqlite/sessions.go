@@ -168,21 +168,11 @@ func (db *DB) ResolveSession(ctx context.Context, ref string) (store.Session, er
 	} else if id != "" {
 		return getSession(ctx, q, id)
 	}
-	rows, err := q.QueryContext(ctx, "SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 50",
+	ids, err := column[string](ctx, q, "SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 50",
 		ref, ref+"\U0010FFFF")
 	if err != nil {
 		return store.Session{}, err
 	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return store.Session{}, err
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
 	switch len(ids) {
 	case 0:
 		return store.Session{}, notFound("session", ref)

@@ -160,7 +160,8 @@ func snippet(text string, terms []snipTerm, window int) (string, bool) {
 	return b.String(), true
 }
 
-// headSnippet is the fallback when the match was not in the text itself: its first characters.
+// headSnippet is the first n characters of text, with "..." when it was cut: the snippet when the
+// match was not in the text itself, and a listing's preview.
 func headSnippet(text string, n int) string {
 	if utf8.RuneCountInString(text) <= n {
 		return text
