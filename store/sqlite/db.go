@@ -332,7 +332,7 @@ func (db *DB) tryWrite(ctx context.Context, fn func(tx *sql.Tx) error) (err erro
 	return tx.Commit()
 }
 
-// read runs fn against the read pool.
+// read returns the read pool.
 func (db *DB) read() *sql.DB { return db.r }
 
 // readRows runs a read-only query and calls row for each result row: on the raw reader where

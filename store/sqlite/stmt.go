@@ -7,9 +7,9 @@ import (
 	"sync"
 )
 
-// stmtCache keeps prepared statements of the append path: modernc.org/sqlite parses and plans
-// every statement it is handed, which costs as much as a small insert. They live on the writer's
-// single connection.
+// stmtCache keeps prepared statements of the hot paths: modernc.org/sqlite parses and plans
+// every statement it is handed, which costs as much as a small insert. DB keeps one cache for the
+// append path on the writer's single connection and one for the reads on the reader pool.
 type stmtCache struct {
 	mu sync.Mutex
 	m  map[string]*sql.Stmt
