@@ -27,7 +27,7 @@ const (
 	PriorContextClose = "[END OF PRIOR CONTEXT — COMPACTION SUMMARY BELOW]"
 	// SystemNote is appended once to a system prompt whose history was compacted. When the
 	// system prompt is stored outside the message list (spool's default), the prompt layer
-	// appends it; Plan.SystemNote says when.
+	// appends it; Plan.NeedsSystemNote says when.
 	SystemNote = "[Note: Some earlier conversation turns have been compacted into a handoff summary to preserve context space. " +
 		"The current session state may still reflect earlier work, so build on that summary and state rather than re-doing work. " +
 		"Your persistent memory (MEMORY.md, USER.md) remains fully authoritative regardless of compaction.]"
