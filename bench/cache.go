@@ -157,7 +157,7 @@ type sessionFigures struct {
 }
 
 func runCacheSession(ctx context.Context, style string, naive bool, turns int, dbPath string, log io.Writer) (sessionFigures, error) {
-	var fig sessionFigures
+	fig := sessionFigures{breaks: Breaks{Reasons: map[string]int{}}}
 	model := fake.New(fake.Config{})
 	srv := httptest.NewServer(model.Handler())
 	defer srv.Close()
@@ -208,17 +208,11 @@ func runCacheSession(ctx context.Context, style string, naive bool, turns int, d
 		fig.cost += res.Usage.CostUSD
 		for _, b := range res.Breaks {
 			fig.breaks.Count++
-			if fig.breaks.Reasons == nil {
-				fig.breaks.Reasons = map[string]int{}
-			}
 			fig.breaks.Reasons[b.Reason+" at "+b.Layer]++
 		}
 		if log != nil && (i+1)%50 == 0 {
 			fmt.Fprintf(log, "bench cache: %s%s: %d/%d turns\n", style, map[bool]string{true: " naive"}[naive], i+1, turns)
 		}
-	}
-	if fig.breaks.Reasons == nil {
-		fig.breaks.Reasons = map[string]int{}
 	}
 	calls := m.calls
 	fig.requests = len(calls)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -118,10 +119,10 @@ func RunLease(ctx context.Context, cfg LeaseConfig, stdout io.Writer, asJSON boo
 // (generation count, worker errors) failed.
 func Lease(ctx context.Context, cfg LeaseConfig) (*LeaseReport, error) {
 	start := time.Now()
-	cfg.Iterations = cmp0(cfg.Iterations, 2000)
-	cfg.Procs = cmp0(cfg.Procs, 8)
-	cfg.PerProc = cmp0(cfg.PerProc, 200)
-	cfg.Handovers = cmp0(cfg.Handovers, 200)
+	cfg.Iterations = cmp.Or(cfg.Iterations, 2000)
+	cfg.Procs = cmp.Or(cfg.Procs, 8)
+	cfg.PerProc = cmp.Or(cfg.PerProc, 200)
+	cfg.Handovers = cmp.Or(cfg.Handovers, 200)
 	if cfg.Iterations < 1 || cfg.Procs < 1 || cfg.PerProc < 1 || cfg.Handovers < 1 {
 		return nil, fmt.Errorf("bench lease: sizes must be positive, got %+v", cfg)
 	}
@@ -212,13 +213,6 @@ func Lease(ctx context.Context, cfg LeaseConfig) (*LeaseReport, error) {
 	return rep, nil
 }
 
-func cmp0(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
-}
-
 func leasePhase(op string, procs int, lat []time.Duration, wall time.Duration, errs int) LeasePhase {
 	return LeasePhase{Op: op, Procs: procs, N: len(lat), Latency: summarize(lat),
 		OpsPerS: round3(float64(len(lat)) / wall.Seconds()), Errors: errs}
@@ -232,8 +226,7 @@ type leaseBench struct {
 
 // start launches one worker and sends it its parameters.
 func (lb *leaseBench) start(ctx context.Context, k int, p LeaseWorkerParams) (*workerProc, error) {
-	r := &runner{cfg: StoreConfig{WorkerExe: lb.cfg.WorkerExe, WorkerArgs: lb.cfg.WorkerArgs, WorkerEnv: lb.cfg.WorkerEnv}}
-	w, err := r.startWorker(ctx, k)
+	w, err := startWorker(ctx, k, lb.cfg.WorkerExe, lb.cfg.WorkerArgs, lb.cfg.WorkerEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -274,12 +267,8 @@ func (lb *leaseBench) contend(ctx context.Context, mode string) (LeasePhase, err
 	}
 	defer func() { stopWorkers(ws) }()
 	for _, w := range ws {
-		var ready workerReady
-		if err := w.readLine(&ready); err != nil {
+		if err := w.awaitReady(); err != nil {
 			return LeasePhase{}, err
-		}
-		if !ready.Ready {
-			return LeasePhase{}, w.fail("%v: %s", errWorkerNotReady, ready.Error)
 		}
 	}
 	release := time.Now()
@@ -336,12 +325,8 @@ func (lb *leaseBench) handover(ctx context.Context) (HandoverRes, error) {
 		if err != nil {
 			return HandoverRes{}, err
 		}
-		var ready workerReady
-		if err := w.readLine(&ready); err != nil {
+		if err := w.awaitReady(); err != nil {
 			return HandoverRes{}, err
-		}
-		if !ready.Ready {
-			return HandoverRes{}, w.fail("%v: %s", errWorkerNotReady, ready.Error)
 		}
 	}
 	holder, waiter := ws[0], ws[1]

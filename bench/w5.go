@@ -33,9 +33,10 @@ func (w *workerProc) fail(format string, args ...any) error {
 	return fmt.Errorf("worker %d: %s", w.k, msg)
 }
 
-func (r *runner) startWorker(ctx context.Context, k int) (*workerProc, error) {
-	cmd := exec.CommandContext(ctx, r.cfg.WorkerExe, r.cfg.WorkerArgs...)
-	cmd.Env = append(os.Environ(), r.cfg.WorkerEnv...)
+// startWorker starts worker k: exe with args, env added to the inherited environment.
+func startWorker(ctx context.Context, k int, exe string, args, env []string) (*workerProc, error) {
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.WaitDelay = 5 * time.Second
 	w := &workerProc{k: k, cmd: cmd, stderr: &tailBuffer{max: 4096}}
 	cmd.Stderr = w.stderr
@@ -49,9 +50,21 @@ func (r *runner) startWorker(ctx context.Context, k int) (*workerProc, error) {
 	}
 	w.out = bufio.NewReaderSize(stdout, 1<<16)
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start worker %d (%s): %w", k, r.cfg.WorkerExe, err)
+		return nil, fmt.Errorf("start worker %d (%s): %w", k, exe, err)
 	}
 	return w, nil
+}
+
+// awaitReady reads the worker's ready line.
+func (w *workerProc) awaitReady() error {
+	var ready workerReady
+	if err := w.readLine(&ready); err != nil {
+		return err
+	}
+	if !ready.Ready {
+		return w.fail("%v: %s", errWorkerNotReady, ready.Error)
+	}
+	return nil
 }
 
 func (w *workerProc) readLine(v any) error {
@@ -79,7 +92,7 @@ func (r *runner) w5(ctx context.Context) error {
 		}
 	}()
 	for k := range n {
-		w, err := r.startWorker(ctx, k)
+		w, err := startWorker(ctx, k, r.cfg.WorkerExe, r.cfg.WorkerArgs, r.cfg.WorkerEnv)
 		if err != nil {
 			return err
 		}
@@ -90,12 +103,8 @@ func (r *runner) w5(ctx context.Context) error {
 		}
 	}
 	for _, w := range procs {
-		var ready workerReady
-		if err := w.readLine(&ready); err != nil {
+		if err := w.awaitReady(); err != nil {
 			return err
-		}
-		if !ready.Ready {
-			return w.fail("%v: %s", errWorkerNotReady, ready.Error)
 		}
 	}
 
