@@ -19,6 +19,18 @@ func (a *app) benchCommand() *cobra.Command {
 	return cmd
 }
 
+// benchError prefixes a benchmark's error with its name; a failed verification points to the
+// report, which was printed anyway.
+func benchError(name string, err error) error {
+	switch {
+	case errors.Is(err, bench.ErrVerify):
+		return fmt.Errorf("bench %s: %w (see the report)", name, err)
+	case err != nil:
+		return fmt.Errorf("bench %s: %w", name, err)
+	}
+	return nil
+}
+
 func (a *app) benchStoreCommand() *cobra.Command {
 	var (
 		synchronous string
@@ -53,14 +65,7 @@ func (a *app) benchStoreCommand() *cobra.Command {
 			if !quiet {
 				cfg.Log = a.stderr
 			}
-			err = bench.RunStore(cmd.Context(), cfg, a.stdout)
-			if errors.Is(err, bench.ErrVerify) {
-				return fmt.Errorf("bench store: %w (see the report)", err)
-			}
-			if err != nil {
-				return fmt.Errorf("bench store: %w", err)
-			}
-			return nil
+			return benchError("store", bench.RunStore(cmd.Context(), cfg, a.stdout))
 		},
 	}
 	f := cmd.Flags()
@@ -115,14 +120,7 @@ func (a *app) benchLeaseCommand() *cobra.Command {
 			if !quiet {
 				cfg.Log = a.stderr
 			}
-			err = bench.RunLease(cmd.Context(), cfg, a.stdout, asJSON)
-			if errors.Is(err, bench.ErrVerify) {
-				return fmt.Errorf("bench lease: %w (see the report)", err)
-			}
-			if err != nil {
-				return fmt.Errorf("bench lease: %w", err)
-			}
-			return nil
+			return benchError("lease", bench.RunLease(cmd.Context(), cfg, a.stdout, asJSON))
 		},
 	}
 	f := cmd.Flags()

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -38,14 +37,7 @@ func (a *app) benchRetentionCommand() *cobra.Command {
 			if !quiet {
 				cfg.Log = a.stderr
 			}
-			err := bench.RunRetention(cmd.Context(), cfg, a.stdout)
-			if errors.Is(err, bench.ErrVerify) {
-				return fmt.Errorf("bench retention: %w (see the report)", err)
-			}
-			if err != nil {
-				return fmt.Errorf("bench retention: %w", err)
-			}
-			return nil
+			return benchError("retention", bench.RunRetention(cmd.Context(), cfg, a.stdout))
 		},
 	}
 	f := cmd.Flags()

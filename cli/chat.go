@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -73,7 +74,7 @@ func (a *app) chatCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c.lease = turn.Options{TTL: cfg.Leases.TTL, RenewEvery: cfg.Leases.RenewEvery, Wait: cfg.Leases.Wait}
+			c.lease = leaseOptions(cfg)
 			if notice != "" {
 				fmt.Fprintln(a.stderr, notice)
 			}
@@ -213,8 +214,7 @@ func (c *chat) newView(ctx context.Context) *turnView {
 func (v *turnView) wait(label string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.sp.stop()
-	v.sp = nil
+	v.stopSpinner()
 	if v.spin && v.ctx.Err() == nil {
 		v.sp = startSpinner(v.ctx, v.out, label)
 	}
@@ -224,8 +224,7 @@ func (v *turnView) wait(label string) {
 func (v *turnView) write(s string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.sp.stop()
-	v.sp = nil
+	v.stopSpinner()
 	v.streamed = true
 	if v.md != nil {
 		v.md.Write([]byte(s))
@@ -239,8 +238,7 @@ func (v *turnView) write(s string) {
 func (v *turnView) aside(print func()) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.sp.stop()
-	v.sp = nil
+	v.stopSpinner()
 	if v.md != nil {
 		v.md.Flush()
 	}
@@ -248,15 +246,15 @@ func (v *turnView) aside(print func()) {
 }
 
 // end stops the spinner, draws what is left of the reply and reports whether any streamed.
-func (v *turnView) end() bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+func (v *turnView) end() (streamed bool) {
+	v.aside(func() { streamed = v.streamed })
+	return streamed
+}
+
+// stopSpinner ends the spinner, if any; the caller holds v.mu.
+func (v *turnView) stopSpinner() {
 	v.sp.stop()
 	v.sp = nil
-	if v.md != nil {
-		v.md.Flush()
-	}
-	return v.streamed
 }
 
 // spinner draws a moving mark and a label on the current line until stopped; stopping erases
@@ -349,16 +347,7 @@ func (c *chat) command(ctx context.Context, line string) bool {
 	case "/compress":
 		err = c.compress(ctx, arg)
 	case "/title":
-		switch {
-		case arg == "":
-			err = errors.New("/title needs a name")
-		case c.sid == "":
-			err = errors.New("no session yet: send a message first")
-		default:
-			if err = c.st.SetTitle(ctx, c.sid, arg); err == nil {
-				fmt.Fprintf(c.a.stdout, "Session %s is now %q.\n", c.sid, arg)
-			}
-		}
+		err = c.title(ctx, arg)
 	case "/sessions":
 		err = c.sessions(ctx)
 	case "/search":
@@ -380,6 +369,20 @@ func (c *chat) needSession() error {
 	if c.sid == "" {
 		return errors.New("no session yet: send a message first")
 	}
+	return nil
+}
+
+func (c *chat) title(ctx context.Context, name string) error {
+	if name == "" {
+		return errors.New("/title needs a name")
+	}
+	if err := c.needSession(); err != nil {
+		return err
+	}
+	if err := c.st.SetTitle(ctx, c.sid, name); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.a.stdout, "Session %s is now %q.\n", c.sid, name)
 	return nil
 }
 
@@ -464,7 +467,7 @@ func (c *chat) sessions(ctx context.Context) error {
 		if l.ID == c.sid {
 			mark = "*"
 		}
-		fmt.Fprintf(c.a.stdout, "%s %s  %-20s %4d msgs  %s\n", mark, l.ID, truncate(firstNonEmpty(l.Title, "-"), 20), l.MessageCount, truncate(l.Preview, 50))
+		fmt.Fprintf(c.a.stdout, "%s %s  %-20s %4d msgs  %s\n", mark, l.ID, truncate(cmp.Or(l.Title, "-"), 20), l.MessageCount, truncate(l.Preview, 50))
 	}
 	return nil
 }

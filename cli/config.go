@@ -92,10 +92,7 @@ func (a *app) configExplainCommand() *cobra.Command {
 					ContextLength: window, ContextSource: source, Enabled: ccfg.Enabled,
 					Percent: res.Percent, EffectiveWindow: res.EffectiveWindow, TriggerTokens: res.Tokens,
 					TailMode: res.TailMode, TailBudget: res.TailBudget, TailSoftCeiling: res.TailSoftCeiling,
-					MaxSummaryTokens: res.MaxSummaryTokens, Steps: []explainedStep{}, Notices: res.Notices,
-				}
-				if out.Notices == nil {
-					out.Notices = []string{}
+					MaxSummaryTokens: res.MaxSummaryTokens, Steps: []explainedStep{}, Notices: nonNil(res.Notices),
 				}
 				for _, s := range res.Steps {
 					out.Steps = append(out.Steps, explainedStep(s))

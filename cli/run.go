@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -97,7 +98,7 @@ func (a *app) dial(p config.Provider, keys configKeys) (c provider.Client, name,
 		if p.Name == "" {
 			notice = fake.OfflineNotice
 		}
-		model = firstNonEmpty(p.Model, offline)
+		model = cmp.Or(p.Model, offline)
 		return fake.New(fake.Config{}), offline, model, notice, nil
 	case "openai":
 		if p.CacheTTL == "1h" {
@@ -125,15 +126,6 @@ func (a *app) dial(p config.Provider, keys configKeys) (c provider.Client, name,
 		fmt.Fprintf(a.stderr, "spool: %s; retrying in %s\n", oneLine(err.Error()), wait.Round(100*time.Millisecond))
 	}})
 	return c, p.Name, p.Model, "", nil
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // newAgent wires the configured store, provider and tools into an agent.
@@ -166,13 +158,18 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 		Compression:   compress.FromConfig(cfg),
 		Rotate:        !cfg.Compression.InPlace,
 		Prompt:        prompt.Env{Home: cfg.Home, WorkDir: wd, Platform: "cli"},
-		Lease:         turn.Options{TTL: cfg.Leases.TTL, RenewEvery: cfg.Leases.RenewEvery, Wait: cfg.Leases.Wait},
+		Lease:         leaseOptions(cfg),
 		Source:        "cli",
 	}})
 	if err != nil {
 		return nil, nil, "", err
 	}
 	return ag, st, notice, nil
+}
+
+// leaseOptions are the turn-lease settings of the config.
+func leaseOptions(cfg config.Config) turn.Options {
+	return turn.Options{TTL: cfg.Leases.TTL, RenewEvery: cfg.Leases.RenewEvery, Wait: cfg.Leases.Wait}
 }
 
 // sessionRef resolves --resume / --continue to a session id ("" for a new session).
@@ -194,7 +191,7 @@ func (a *app) sessionRef(ctx context.Context, st store.Store, f modelFlags) (str
 		if len(ls) == 0 {
 			return "", errors.New("--continue: there is no session to continue yet")
 		}
-		return firstNonEmpty(ls[0].TipID, ls[0].ID), nil
+		return cmp.Or(ls[0].TipID, ls[0].ID), nil
 	}
 	return "", nil
 }

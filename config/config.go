@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"time"
 )
 
@@ -115,7 +116,7 @@ func (a AuxModel) ClientFor(main Provider) (Provider, bool) {
 	if (a.Provider == "" || a.Provider == main.Name) && (a.BaseURL == "" || a.BaseURL == main.BaseURL) {
 		return main, false
 	}
-	p := Provider{Name: firstSet(a.Provider, main.Name), Model: a.Model, BaseURL: a.BaseURL, APIKeyEnv: a.APIKeyEnv}
+	p := Provider{Name: cmp.Or(a.Provider, main.Name), Model: a.Model, BaseURL: a.BaseURL, APIKeyEnv: a.APIKeyEnv}
 	if p.APIKeyEnv == "" && p.Name == main.Name {
 		p.APIKeyEnv = main.APIKeyEnv
 	}
@@ -125,13 +126,6 @@ func (a AuxModel) ClientFor(main Provider) (Provider, bool) {
 func (a AuxModel) hasOwnClient(main Provider) bool {
 	_, own := a.ClientFor(main)
 	return own
-}
-
-func firstSet(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // Sessions bounds whole-session operations; 0 disables a cap.
