@@ -104,11 +104,15 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	// Create the file ourselves so it is born 0600; SQLite gives its -wal and -shm the same mode.
-	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
+	// Only a file that does not exist yet is opened here: closing a descriptor of an existing one
+	// would drop every POSIX lock this process holds on it, SQLite's included.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case err == nil:
+		f.Close()
+	case !errors.Is(err, os.ErrExist):
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	f.Close()
 
 	db := &DB{path: abs, opts: opts, log: opts.Logger}
 	if db.gate, err = openWriteGate(abs); err != nil {

@@ -2,10 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
 )
@@ -14,11 +11,13 @@ import (
 // file whose header says WAL stays WAL, because switching a live WAL database back while another
 // process has it open loses that process's view of the database.
 func (db *DB) applyJournalMode(ctx context.Context) (string, error) {
-	headerWAL, err := fileHeaderWAL(db.path)
+	// Asked of SQLite rather than read from the file: opening and closing the file ourselves
+	// would drop every POSIX lock this process holds on it, SQLite's included.
+	current, err := db.journalPragma(ctx, "journal_mode")
 	if err != nil {
-		return "", fmt.Errorf("read header: %w", err)
+		return "", fmt.Errorf("read journal mode: %w", err)
 	}
-	if headerWAL {
+	if current == "wal" {
 		if db.opts.JournalMode == "delete" {
 			db.log.Error("spool: database is in WAL mode; refusing to switch a possibly live WAL database to delete. Stop every spool process first, then switch it offline.",
 				"path", db.path)
@@ -44,37 +43,24 @@ func (db *DB) applyJournalMode(ctx context.Context) (string, error) {
 }
 
 func (db *DB) setJournal(ctx context.Context, want string) (string, error) {
+	got, err := db.journalPragma(ctx, "journal_mode="+want)
+	if err != nil {
+		return "", fmt.Errorf("set journal_mode=%s: %w", want, err)
+	}
+	return got, nil
+}
+
+// journalPragma runs PRAGMA p and returns its row in lower case, retrying while the database is
+// locked (another process may be switching or recovering it).
+func (db *DB) journalPragma(ctx context.Context, p string) (string, error) {
 	var got string
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		err = db.w.QueryRowContext(ctx, "PRAGMA journal_mode="+want).Scan(&got)
+		err = db.w.QueryRowContext(ctx, "PRAGMA "+p).Scan(&got)
 		if err == nil || !isBusy(err) {
 			break
 		}
 		time.Sleep(time.Second)
 	}
-	if err != nil {
-		return "", fmt.Errorf("set journal_mode=%s: %w", want, err)
-	}
-	return strings.ToLower(got), nil
-}
-
-// fileHeaderWAL reports whether the database header's read/write versions say WAL (2).
-func fileHeaderWAL(path string) (bool, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	var h [20]byte
-	if _, err := io.ReadFull(f, h[:]); err != nil {
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return false, nil // new or empty file
-		}
-		return false, err
-	}
-	return h[18] == 2 && h[19] == 2, nil
+	return strings.ToLower(got), err
 }
