@@ -87,6 +87,12 @@ type Store interface {
 	// ImportSession inserts a whole session with its messages as exported (ids of messages are
 	// reassigned, order kept). An existing id returns ErrExists and changes nothing.
 	ImportSession(ctx context.Context, s Session, prompt string, ms []Message) error
+	// PutRoute stores the routing entry of r.Key, replacing an earlier one. The session must
+	// exist (ErrNotFound otherwise); deleting the session deletes its routes.
+	PutRoute(ctx context.Context, r Route) error
+	// GetRoute returns the routing entry of a session key, ErrNotFound when there is none.
+	GetRoute(ctx context.Context, key string) (Route, error)
+
 	// Prune deletes ended sessions that started before cutoff and returns how many.
 	Prune(ctx context.Context, cutoff time.Time) (int, error)
 	Stats(ctx context.Context) (Stats, error)

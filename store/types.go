@@ -299,3 +299,18 @@ type CacheBreak struct {
 	Reason     string `json:"reason"`          // "compaction", "tools", "ttl", "resume", "edit", "model", "unknown"
 	LostTokens int64  `json:"lost_tokens"`     // cached tokens the previous request had and this one did not
 }
+
+// Route is a gateway routing entry: the session a session key (one chat, thread or user lane,
+// §13 of the reference) continues. A gateway resolves the entry to its live compression tip.
+type Route struct {
+	Key       string
+	SessionID string
+	// Suspended (set by /stop) makes the next message start a fresh session linked to this one.
+	Suspended bool
+	// ResumePending keeps the session across a restart that timed out a turn.
+	ResumePending bool
+	// Origin is the platform metadata of the lane (platform, chat_type, display_name, ...): a
+	// JSON object, or nil.
+	Origin    json.RawMessage
+	UpdatedAt time.Time
+}

@@ -439,6 +439,7 @@ func deleteSessionTx(ctx context.Context, tx *sql.Tx, id string) error {
 		"DELETE FROM messages WHERE session_id = ?",
 		"DELETE FROM compression_locks WHERE session_id = ?",
 		"DELETE FROM requests WHERE session_id = ?",
+		"DELETE FROM routes WHERE session_id = ?",
 		"DELETE FROM sessions WHERE id = ?",
 	} {
 		if _, err := tx.ExecContext(ctx, q, id); err != nil {

@@ -60,6 +60,7 @@ func Run(t *testing.T, h Harness) {
 		{"Delete", testDelete},
 		{"Prune", testPrune},
 		{"Import", testImport},
+		{"Routes", testRoutes},
 		{"StatsAndCheck", testStatsAndCheck},
 		{"CompressionLocks", testCompressionLocks},
 		{"Leases", testLeases},

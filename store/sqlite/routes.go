@@ -1,0 +1,80 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// maxRouteKey bounds a session key; real keys are well under 200 bytes.
+const maxRouteKey = 512
+
+func validateRoute(r store.Route) error {
+	switch {
+	case r.Key == "":
+		return store.Invalid("session_key", "empty")
+	case len(r.Key) > maxRouteKey:
+		return store.Invalid("session_key", "%d bytes, the limit is %d", len(r.Key), maxRouteKey)
+	case r.Key[0] == '/':
+		return store.Invalid("session_key", "%q starts with /", r.Key)
+	case r.SessionID == "":
+		return store.Invalid("session_id", "empty")
+	}
+	if len(r.Origin) > 0 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(r.Origin, &obj); err != nil {
+			return store.Invalid("origin", "must be a JSON object: %v", err)
+		}
+	}
+	return nil
+}
+
+// PutRoute implements store.Store.
+func (db *DB) PutRoute(ctx context.Context, r store.Route) error {
+	if err := validateRoute(r); err != nil {
+		return fmt.Errorf("put route %q: %w", r.Key, err)
+	}
+	if r.UpdatedAt.IsZero() {
+		r.UpdatedAt = time.Now()
+	}
+	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
+		if err := existsOr(ctx, tx, r.SessionID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO routes (session_key, session_id, suspended, resume_pending, origin, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_key) DO UPDATE SET session_id = excluded.session_id,
+			suspended = excluded.suspended, resume_pending = excluded.resume_pending, origin = excluded.origin,
+			updated_at = excluded.updated_at`,
+			r.Key, r.SessionID, r.Suspended, r.ResumePending, nullJSON(r.Origin), micros(r.UpdatedAt))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("put route %q: %w", r.Key, err)
+	}
+	return nil
+}
+
+// GetRoute implements store.Store.
+func (db *DB) GetRoute(ctx context.Context, key string) (store.Route, error) {
+	r := store.Route{Key: key}
+	var origin sql.NullString
+	var updated int64
+	err := db.read().QueryRowContext(ctx, `SELECT session_id, suspended, resume_pending, origin, updated_at
+		FROM routes WHERE session_key = ?`, key).Scan(&r.SessionID, &r.Suspended, &r.ResumePending, &origin, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Route{}, notFound("route", key)
+	}
+	if err != nil {
+		return store.Route{}, fmt.Errorf("get route %q: %w", key, err)
+	}
+	if origin.Valid {
+		r.Origin = json.RawMessage(origin.String)
+	}
+	r.UpdatedAt = fromMicros(updated)
+	return r, nil
+}
