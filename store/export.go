@@ -25,6 +25,17 @@ import (
 // dropped silently.
 const ExportVersion = 1
 
+// ExportSource is the part of Store that Export reads; every Store satisfies it.
+type ExportSource interface {
+	GetSession(ctx context.Context, id string) (Session, error)
+	ListSessions(ctx context.Context, o ListOptions) ([]SessionListing, error)
+	Children(ctx context.Context, id string) ([]Session, error)
+	SystemPrompt(ctx context.Context, id string) (string, error)
+	Conversation(ctx context.Context, sessionID string, v View) ([]Message, error)
+}
+
+var _ ExportSource = Store(nil)
+
 // maxExportLine bounds one line of an import file, so garbage cannot exhaust memory.
 const maxExportLine = 256 << 20
 
@@ -140,7 +151,7 @@ func (l messageLine) message() Message {
 // w. With tree, each named session brings its descendants (branches, compression continuations,
 // delegates, recursively). Messages are every row of a session (ViewAll) in id order. progress,
 // when non-nil, is called with the number of lines written so far.
-func Export(ctx context.Context, st Store, w io.Writer, ids []string, tree bool, progress func(n int)) error {
+func Export(ctx context.Context, st ExportSource, w io.Writer, ids []string, tree bool, progress func(n int)) error {
 	sessions, err := exportSet(ctx, st, ids, tree)
 	if err != nil {
 		return err
@@ -192,7 +203,7 @@ func Export(ctx context.Context, st Store, w io.Writer, ids []string, tree bool,
 }
 
 // exportSet loads the sessions to export, each parent before its children.
-func exportSet(ctx context.Context, st Store, ids []string, tree bool) ([]Session, error) {
+func exportSet(ctx context.Context, st ExportSource, ids []string, tree bool) ([]Session, error) {
 	byID := map[string]Session{}
 	var order []string
 	add := func(s Session) bool {

@@ -47,6 +47,10 @@ type Store interface {
 	UndoLastExchange(ctx context.Context, sessionID string, opts ...WriteOption) (int, error)
 	// Conversation loads a session's messages in id order.
 	Conversation(ctx context.Context, sessionID string, v View) ([]Message, error)
+	// ConversationPage loads one window of a session's messages in id order (see PageQuery).
+	// Unlike Conversation with ViewDisplay it does not fold archived copies of re-inserted head
+	// messages: a window shows the rows as stored.
+	ConversationPage(ctx context.Context, sessionID string, q PageQuery) ([]Message, error)
 
 	// Children lists direct children of a session, oldest first.
 	Children(ctx context.Context, id string) ([]Session, error)
@@ -78,11 +82,15 @@ type Store interface {
 	RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
 	// ReleaseLease gives l up if it is still current; releasing a lost lease is not an error.
 	ReleaseLease(ctx context.Context, l Lease) error
+	// HeldLeases lists the turn leases held right now (a holder, not expired), oldest first.
+	HeldLeases(ctx context.Context) ([]HeldLease, error)
 
 	// ListSessions lists sessions newest activity first.
 	ListSessions(ctx context.Context, o ListOptions) ([]SessionListing, error)
 	// Search runs a full-text query over user, assistant and tool text, archived rows included.
 	Search(ctx context.Context, q SearchQuery) ([]SearchHit, error)
+	// UsageByDay sums recorded model calls per UTC day and model, oldest day first, then model.
+	UsageByDay(ctx context.Context, q UsageQuery) ([]UsageRow, error)
 
 	// ImportSession inserts a whole session with its messages as exported (ids of messages are
 	// reassigned, order kept). An existing id returns ErrExists and changes nothing.

@@ -179,6 +179,12 @@ type ListOptions struct {
 	// IncludeChildren also lists compression continuations and delegate runs, which are
 	// otherwise folded into their chain's root.
 	IncludeChildren bool
+	// Model and Cwd, when set, keep only sessions with exactly that model or working directory.
+	Model string
+	Cwd   string
+	// Query, when set, keeps sessions whose title or first user message contains it (case-
+	// insensitive for ASCII letters; the text is matched literally, never as a pattern).
+	Query string
 }
 
 // SessionListing is a session as a picker shows it.
@@ -208,6 +214,7 @@ type SearchQuery struct {
 	ExcludeSources []string
 	Roles          []string // only these roles, when non-empty
 	SessionIDs     []string // only these sessions, when non-empty
+	UserID         string   // only sessions of this user, when set
 	Limit          int      // 0 means 20
 	Offset         int
 	Sort           SearchSort
@@ -236,6 +243,39 @@ type ContextLine struct {
 	MessageID int64
 	Role      string
 	Content   string
+}
+
+// PageQuery selects a window of a conversation, in id order.
+type PageQuery struct {
+	View View
+	// AfterID, when set, starts the window after this message id.
+	AfterID int64
+	// BeforeID, when set, ends the window before this message id; with AfterID unset the
+	// window is then the last Limit rows before it (still returned in id order).
+	BeforeID int64
+	Limit    int // 0 means 200
+}
+
+// HeldLease is a turn lease someone holds right now: unexpired, with a holder.
+type HeldLease struct {
+	ConversationID string // the lineage root
+	Holder         string
+	Generation     int64
+	AcquiredAt     time.Time // when this holder took it (renewals keep it)
+	ExpiresAt      time.Time
+}
+
+// UsageQuery selects recorded model calls for a usage report.
+type UsageQuery struct {
+	UserID string    // only sessions of this user, when set
+	Since  time.Time // only calls at or after this instant, when set
+}
+
+// UsageRow is the usage of one model on one day (UTC).
+type UsageRow struct {
+	Day   time.Time // midnight UTC
+	Model string
+	Usage Usage
 }
 
 // CompactRequest replaces a session's active history in place, in one transaction.

@@ -16,11 +16,17 @@ func (db *DB) ListSessions(ctx context.Context, o store.ListOptions) ([]store.Se
 	if !o.IncludeChildren {
 		where = append(where, "s.root_id = s.id AND s.relation <> 'delegate'")
 	}
-	for _, f := range []struct{ col, val string }{{"s.source", o.Source}, {"s.user_id", o.UserID}, {"s.session_key", o.SessionKey}} {
+	for _, f := range []struct{ col, val string }{{"s.source", o.Source}, {"s.user_id", o.UserID},
+		{"s.session_key", o.SessionKey}, {"s.model", o.Model}, {"s.cwd", o.Cwd}} {
 		if f.val != "" {
 			where = append(where, f.col+" = ?")
 			args = append(args, f.val)
 		}
+	}
+	if o.Query != "" {
+		// instr is literal (no LIKE wildcards to escape); lower() folds ASCII letters.
+		where = append(where, "(instr(lower(coalesce(s.title, '')), lower(?)) > 0 OR instr(lower(coalesce(s.preview, '')), lower(?)) > 0)")
+		args = append(args, o.Query, o.Query)
 	}
 	cond := ""
 	if len(where) > 0 {

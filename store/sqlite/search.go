@@ -82,6 +82,10 @@ func filters(q store.SearchQuery) (string, []any) {
 	in("s.source", q.ExcludeSources, true)
 	in("m.role", q.Roles, false)
 	in("m.session_id", q.SessionIDs, false)
+	if q.UserID != "" {
+		conds = append(conds, "s.user_id = ?")
+		args = append(args, q.UserID)
+	}
 	return strings.Join(conds, " AND "), args
 }
 

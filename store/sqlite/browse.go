@@ -1,0 +1,131 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// Reads the session browser needs: a window of a transcript, the leases held now, usage by day.
+
+const defaultPageLimit = 200
+
+// ConversationPage implements store.Store.
+func (db *DB) ConversationPage(ctx context.Context, sessionID string, q store.PageQuery) ([]store.Message, error) {
+	var vis string
+	switch q.View {
+	case store.ViewActive:
+		vis = "m.active = 1"
+	case store.ViewDisplay:
+		vis = "(m.active = 1 OR m.compacted = 1)"
+	case store.ViewAll:
+		vis = "1"
+	default:
+		return nil, fmt.Errorf("conversation page %s: %w", sessionID, store.Invalid("view", "unknown view %d", q.View))
+	}
+	if q.Limit <= 0 {
+		q.Limit = defaultPageLimit
+	}
+	if q.AfterID < 0 || q.BeforeID < 0 {
+		return nil, fmt.Errorf("conversation page %s: %w", sessionID, store.Invalid("page", "negative message id"))
+	}
+	before := q.BeforeID
+	if before == 0 {
+		before = 1<<63 - 1
+	}
+	// The last rows before BeforeID when no AfterID is given (a window ending at a message),
+	// else the first rows after AfterID; both come back in id order.
+	order := "ASC"
+	if q.AfterID == 0 && q.BeforeID > 0 {
+		order = "DESC"
+	}
+	query := "SELECT " + messageCols + " FROM messages m WHERE m.session_id = ? AND " + vis +
+		" AND m.id > ? AND m.id < ? ORDER BY m.id " + order + " LIMIT ?"
+	var ms []store.Message
+	err := db.readRows(ctx, query, []any{sessionID, q.AfterID, before, q.Limit}, func(r rowScanner) error {
+		var content, head string
+		var calls, extra sql.NullString
+		if err := r.Scan(&content, &head, &calls, &extra); err != nil {
+			return err
+		}
+		var x *string
+		if extra.Valid {
+			x = &extra.String
+		}
+		m, err := decodeMessage(sessionID, content, head, calls.String, x)
+		if err != nil {
+			return err
+		}
+		ms = append(ms, m)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("conversation page %s: %w", sessionID, err)
+	}
+	if order == "DESC" {
+		for i, j := 0, len(ms)-1; i < j; i, j = i+1, j-1 {
+			ms[i], ms[j] = ms[j], ms[i]
+		}
+	}
+	if len(ms) == 0 {
+		if _, err := getSession(ctx, db.read(), sessionID); err != nil {
+			return nil, fmt.Errorf("conversation page: %w", err)
+		}
+	}
+	return ms, nil
+}
+
+// HeldLeases implements store.Store.
+func (db *DB) HeldLeases(ctx context.Context) ([]store.HeldLease, error) {
+	var out []store.HeldLease
+	err := db.readRows(ctx, `SELECT conversation_id, holder, generation, coalesce(acquired_at, 0), expires_at
+		FROM turn_leases WHERE holder IS NOT NULL AND expires_at > ? ORDER BY acquired_at, conversation_id`,
+		[]any{micros(time.Now())}, func(r rowScanner) error {
+			var l store.HeldLease
+			var acquired, expires int64
+			if err := r.Scan(&l.ConversationID, &l.Holder, &l.Generation, &acquired, &expires); err != nil {
+				return err
+			}
+			l.AcquiredAt, l.ExpiresAt = fromMicros(acquired), fromMicros(expires)
+			out = append(out, l)
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("held leases: %w", err)
+	}
+	return out, nil
+}
+
+const microsPerDay = int64(24 * time.Hour / time.Microsecond)
+
+// UsageByDay implements store.Store.
+func (db *DB) UsageByDay(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error) {
+	var since int64 = -1 << 62
+	if !q.Since.IsZero() {
+		since = micros(q.Since)
+	}
+	var out []store.UsageRow
+	err := db.readRows(ctx, `SELECT r.at / ?1 AS day, r.model, sum(r.input_tokens), sum(r.output_tokens),
+		sum(r.cache_read_tokens), sum(r.cache_write_tokens), sum(r.reasoning_tokens), count(*), sum(r.cost_usd)
+		FROM requests r JOIN sessions s ON s.id = r.session_id
+		WHERE r.at >= ?2 AND (?3 = '' OR s.user_id = ?3)
+		GROUP BY day, r.model ORDER BY day, r.model`, []any{microsPerDay, since, q.UserID}, func(r rowScanner) error {
+		var row store.UsageRow
+		var day int64
+		u := &row.Usage
+		if err := r.Scan(&day, &row.Model, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens,
+			&u.ReasoningTokens, &u.APICalls, &u.CostUSD); err != nil {
+			return err
+		}
+		row.Day = time.UnixMicro(day * microsPerDay).UTC()
+		out = append(out, row)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("usage by day: %w", err)
+	}
+	return out, nil
+}
