@@ -101,6 +101,16 @@ type Store interface {
 	// GetRoute returns the routing entry of a session key, ErrNotFound when there is none.
 	GetRoute(ctx context.Context, key string) (Route, error)
 
+	// ClaimIdempotencyKey inserts c.Entry as a pending claim (Status 0) unless a live entry for
+	// (Scope, Key) exists; then it returns that entry and false, unchanged. Two concurrent
+	// claims of one key: exactly one gets true.
+	ClaimIdempotencyKey(ctx context.Context, c IdempotencyClaim) (IdempotencyEntry, bool, error)
+	// CompleteIdempotencyKey records the outcome of a claimed key (status > 0).
+	CompleteIdempotencyKey(ctx context.Context, scope, key string, status int, response []byte) error
+	// ReleaseIdempotencyKey deletes a pending claim (the request did nothing worth replaying,
+	// so a retry runs again); a finished entry is left alone.
+	ReleaseIdempotencyKey(ctx context.Context, scope, key string) error
+
 	// Prune deletes ended sessions that started before cutoff and returns how many.
 	Prune(ctx context.Context, cutoff time.Time) (int, error)
 	Stats(ctx context.Context) (Stats, error)

@@ -61,6 +61,7 @@ func Run(t *testing.T, h Harness) {
 		{"Prune", testPrune},
 		{"Import", testImport},
 		{"Routes", testRoutes},
+		{"Idempotency", testIdempotency},
 		{"StatsAndCheck", testStatsAndCheck},
 		{"CompressionLocks", testCompressionLocks},
 		{"Leases", testLeases},
