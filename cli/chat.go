@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"errors"
@@ -42,8 +41,13 @@ type chat struct {
 	ag  *agent.Agent
 	st  store.Store
 	sid string
-	in  *bufio.Scanner
+	in  *lineReader
 	tty bool
+	// allowed are the approvals the user gave for the rest of this session ("a" at the prompt):
+	// a command's first word ("terminal:go") or a whole tool ("write_file"). A session switch
+	// forgets them.
+	allowed    map[string]bool
+	allowedSID string
 	// view is the running turn's output, so the approval prompt can clear its spinner.
 	view *turnView
 	// lease fences transcript writes made outside a turn (/undo) like a turn's own.
@@ -63,9 +67,8 @@ func (a *app) chatCommand() *cobra.Command {
 			// Ctrl-C interrupts a turn, not the chat: turns get their own signal handling.
 			ctx := context.WithoutCancel(cmd.Context())
 			c := &chat{a: a, tty: isTerminal(a.stdin)}
-			c.in = bufio.NewScanner(a.stdin)
-			c.in.Buffer(make([]byte, 64<<10), 16<<20)
-			ag, st, notice, err := a.newAgent(ctx, f, c.approve)
+			c.in = newLineReader(a.stdin)
+			ag, st, notice, err := a.newAgent(ctx, f, c.approve, true)
 			if err != nil {
 				return err
 			}
@@ -91,25 +94,60 @@ func (a *app) chatCommand() *cobra.Command {
 	return cmd
 }
 
-// approve asks on the terminal before a command runs; without a terminal it refuses.
+// approve asks on the terminal before a command runs, a file is written or a file outside the
+// workspace is touched; without a terminal it refuses. "a" allows the same kind of request for
+// the rest of the session; Ctrl-C refuses at once.
 func (c *chat) approve(ctx context.Context, req tools.ApprovalRequest) error {
 	if !c.tty {
-		return fmt.Errorf("%w: no terminal to ask for approval; start spool chat with --yes to allow commands", tools.ErrDenied)
+		return fmt.Errorf("%w: no terminal to ask for approval; start spool chat with --yes to allow it", tools.ErrDenied)
+	}
+	// A new session gets its id after its first turn; only a switch to another one forgets.
+	if c.allowed == nil || (c.allowedSID != "" && c.allowedSID != c.sid) {
+		c.allowed = map[string]bool{}
+	}
+	c.allowedSID = c.sid
+	scope, scopeText := approvalScope(req)
+	if c.allowed[scope] {
+		return nil
 	}
 	if c.view != nil {
 		// The tool's spinner would draw over the question; it comes back once answered.
 		c.view.aside(func() {})
-		defer c.view.wait("running " + truncate(req.Command, 60))
+		defer c.view.wait("running " + req.Tool)
 	}
-	fmt.Fprintf(c.a.stderr, "Run `%s` in %s? [y/N] ", req.Command, req.WorkDir)
-	if !c.in.Scan() {
+	if req.Diff != "" {
+		fmt.Fprintln(c.a.stderr, colorDiff(c.a.colour(), visible(req.Diff)))
+	}
+	fmt.Fprintf(c.a.stderr, "%s [y/N/a=always %s this session] ", visible(req.Question()), scopeText)
+	line, err := c.in.read(ctx)
+	if err != nil {
+		fmt.Fprintln(c.a.stderr)
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: the user interrupted", tools.ErrDenied)
+		}
 		return fmt.Errorf("%w: no answer", tools.ErrDenied)
 	}
-	switch strings.ToLower(strings.TrimSpace(c.in.Text())) {
+	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":
+		return nil
+	case "a", "always":
+		c.allowed[scope] = true
 		return nil
 	}
 	return fmt.Errorf("%w: the user said no", tools.ErrDenied)
+}
+
+// approvalScope is what "always" allows for a request: commands that start with the same word,
+// or the tool (writes, reads outside the workspace), and how the prompt names it.
+func approvalScope(req tools.ApprovalRequest) (key, text string) {
+	if req.Command != "" {
+		word, _, _ := strings.Cut(strings.TrimSpace(req.Command), " ")
+		return "terminal:" + word, fmt.Sprintf("commands starting with %q", word)
+	}
+	if req.Outside {
+		return req.Tool + ":outside", req.Tool + " outside the workspace"
+	}
+	return req.Tool, req.Tool
 }
 
 func (c *chat) prompt() {
@@ -122,8 +160,14 @@ func (c *chat) loop(ctx context.Context) error {
 	if c.tty {
 		fmt.Fprintln(c.a.stderr, "spool chat: type a message, /help for commands, Ctrl-D to leave.")
 	}
-	for c.prompt(); c.in.Scan(); c.prompt() {
-		line := c.in.Text()
+	for c.prompt(); ; c.prompt() {
+		line, err := c.in.read(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read input: %w", err)
+		}
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
@@ -135,10 +179,6 @@ func (c *chat) loop(ctx context.Context) error {
 		}
 		c.turn(ctx, line)
 	}
-	if err := c.in.Err(); err != nil {
-		return fmt.Errorf("read input: %w", err)
-	}
-	return nil
 }
 
 // turn runs one message; errors are shown and the chat goes on.

@@ -203,7 +203,7 @@ func TestChatThroughPTY(t *testing.T) {
 
 	s.typeLine(`CALL terminal {"command":"echo shell-was-here"}`)
 	s.expect("⚙ terminal ")
-	s.expect("? [y/N] ")
+	s.expect("? [y/N/a=always commands starting with \"echo\" this session] ")
 	s.typeLine("y")
 	s.expect(`terminal returned "shell-was-here`)
 	s.expect("› ")
@@ -325,5 +325,48 @@ func TestChatStylingOnlyOnATerminal(t *testing.T) {
 	waitExit(t, s, cmd)
 	if strings.Contains(s.raw(), boldOn) || strings.Contains(s.raw(), codeOn) {
 		t.Errorf("NO_COLOR terminal: styling in %q", s.raw())
+	}
+}
+
+// TestChatApprovals: a write shows its diff and asks; "a" allows that tool for the rest of the
+// session; Ctrl-C at the prompt refuses at once and the next line typed is a message, not an
+// answer; a stored escape sequence in the question is shown, not obeyed.
+func TestChatApprovals(t *testing.T) {
+	t.Parallel()
+	url := startFakeLLM(t)
+	home := t.TempDir()
+	s, cmd := startPTY(t, home, []string{"NO_COLOR=1"}, "chat", "--provider", "openai", "--base-url", url+"/v1", "--model", "fake-model")
+	s.expect("› ")
+
+	s.typeLine(`CALL write_file {"path":"notes.txt","content":"one\ntwo\n"}`)
+	s.expect("+++ notes.txt\n@@ -1,0 +1,2 @@\n+one\n+two\n")
+	s.expect("Write ")
+	s.expect("notes.txt? [y/N/a=always write_file this session] ")
+	s.typeLine("a")
+	s.expect(`write_file returned "created notes.txt`)
+	s.expect("› ")
+
+	// Allowed for the session now: the second write does not ask.
+	s.typeLine(`CALL write_file {"path":"notes.txt","content":"one\nTWO\n"}`)
+	s.expect(`write_file returned "updated notes.txt`)
+	s.expect("› ")
+	if n := strings.Count(s.text(), "[y/N/a=always write_file"); n != 1 {
+		t.Errorf("asked %d times for write_file, want once:\n%s", n, s.text())
+	}
+
+	s.typeLine(`CALL terminal {"command":"echo \u001b[2Jcleared"}`)
+	s.expect("Run `echo \\x1b[2Jcleared` in ")
+	if _, err := s.tty.Write([]byte{3}); err != nil {
+		t.Fatal(err)
+	}
+	s.expect("(interrupted: what was said is kept)")
+	s.expect("› ")
+	s.typeLine("SAY the next line is a message")
+	s.expect("\nthe next line is a message\n")
+	s.expect("› ")
+	s.typeLine("/exit")
+	waitExit(t, s, cmd)
+	if strings.Contains(s.raw(), "\x1b[2J") {
+		t.Error("an escape sequence from the model reached the terminal raw")
 	}
 }

@@ -129,7 +129,8 @@ func (a *app) dial(p config.Provider, keys configKeys) (c provider.Client, name,
 }
 
 // newAgent wires the configured store, provider and tools into an agent.
-func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approver) (*agent.Agent, store.Store, string, error) {
+// approver decides commands, writes when confirmWrites, and file access outside the workspace.
+func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approver, confirmWrites bool) (*agent.Agent, store.Store, string, error) {
 	cfg, err := a.config()
 	if err != nil {
 		return nil, nil, "", err
@@ -149,7 +150,10 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 	if f.yes {
 		approver = tools.AutoApprove
 	}
-	reg := agent.Registry(tools.Default(), tools.Env{WorkDir: wd, Home: cfg.Home, Store: st, Approver: approver})
+	aux, _ := cfg.Auxiliary.Compression.ClientFor(cfg.Provider)
+	reg := agent.Registry(tools.Default(), tools.Env{WorkDir: wd, Home: cfg.Home, Store: st, Approver: approver,
+		ConfirmWrites: confirmWrites && !f.yes,
+		Secrets:       tools.NewSecrets(os.Environ(), cfg.Provider.KeyEnv(), aux.KeyEnv())})
 	ag, err := agent.New(agent.Deps{Store: st, Client: client, SummaryClient: summary, Tools: reg, Config: agent.Config{
 		Model:         model,
 		Provider:      name,
@@ -232,7 +236,7 @@ func (a *app) runCommand() *cobra.Command {
 			if strings.TrimSpace(input) == "" {
 				return &usageError{errors.New("the prompt is empty")}
 			}
-			ag, st, notice, err := a.newAgent(ctx, f, tools.Deny("spool run cannot ask for approval; pass --yes to allow terminal commands"))
+			ag, st, notice, err := a.newAgent(ctx, f, tools.Deny("spool run cannot ask for approval; pass --yes to allow it"), false)
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -270,5 +271,72 @@ func TestRunBadInput(t *testing.T) {
 	shown := decode[shownMessages](t, spool(t, home, "sessions", "show", sid, "--json").ok(t, "show"))
 	if got := shown.roles(); !slices.Equal(got, []string{"user", "assistant", "user", "user", "user", "assistant"}) || shown.Messages[3].Content != "still there?" {
 		t.Errorf("history after the outage: %v", got)
+	}
+}
+
+// TestRunToolsSafeByDefault: without --yes, file tools stay inside the workspace (reads and
+// writes outside are refused with a reason the model sees, nothing is touched), writes inside
+// go ahead; with --yes a command still never sees or stores a provider key.
+func TestRunToolsSafeByDefault(t *testing.T) {
+	t.Parallel()
+	home, ws, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("TOPSECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(env []string, args ...string) runOut {
+		t.Helper()
+		cmd := exec.Command(spoolBin, append([]string{"--home", home, "run", "--json"}, args...)...)
+		cmd.Env = append(cleanEnv(), env...)
+		cmd.Dir = ws
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("spool run %q: %v\n%s", args, err, out)
+		}
+		var r runOut
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("decode %q: %v", out, err)
+		}
+		return r
+	}
+	// toolResult is what the model was told: the stored tool row of a run's session.
+	toolResult := func(r runOut) string {
+		t.Helper()
+		shown := decode[shownMessages](t, spool(t, home, "sessions", "show", r.SessionID, "--json").ok(t, "show"))
+		for _, m := range shown.Messages {
+			if m.Role == "tool" {
+				return m.Content
+			}
+		}
+		t.Fatalf("no tool result in %+v", shown)
+		return ""
+	}
+	secret := filepath.Join(outside, "secret.txt")
+	got := toolResult(run(nil, fmt.Sprintf(`CALL read_file {"path":%q}`, secret)))
+	if strings.Contains(got, "TOPSECRET") || !strings.Contains(got, "is outside the workspace "+ws) ||
+		!strings.Contains(got, "pass --yes to allow it") || strings.Count(got, "\n") > 0 {
+		t.Errorf("read outside the workspace: %q", got)
+	}
+	target := filepath.Join(outside, "written.txt")
+	got = toolResult(run(nil, fmt.Sprintf(`CALL write_file {"path":%q,"content":"x"}`, target)))
+	if _, err := os.Stat(target); err == nil || !strings.Contains(got, "is outside the workspace") {
+		t.Errorf("write outside the workspace happened or was not explained: %q", got)
+	}
+	run(nil, `CALL write_file {"path":"inside.txt","content":"fine\n"}`)
+	if b, err := os.ReadFile(filepath.Join(ws, "inside.txt")); err != nil || string(b) != "fine\n" {
+		t.Errorf("write inside the workspace: %q, %v", b, err)
+	}
+
+	key := "sk-SECRET-123-" + strings.Repeat("x", 8)
+	r := run([]string{"OPENAI_API_KEY=" + key, "MY_SERVICE_TOKEN=tok-0123456789"}, "--yes",
+		`CALL terminal {"command":"env | grep -E '_KEY|_TOKEN'; echo done-listing"}`)
+	if !strings.Contains(toolResult(r), "done-listing") {
+		t.Fatalf("the command did not run: %q", toolResult(r))
+	}
+	shown := spool(t, home, "sessions", "show", r.SessionID, "--json").ok(t, "show").stdout
+	found := spool(t, home, "search", "SECRET", "--json").ok(t, "search").stdout
+	for _, leak := range []string{key, "tok-0123456789", "OPENAI_API_KEY="} {
+		if strings.Contains(r.Reply+shown+found, leak) {
+			t.Errorf("%q reached the transcript or the search index:\n%s", leak, shown)
+		}
 	}
 }

@@ -10,8 +10,13 @@
 // error Result whose text tells the model what went wrong. Output is capped (head and tail kept
 // around a marker) so one command cannot flood the context.
 //
-// Tools act for the user: paths resolve against Env.WorkDir, the terminal asks Env.Approver
-// before it runs anything, memory writes files the prompt package reads only at the next prompt
-// build (new session or compaction), and session_search is a read-only view of the store
-// through package recall.
+// Tools act for the user, and are safe by default: paths resolve against Env.WorkDir; the file
+// tools stay inside the workspace (the git root above it, else the working directory, symbolic
+// links resolved) unless Env.Approver consents, and writes show the approver a diff when
+// Env.ConfirmWrites; the terminal asks Env.Approver before it runs anything and runs commands
+// without the secret environment variables (provider keys, *_TOKEN, *_SECRET, ...); every
+// result has the secret values spool knows (Env.Secrets) redacted, so no key reaches a
+// transcript, the search index or the next request. memory writes files the prompt package
+// reads only at the next prompt build (new session or compaction), and session_search is a
+// read-only view of the store through package recall.
 package tools

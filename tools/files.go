@@ -119,6 +119,9 @@ func readFile(ctx context.Context, env Env, raw json.RawMessage) (string, error)
 	if err != nil {
 		return "", err
 	}
+	if err := allowRead(ctx, env, "read_file", p); err != nil {
+		return "", err
+	}
 	name := display(env, p)
 	f, err := os.Open(p)
 	if err != nil {
@@ -206,7 +209,7 @@ func WriteFile() Tool {
 	}
 }
 
-func writeFile(_ context.Context, env Env, raw json.RawMessage) (string, error) {
+func writeFile(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
 	var a struct {
 		Path    string `json:"path"`
 		Content string `json:"content"`
@@ -227,6 +230,13 @@ func writeFile(_ context.Context, env Env, raw json.RawMessage) (string, error) 
 		return "", fmt.Errorf("write %s: is a directory", name)
 	}
 	created := errors.Is(err, fs.ErrNotExist)
+	var before []byte
+	if err == nil && st.Size() <= MaxReadBytes {
+		before, _ = os.ReadFile(p) // only for the diff a person is shown
+	}
+	if err := allowWrite(ctx, env, p, name, string(before), a.Content); err != nil {
+		return "", fmt.Errorf("write %s: %w", name, err)
+	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return "", fmt.Errorf("write %s: create parent directories: %w", name, unwrapPath(err))
 	}
@@ -316,6 +326,9 @@ func listFiles(ctx context.Context, env Env, raw json.RawMessage) (string, error
 	}
 	root, err := resolvePath(env, a.Dir)
 	if err != nil {
+		return "", err
+	}
+	if err := allowRead(ctx, env, "list_files", root); err != nil {
 		return "", err
 	}
 	name := display(env, root)
@@ -449,6 +462,9 @@ func searchFiles(ctx context.Context, env Env, raw json.RawMessage) (string, err
 	}
 	root, err := resolvePath(env, a.Dir)
 	if err != nil {
+		return "", err
+	}
+	if err := allowRead(ctx, env, "search_files", root); err != nil {
 		return "", err
 	}
 	if _, err := os.Stat(root); err != nil {

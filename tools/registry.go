@@ -44,8 +44,17 @@ type Env struct {
 	SessionID string
 	// Store is the session store session_search reads; nil disables that tool.
 	Store recall.Store
-	// Approver decides whether a command may run; nil denies every command.
+	// Workspace confines the file tools: paths outside it need the Approver's consent. Empty
+	// means the git root above WorkDir, else WorkDir itself.
+	Workspace string
+	// ConfirmWrites sends every write_file (with its diff) to the Approver, not only writes
+	// outside the workspace; `spool chat` sets it.
+	ConfirmWrites bool
+	// Approver decides whether a command, a write or a file access outside the workspace may go
+	// ahead; nil denies them (writes inside the workspace need no approver unless ConfirmWrites).
 	Approver Approver
+	// Secrets are kept out of every result and out of commands' environments; nil knows none.
+	Secrets *Secrets
 }
 
 // Result is the text a tool call returns to the model.
@@ -140,7 +149,7 @@ func (r *Registry) Call(ctx context.Context, env Env, name, args string) Result 
 	}
 	out, err := run(ctx, e.tool, env, raw)
 	if err == nil {
-		return Result{Content: Truncate(out, limit)}
+		return Result{Content: Truncate(env.Secrets.Redact(out), limit)}
 	}
 	msg := fmt.Sprintf("tool %s failed: %v", name, err)
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -149,7 +158,7 @@ func (r *Registry) Call(ctx context.Context, env Env, name, args string) Result 
 	if out != "" {
 		msg += "\n" + out
 	}
-	return Result{IsError: true, Content: Truncate(msg, limit)}
+	return Result{IsError: true, Content: Truncate(env.Secrets.Redact(msg), limit)}
 }
 
 // run calls the tool, turning a panic into an error that names it.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -20,9 +21,29 @@ const (
 
 // ApprovalRequest describes an action that needs the user's consent.
 type ApprovalRequest struct {
-	Tool    string
+	Tool string
+	// Command is the terminal tool's command line.
 	Command string
 	WorkDir string
+	// Path is the file a file tool would touch (absolute), Outside whether it lies outside the
+	// workspace, and Diff, for write_file, the change as a unified diff.
+	Path    string
+	Outside bool
+	Diff    string
+}
+
+// Question is the request as one line to ask a person.
+func (r ApprovalRequest) Question() string {
+	switch {
+	case r.Command != "":
+		return fmt.Sprintf("Run `%s` in %s?", r.Command, r.WorkDir)
+	case r.Tool == "write_file" && r.Outside:
+		return fmt.Sprintf("Write %s, outside the workspace %s?", r.Path, r.WorkDir)
+	case r.Tool == "write_file":
+		return fmt.Sprintf("Write %s?", r.Path)
+	default:
+		return fmt.Sprintf("Let %s read %s, outside the workspace %s?", r.Tool, r.Path, r.WorkDir)
+	}
 }
 
 // Approver decides whether an action may go ahead: nil approves; an error denies, and its text
@@ -95,6 +116,7 @@ func runTerminal(ctx context.Context, env Env, raw json.RawMessage) (string, err
 	defer cancel()
 	cmd := exec.CommandContext(cctx, shell, "-c", a.Command)
 	cmd.Dir = dir
+	cmd.Env = env.Secrets.Environ(os.Environ())
 	out := newHeadTail(terminalOutput)
 	cmd.Stdout, cmd.Stderr = out, out
 	killGroup(cmd)
