@@ -1,0 +1,198 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// Options tune a database handle. The zero value is the documented default.
+type Options struct {
+	// MaxConns bounds the connection pool (default: pgxpool's, max(4, CPUs)).
+	MaxConns int32
+	// WriteBudget is how long a transcript write keeps retrying a serialization failure or a
+	// deadlock (default 60 s).
+	WriteBudget time.Duration
+	// Logger receives warnings (reclaimed locks, lost notifications). Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// DB is a store.Store on one PostgreSQL database.
+type DB struct {
+	pool *pgxpool.Pool
+	url  string
+	opts Options
+	log  *slog.Logger
+
+	watchOnce sync.Once
+	hub       *notifyHub
+}
+
+var _ store.Store = (*DB)(nil)
+
+// IsURL reports whether s names a PostgreSQL database (postgres:// or postgresql://).
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// Redact returns the URL with its password replaced, for messages.
+func Redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "postgres://(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// Open connects to the database at dsn (a postgres:// URL or key=value string) and runs
+// pending migrations.
+func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
+	if opts.WriteBudget <= 0 {
+		opts.WriteBudget = 60 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors can quote the whole string, password included.
+		return nil, fmt.Errorf("open %s: cannot parse the database URL", Redact(dsn))
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", Redact(dsn), err)
+	}
+	db := &DB{pool: pool, url: dsn, opts: opts, log: opts.Logger}
+	if err := db.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open %s: %w", Redact(dsn), err)
+	}
+	return db, nil
+}
+
+// Close closes the pool and the notification listener.
+func (db *DB) Close() error {
+	if db.hub != nil {
+		db.hub.close()
+	}
+	db.pool.Close()
+	return nil
+}
+
+// Pool is the handle's connection pool (tools such as db copy use it for bulk reads).
+func (db *DB) Pool() *pgxpool.Pool { return db.pool }
+
+// ServerVersion reports the server's version string.
+func (db *DB) ServerVersion(ctx context.Context) (string, error) {
+	var v string
+	err := db.pool.QueryRow(ctx, "SHOW server_version").Scan(&v)
+	return v, err
+}
+
+// nowUS is the database clock in microseconds since the epoch; leases and locks expire by it.
+const nowUS = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+
+// retryable reports errors a transaction may simply be run again for.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "40001", "40P01": // serialization_failure, deadlock_detected
+			return true
+		}
+	}
+	return false
+}
+
+// isUnique reports a unique violation on the named constraint or index ("" for any).
+func isUnique(err error, name string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505" && (name == "" || pe.ConstraintName == name)
+}
+
+// write runs fn in one transaction, retrying serialization failures and deadlocks until budget
+// is spent. fn may run more than once: it must not have effects outside tx.
+func (db *DB) write(ctx context.Context, budget time.Duration, fn func(tx pgx.Tx) error) error {
+	deadline := time.Now().Add(budget)
+	for attempt := 0; ; attempt++ {
+		err := pgx.BeginFunc(ctx, db.pool, fn)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %v", store.ErrBusy, err)
+		}
+		d := time.Duration(rand.N(int64(2*time.Millisecond))) + time.Duration(min(attempt, 10))*time.Millisecond
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+const routineBudget = 20 * time.Second
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(us int64) time.Time { return time.UnixMicro(us) }
+
+func nullMicros(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	v := t.UnixMicro()
+	return &v
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func nullJSON(raw []byte) *string {
+	if len(raw) == 0 {
+		return nil
+	}
+	s := string(raw)
+	return &s
+}
+
+func notFound(kind, ref string) error {
+	return fmt.Errorf("%s %q: %w", kind, ref, store.ErrNotFound)
+}
+
+// querier is what both the pool and a transaction offer.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// column runs a one-column query and returns its values in order.
+func column[T any](ctx context.Context, q querier, query string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[T])
+}

@@ -1,0 +1,264 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/sqlite"
+)
+
+// Append implements store.Store.
+func (db *DB) Append(ctx context.Context, sessionID string, m store.Message, opts ...store.WriteOption) (int64, error) {
+	ids, err := db.appendMessages(ctx, sessionID, []store.Message{m}, store.ApplyWriteOptions(opts))
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// AppendBatch implements store.Store.
+func (db *DB) AppendBatch(ctx context.Context, sessionID string, ms []store.Message, opts ...store.WriteOption) ([]int64, error) {
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	return db.appendMessages(ctx, sessionID, ms, store.ApplyWriteOptions(opts))
+}
+
+// encodedMessage is a message made ready for binding, computed once outside the retry loop.
+type encodedMessage struct {
+	m     store.Message
+	calls *string
+	tsv   string
+	cjk   *string
+}
+
+func encodeMessages(ms []store.Message) ([]encodedMessage, int, error) {
+	out := make([]encodedMessage, len(ms))
+	toolCalls := 0
+	for i, m := range ms {
+		if err := store.PrepareMessage(&m); err != nil {
+			return nil, 0, fmt.Errorf("message %d: %w", i, err)
+		}
+		for _, f := range []*string{&m.Content, &m.APIContent, &m.Reasoning} {
+			*f = cleanNUL(*f)
+		}
+		e := encodedMessage{m: m}
+		if len(m.ToolCalls) > 0 {
+			b, err := json.Marshal(m.ToolCalls)
+			if err != nil {
+				return nil, 0, fmt.Errorf("message %d: encode tool calls: %w", i, err)
+			}
+			s := string(b)
+			e.calls = &s
+			toolCalls += len(m.ToolCalls)
+		}
+		e.tsv, e.cjk = rowIndex(m, e.calls)
+		out[i] = e
+	}
+	return out, toolCalls, nil
+}
+
+const (
+	bumpSessionSQL = `UPDATE sessions SET message_count = message_count + $1,
+		tool_call_count = tool_call_count + $2, last_active = greatest(last_active, $3), preview = coalesce(preview, $4)
+		WHERE id = $5 RETURNING root_id, ended_at IS NOT NULL AND end_reason = 'compression'`
+	bumpRootSQL = `UPDATE sessions r SET last_active = greatest(r.last_active, $2)
+		FROM sessions c WHERE c.id = $1 AND r.id = c.root_id AND r.id <> c.id`
+	insertMessageSQL = `INSERT INTO messages (session_id, role, content, api_content, tool_calls,
+		tool_call_id, tool_name, reasoning, reasoning_details, finish_reason, token_count, timestamp,
+		summary, active, compacted, tsv, cjk_text) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+		$13, $14, $15, $16::tsvector, $17) RETURNING id`
+	// leaseRowSQL locks the conversation's lease row for the rest of the transaction, so a new
+	// holder cannot take it between the check and the commit.
+	leaseRowSQL = `SELECT holder, generation, expires_at <= ` + nowUS + `, ttl FROM turn_leases
+		WHERE conversation_id = $1 FOR UPDATE`
+)
+
+func insertArgs(sessionID string, e encodedMessage, active, compacted bool) []any {
+	m := e.m
+	return []any{sessionID, m.Role, m.Content, nullString(m.APIContent), e.calls, nullString(m.ToolCallID),
+		nullString(m.ToolName), nullString(m.Reasoning), nullJSON(m.ReasoningDetails), nullString(m.FinishReason),
+		m.TokenCount, micros(m.Timestamp), m.Summary, active, compacted, e.tsv, e.cjk}
+}
+
+// firstUserText is the preview candidate of a batch.
+func firstUserText(enc []encodedMessage) *string {
+	for _, e := range enc {
+		if e.m.Role == store.RoleUser && !e.m.Summary {
+			s := sqlite.TruncateRunes(e.m.Content, sqlite.PreviewChars+1)
+			return &s
+		}
+	}
+	return nil
+}
+
+// appendMessages writes the batch in one transaction and, after BEGIN, one round trip: the
+// session's counters (which locks its row and so orders appends to it), the lease row's fence
+// (locked too), the root's activity and every insert are pipelined with SendBatch, and their
+// results are checked before COMMIT.
+func (db *DB) appendMessages(ctx context.Context, sessionID string, ms []store.Message, w store.WriteOptions) ([]int64, error) {
+	enc, toolCalls, err := encodeMessages(ms)
+	if err != nil {
+		return nil, fmt.Errorf("append to %s: %w", sessionID, err)
+	}
+	var ids []int64
+	last := micros(enc[len(enc)-1].m.Timestamp)
+	err = db.write(ctx, db.opts.WriteBudget, func(tx pgx.Tx) error {
+		ids = ids[:0]
+		b := &pgx.Batch{}
+		b.Queue(bumpSessionSQL, len(enc), toolCalls, last, firstUserText(enc), sessionID)
+		if w.Lease != nil {
+			b.Queue(leaseRowSQL, w.Lease.ConversationID)
+		}
+		b.Queue(bumpRootSQL, sessionID, last)
+		for _, e := range enc {
+			b.Queue(insertMessageSQL, insertArgs(sessionID, e, true, false)...)
+		}
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
+		var root string
+		var closed bool
+		if err := br.QueryRow().Scan(&root, &closed); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return notFound("session", sessionID)
+			}
+			return err
+		}
+		if closed && !w.AllowClosed {
+			return fmt.Errorf("session %s: %w", sessionID, store.ErrSessionClosed)
+		}
+		var renew bool
+		if w.Lease != nil {
+			if renew, err = checkLeaseRow(br.QueryRow(), root, w.Lease); err != nil {
+				return err
+			}
+		}
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		for range enc {
+			var id int64
+			if err := br.QueryRow().Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		if renew {
+			return renewExpired(ctx, tx, root)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("append to %s: %w", sessionID, err)
+	}
+	return ids, nil
+}
+
+// checkLeaseRow reads leaseRowSQL's row for conversation root against l. renew is true when
+// the lease is still l's but expired (nobody took it): the write then renews it in place.
+func checkLeaseRow(row pgx.Row, root string, l *store.Lease) (renew bool, err error) {
+	var holder *string
+	var gen, ttl int64
+	var expired *bool
+	err = row.Scan(&holder, &gen, &expired, &ttl)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && (holder == nil || *holder != l.Holder || gen != l.Generation)) {
+		return false, fmt.Errorf("generation %d of %s: %w", l.Generation, l.ConversationID, store.ErrLeaseLost)
+	}
+	if err != nil {
+		return false, err
+	}
+	if root != l.ConversationID {
+		return false, fmt.Errorf("lease is for conversation %s, not %s: %w", l.ConversationID, root, store.ErrLeaseLost)
+	}
+	return expired != nil && *expired, nil
+}
+
+func renewExpired(ctx context.Context, tx pgx.Tx, conv string) error {
+	_, err := tx.Exec(ctx, "UPDATE turn_leases SET expires_at = "+nowUS+" + greatest(ttl, 100000) WHERE conversation_id = $1", conv)
+	return err
+}
+
+// checkLease fences a write on a session whose conversation root is root, inside tx.
+func checkLease(ctx context.Context, tx pgx.Tx, root string, l *store.Lease) error {
+	if l == nil {
+		return nil
+	}
+	if root != l.ConversationID {
+		return fmt.Errorf("lease is for conversation %s, not %s: %w", l.ConversationID, root, store.ErrLeaseLost)
+	}
+	renew, err := checkLeaseRow(tx.QueryRow(ctx, leaseRowSQL, root), root, l)
+	if err != nil || !renew {
+		return err
+	}
+	return renewExpired(ctx, tx, root)
+}
+
+// Conversation implements store.Store.
+func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) ([]store.Message, error) {
+	var where string
+	switch v {
+	case store.ViewActive:
+		where = "m.active"
+	case store.ViewDisplay:
+		where = "(m.active OR m.compacted)"
+	case store.ViewAll:
+		where = "true"
+	default:
+		return nil, fmt.Errorf("conversation %s: %w", sessionID, store.Invalid("view", "unknown view %d", v))
+	}
+	rows, err := db.pool.Query(ctx, "SELECT "+messageCols+" FROM messages m WHERE m.session_id = $1 AND "+where+" ORDER BY m.id", sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("conversation %s: %w", sessionID, err)
+	}
+	ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Message, error) { return scanMessage(r, sessionID) })
+	if err != nil {
+		return nil, fmt.Errorf("conversation %s: %w", sessionID, err)
+	}
+	if len(ms) == 0 {
+		if _, err := getSession(ctx, db.pool, sessionID); err != nil {
+			return nil, fmt.Errorf("conversation: %w", err)
+		}
+	}
+	if v == store.ViewDisplay {
+		ms = sqlite.DedupeGenerations(ms)
+	}
+	return ms, nil
+}
+
+// UndoLastExchange implements store.Store.
+func (db *DB) UndoLastExchange(ctx context.Context, sessionID string, opts ...store.WriteOption) (int, error) {
+	w := store.ApplyWriteOptions(opts)
+	var n int
+	err := db.write(ctx, db.opts.WriteBudget, func(tx pgx.Tx) error {
+		if err := checkWritable(ctx, tx, sessionID, w); err != nil {
+			return err
+		}
+		var from *int64
+		if err := tx.QueryRow(ctx, `SELECT max(id) FROM messages WHERE session_id = $1 AND active
+			AND role = 'user' AND NOT summary`, sessionID).Scan(&from); err != nil {
+			return err
+		}
+		if from == nil {
+			return fmt.Errorf("session %s has no user message to undo: %w", sessionID, store.ErrNotFound)
+		}
+		tag, err := tx.Exec(ctx, `UPDATE messages SET active = false, compacted = false
+			WHERE session_id = $1 AND active AND id >= $2`, sessionID, *from)
+		if err != nil {
+			return err
+		}
+		n = int(tag.RowsAffected())
+		return recount(ctx, tx, sessionID)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("undo in %s: %w", sessionID, err)
+	}
+	return n, nil
+}

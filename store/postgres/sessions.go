@@ -1,0 +1,583 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/sqlite"
+)
+
+// CreateSession implements store.Store.
+func (db *DB) CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error) {
+	if ns.Source == "" {
+		ns.Source = "cli"
+	}
+	if ns.StartedAt.IsZero() {
+		ns.StartedAt = time.Now()
+	}
+	if ns.ID == "" {
+		ns.ID = store.NewSessionID(ns.StartedAt)
+	}
+	if err := validateNewSession(&ns); err != nil {
+		return store.Session{}, fmt.Errorf("create session %s: %w", ns.ID, err)
+	}
+	err := db.write(ctx, routineBudget, func(tx pgx.Tx) error {
+		return createSessionTx(ctx, tx, ns)
+	})
+	if err != nil {
+		return store.Session{}, fmt.Errorf("create session %s: %w", ns.ID, db.titleErr(ctx, err, ns.Title))
+	}
+	return db.GetSession(ctx, ns.ID)
+}
+
+// titleErr turns a unique violation of the title index (two writers racing for one title) into
+// the TitleInUseError the check before the insert would have returned.
+func (db *DB) titleErr(ctx context.Context, err error, title string) error {
+	if !isUnique(err, "sessions_title") {
+		return err
+	}
+	holder, _ := titleHolder(ctx, db.pool, title)
+	return &store.TitleInUseError{Title: title, SessionID: holder}
+}
+
+func validateNewSession(ns *store.NewSession) error {
+	if strings.TrimSpace(ns.ID) != ns.ID || strings.ContainsAny(ns.ID, "/\\\x00") || strings.Contains(ns.ID, "..") {
+		return store.Invalid("id", "%q contains whitespace, a path separator or \"..\"", ns.ID)
+	}
+	if !ns.Relation.Valid() {
+		return store.Invalid("relation", "unknown relation %q", ns.Relation)
+	}
+	if ns.Relation != store.RelationNone && ns.ParentID == "" {
+		return store.Invalid("relation", "%q needs a parent session", ns.Relation)
+	}
+	if ns.ParentID == ns.ID {
+		return store.Invalid("parent", "a session cannot be its own parent")
+	}
+	if err := store.ValidateModelConfig(ns.ModelConfig); err != nil {
+		return err
+	}
+	t, err := store.CleanTitle(ns.Title)
+	if err != nil {
+		return err
+	}
+	ns.Title = t
+	// PostgreSQL text cannot hold NUL; every other field is cleaned by the store package.
+	for _, f := range []*string{&ns.Source, &ns.UserID, &ns.SessionKey, &ns.Model, &ns.Cwd, &ns.GitBranch} {
+		*f = store.CleanIdent(*f)
+	}
+	return nil
+}
+
+// createSessionTx inserts ns unless its id exists (ensure semantics).
+func createSessionTx(ctx context.Context, tx pgx.Tx, ns store.NewSession) error {
+	var existingSource string
+	err := tx.QueryRow(ctx, "SELECT source FROM sessions WHERE id = $1 FOR UPDATE", ns.ID).Scan(&existingSource)
+	if err == nil {
+		if existingSource == "unknown" && ns.Source != "unknown" {
+			_, err = tx.Exec(ctx, "UPDATE sessions SET source = $1 WHERE id = $2", ns.Source, ns.ID)
+		}
+		return err
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	rootID := ns.ID
+	if ns.ParentID != "" {
+		var parentRoot, cwd, branch string
+		err := tx.QueryRow(ctx, "SELECT root_id, cwd, git_branch FROM sessions WHERE id = $1", ns.ParentID).
+			Scan(&parentRoot, &cwd, &branch)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("parent session", ns.ParentID)
+		}
+		if err != nil {
+			return err
+		}
+		if ns.Relation == store.RelationCompression {
+			rootID = parentRoot
+		}
+		if ns.Cwd == "" {
+			ns.Cwd = cwd
+		}
+		if ns.GitBranch == "" {
+			ns.GitBranch = branch
+		}
+	}
+	if ns.Title != "" {
+		if holder, err := titleHolder(ctx, tx, ns.Title); err != nil {
+			return err
+		} else if holder != "" {
+			return &store.TitleInUseError{Title: ns.Title, SessionID: holder}
+		}
+	}
+	started := micros(ns.StartedAt)
+	_, err = tx.Exec(ctx, `INSERT INTO sessions (id, source, user_id, session_key, title, model,
+		model_config, parent_session_id, relation, root_id, started_at, last_active, cwd, git_branch)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13) ON CONFLICT (id) DO NOTHING`,
+		ns.ID, ns.Source, ns.UserID, ns.SessionKey, nullString(ns.Title), ns.Model, nullJSON(ns.ModelConfig),
+		nullString(ns.ParentID), string(ns.Relation), rootID, started, ns.Cwd, ns.GitBranch)
+	return err
+}
+
+func titleHolder(ctx context.Context, q querier, title string) (string, error) {
+	var id string
+	err := q.QueryRow(ctx, "SELECT id FROM sessions WHERE title = $1", title).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return id, err
+}
+
+// GetSession implements store.Store.
+func (db *DB) GetSession(ctx context.Context, id string) (store.Session, error) {
+	s, err := getSession(ctx, db.pool, id)
+	if err != nil {
+		return s, fmt.Errorf("get session: %w", err)
+	}
+	return s, nil
+}
+
+func getSession(ctx context.Context, q querier, id string) (store.Session, error) {
+	s, err := scanSession(q.QueryRow(ctx, "SELECT "+sessionCols+" FROM sessions s WHERE s.id = $1", id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s, notFound("session", id)
+	}
+	return s, err
+}
+
+var titleNumber = regexp.MustCompile(`^(.*) #(\d+)$`)
+
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// ResolveSession implements store.Store.
+func (db *DB) ResolveSession(ctx context.Context, ref string) (store.Session, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return store.Session{}, store.Invalid("session", "empty reference")
+	}
+	ref = store.CleanIdent(ref)
+	q := db.pool
+	if s, err := getSession(ctx, q, ref); err == nil || !errors.Is(err, store.ErrNotFound) {
+		return s, err
+	}
+	if id, err := resolveTitle(ctx, q, ref); err != nil {
+		return store.Session{}, err
+	} else if id != "" {
+		return getSession(ctx, q, id)
+	}
+	ids, err := column[string](ctx, q, `SELECT id FROM sessions WHERE id LIKE $1 ORDER BY id COLLATE "C" LIMIT 50`,
+		likeEscape(ref)+"%")
+	if err != nil {
+		return store.Session{}, err
+	}
+	switch len(ids) {
+	case 0:
+		return store.Session{}, notFound("session", ref)
+	case 1:
+		return getSession(ctx, q, ids[0])
+	}
+	return store.Session{}, &store.AmbiguousError{Ref: ref, Matches: ids}
+}
+
+// numberedLike matches "base #N..." candidates; titleNumber decides in Go.
+const numberedTitles = `(starts_with(title, $2) AND substr(title, $3, 1) ~ '^[0-9]')`
+
+func resolveTitle(ctx context.Context, q querier, ref string) (string, error) {
+	t, err := store.CleanTitle(strings.Trim(ref, "\"'`"))
+	if err != nil || t == "" {
+		return "", nil
+	}
+	query, args := "SELECT id FROM sessions WHERE title = $1", []any{t}
+	if !titleNumber.MatchString(t) {
+		query = `SELECT id FROM sessions WHERE title = $1 OR ` + numberedTitles + `
+			ORDER BY title = $1, started_at DESC LIMIT 1`
+		args = append(args, t+" #", len([]rune(t))+3)
+	}
+	var id string
+	err = q.QueryRow(ctx, query, args...).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return id, err
+}
+
+// UpdateSession implements store.Store.
+func (db *DB) UpdateSession(ctx context.Context, id string, p store.SessionPatch) error {
+	if err := store.ValidateModelConfig(p.ModelConfig); err != nil {
+		return fmt.Errorf("update session %s: %w", id, err)
+	}
+	var sets []string
+	var args []any
+	add := func(col string, v any) {
+		args = append(args, v)
+		sets = append(sets, fmt.Sprintf("%s = $%d", col, len(args)))
+	}
+	if p.Model != nil {
+		add("model", store.CleanIdent(*p.Model))
+	}
+	if p.ModelConfig != nil {
+		add("model_config", string(p.ModelConfig))
+	}
+	if p.Cwd != nil {
+		add("cwd", store.CleanIdent(*p.Cwd))
+	}
+	if p.GitBranch != nil {
+		add("git_branch", store.CleanIdent(*p.GitBranch))
+	}
+	if p.Source != nil {
+		if *p.Source == "" {
+			return fmt.Errorf("update session %s: %w", id, store.Invalid("source", "must not be empty"))
+		}
+		add("source", store.CleanIdent(*p.Source))
+	}
+	if len(sets) == 0 {
+		_, err := db.GetSession(ctx, id)
+		return err
+	}
+	args = append(args, id)
+	return db.updateOne(ctx, "update session", id,
+		fmt.Sprintf("UPDATE sessions SET %s WHERE id = $%d", strings.Join(sets, ", "), len(args)), args...)
+}
+
+// updateOne runs a single-row update and reports a missing session as ErrNotFound.
+func (db *DB) updateOne(ctx context.Context, what, id, query string, args ...any) error {
+	err := db.write(ctx, routineBudget, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return existsOr(ctx, tx, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	return nil
+}
+
+// existsOr returns ErrNotFound when the session is missing, nil otherwise.
+func existsOr(ctx context.Context, q querier, id string) error {
+	var one int
+	err := q.QueryRow(ctx, "SELECT 1 FROM sessions WHERE id = $1", id).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound("session", id)
+	}
+	return err
+}
+
+// EndSession implements store.Store.
+func (db *DB) EndSession(ctx context.Context, id, reason string) error {
+	if reason == "" {
+		return fmt.Errorf("end session %s: %w", id, store.Invalid("reason", "must not be empty"))
+	}
+	return db.updateOne(ctx, "end session", id,
+		"UPDATE sessions SET ended_at = $1, end_reason = $2 WHERE id = $3 AND ended_at IS NULL",
+		micros(time.Now()), store.CleanIdent(reason), id)
+}
+
+// ReopenSession implements store.Store.
+func (db *DB) ReopenSession(ctx context.Context, id string) error {
+	return db.updateOne(ctx, "reopen session", id,
+		"UPDATE sessions SET ended_at = NULL, end_reason = '' WHERE id = $1", id)
+}
+
+// SetTitle implements store.Store.
+func (db *DB) SetTitle(ctx context.Context, id, title string) error {
+	t, err := store.CleanTitle(title)
+	if err != nil {
+		return fmt.Errorf("set title of %s: %w", id, err)
+	}
+	err = db.write(ctx, routineBudget, func(tx pgx.Tx) error {
+		var root string
+		if err := tx.QueryRow(ctx, "SELECT root_id FROM sessions WHERE id = $1 FOR UPDATE", id).Scan(&root); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return notFound("session", id)
+			}
+			return err
+		}
+		if t != "" {
+			var holder, holderRoot string
+			err := tx.QueryRow(ctx, "SELECT id, root_id FROM sessions WHERE title = $1", t).Scan(&holder, &holderRoot)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+			case err != nil:
+				return err
+			case holder == id:
+				return nil
+			case holderRoot == root:
+				if _, err := tx.Exec(ctx, "UPDATE sessions SET title = NULL WHERE id = $1", holder); err != nil {
+					return err
+				}
+			default:
+				return &store.TitleInUseError{Title: t, SessionID: holder}
+			}
+		}
+		_, err := tx.Exec(ctx, "UPDATE sessions SET title = $1 WHERE id = $2", nullString(t), id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set title of %s: %w", id, db.titleErr(ctx, err, t))
+	}
+	return nil
+}
+
+// NextTitle implements store.Store.
+func (db *DB) NextTitle(ctx context.Context, base string) (string, error) {
+	return nextTitle(ctx, db.pool, base)
+}
+
+func nextTitle(ctx context.Context, q querier, base string) (string, error) {
+	t, err := store.CleanTitle(base)
+	if err != nil {
+		return "", err
+	}
+	if m := titleNumber.FindStringSubmatch(t); m != nil {
+		t = m[1]
+	}
+	if t == "" {
+		return "", store.Invalid("title", "empty")
+	}
+	titles, err := column[string](ctx, q, "SELECT title FROM sessions WHERE title = $1 OR "+numberedTitles,
+		t, t+" #", len([]rune(t))+3)
+	if err != nil {
+		return "", err
+	}
+	maxN := 1
+	for _, title := range titles {
+		if m := titleNumber.FindStringSubmatch(title); m != nil && m[1] == t {
+			if n, err := strconv.Atoi(m[2]); err == nil && n > maxN {
+				maxN = n
+			}
+		}
+	}
+	if len(titles) == 0 {
+		return t, nil
+	}
+	next := fmt.Sprintf("%s #%d", t, maxN+1)
+	if len([]rune(next)) > store.MaxTitleLength {
+		return "", store.Invalid("title", "numbered title %q is longer than %d characters", next, store.MaxTitleLength)
+	}
+	return next, nil
+}
+
+// DeleteSession implements store.Store.
+func (db *DB) DeleteSession(ctx context.Context, id string) error {
+	err := db.write(ctx, routineBudget, func(tx pgx.Tx) error {
+		if err := existsOr(ctx, tx, id); err != nil {
+			return err
+		}
+		return deleteSessionTx(ctx, tx, id)
+	})
+	if err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	return nil
+}
+
+func deleteSessionTx(ctx context.Context, tx pgx.Tx, id string) error {
+	rows, err := tx.Query(ctx, "SELECT id, relation FROM sessions WHERE parent_session_id = $1", id)
+	if err != nil {
+		return err
+	}
+	type child struct{ id, rel string }
+	children, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (child, error) {
+		var c child
+		err := r.Scan(&c.id, &c.rel)
+		return c, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range children {
+		if c.rel == string(store.RelationDelegate) {
+			if err := deleteSessionTx(ctx, tx, c.id); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := tx.Exec(ctx, "UPDATE sessions SET parent_session_id = NULL, relation = '' WHERE id = $1", c.id); err != nil {
+			return err
+		}
+		if c.rel == string(store.RelationCompression) {
+			if _, err := tx.Exec(ctx, `WITH RECURSIVE chain(id) AS (
+					SELECT $1::text UNION SELECT s.id FROM sessions s JOIN chain ON s.parent_session_id = chain.id
+					WHERE s.relation = 'compression')
+				UPDATE sessions SET root_id = $1 WHERE id IN (SELECT id FROM chain)`, c.id); err != nil {
+				return err
+			}
+		}
+	}
+	var hash *string
+	if err := tx.QueryRow(ctx, "SELECT system_prompt_hash FROM sessions WHERE id = $1", id).Scan(&hash); err != nil {
+		return err
+	}
+	for _, q := range []string{
+		"DELETE FROM messages WHERE session_id = $1",
+		"DELETE FROM compression_locks WHERE session_id = $1",
+		"DELETE FROM requests WHERE session_id = $1",
+		"DELETE FROM sessions WHERE id = $1",
+	} {
+		if _, err := tx.Exec(ctx, q, id); err != nil {
+			return err
+		}
+	}
+	if hash != nil {
+		_, err := tx.Exec(ctx, `DELETE FROM system_prompts WHERE hash = $1
+			AND NOT EXISTS (SELECT 1 FROM sessions WHERE system_prompt_hash = $1)`, *hash)
+		return err
+	}
+	return nil
+}
+
+// SetSystemPrompt implements store.Store.
+func (db *DB) SetSystemPrompt(ctx context.Context, id, prompt string) (string, error) {
+	prompt = cleanNUL(store.CleanText(prompt))
+	hash := sqlite.PromptHash(prompt)
+	err := db.write(ctx, routineBudget, func(tx pgx.Tx) error {
+		return setPromptTx(ctx, tx, id, prompt, hash)
+	})
+	if err != nil {
+		return "", fmt.Errorf("set system prompt of %s: %w", id, err)
+	}
+	return hash, nil
+}
+
+func setPromptTx(ctx context.Context, tx pgx.Tx, id, prompt, hash string) error {
+	if _, err := tx.Exec(ctx, "INSERT INTO system_prompts (hash, prompt) VALUES ($1, $2) ON CONFLICT DO NOTHING", hash, prompt); err != nil {
+		return err
+	}
+	tag, err := tx.Exec(ctx, "UPDATE sessions SET system_prompt_hash = $1 WHERE id = $2", hash, id)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return notFound("session", id)
+	}
+	return nil
+}
+
+// SystemPrompt implements store.Store.
+func (db *DB) SystemPrompt(ctx context.Context, id string) (string, error) {
+	var prompt *string
+	err := db.pool.QueryRow(ctx, `SELECT p.prompt FROM sessions s
+		LEFT JOIN system_prompts p ON p.hash = s.system_prompt_hash WHERE s.id = $1`, id).Scan(&prompt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", notFound("session", id)
+	}
+	if err != nil {
+		return "", fmt.Errorf("system prompt of %s: %w", id, err)
+	}
+	if prompt == nil {
+		return "", nil
+	}
+	return *prompt, nil
+}
+
+// RecordRequest implements store.Store.
+func (db *DB) RecordRequest(ctx context.Context, id string, r store.RequestRecord) error {
+	if r.At.IsZero() {
+		r.At = time.Now()
+	}
+	if r.Task == "" {
+		r.Task = "turn"
+	}
+	u := r.Usage
+	if u.APICalls == 0 {
+		u.APICalls = 1
+	}
+	var brk *string
+	if r.Break != nil {
+		b, err := json.Marshal(r.Break)
+		if err != nil {
+			return fmt.Errorf("record request of %s: %w", id, err)
+		}
+		s := string(b)
+		brk = &s
+	}
+	err := db.write(ctx, routineBudget, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE sessions SET
+			input_tokens = input_tokens + $1, output_tokens = output_tokens + $2,
+			cache_read_tokens = cache_read_tokens + $3, cache_write_tokens = cache_write_tokens + $4,
+			reasoning_tokens = reasoning_tokens + $5, api_call_count = api_call_count + $6,
+			cost_usd = cost_usd + $7 WHERE id = $8`,
+			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens,
+			u.APICalls, u.CostUSD, id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return notFound("session", id)
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO requests (session_id, at, model, task, input_tokens, output_tokens,
+			cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cache_break)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, id, micros(r.At), store.CleanIdent(r.Model),
+			store.CleanIdent(r.Task), u.InputTokens, u.OutputTokens,
+			u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, brk)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record request of %s: %w", id, err)
+	}
+	return nil
+}
+
+// Requests implements store.Store.
+func (db *DB) Requests(ctx context.Context, id string, limit int) ([]store.RequestRecord, error) {
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	rows, err := db.pool.Query(ctx, `SELECT at, model, task, input_tokens, output_tokens, cache_read_tokens,
+		cache_write_tokens, reasoning_tokens, cost_usd, cache_break FROM requests WHERE session_id = $1
+		ORDER BY id DESC LIMIT $2`, id, lim)
+	if err != nil {
+		return nil, fmt.Errorf("requests of %s: %w", id, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.RequestRecord, error) {
+		var r store.RequestRecord
+		var at int64
+		var brk *string
+		u := &r.Usage
+		if err := row.Scan(&at, &r.Model, &r.Task, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens,
+			&u.CacheWriteTokens, &u.ReasoningTokens, &u.CostUSD, &brk); err != nil {
+			return r, err
+		}
+		r.At, u.APICalls = fromMicros(at), 1
+		if brk != nil {
+			r.Break = &store.CacheBreak{}
+			if err := json.Unmarshal([]byte(*brk), r.Break); err != nil {
+				return r, fmt.Errorf("cache break: %w", err)
+			}
+		}
+		return r, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("requests of %s: %w", id, err)
+	}
+	if len(out) == 0 {
+		if _, err := getSession(ctx, db.pool, id); err != nil {
+			return nil, fmt.Errorf("requests: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// cleanNUL removes NUL characters, which PostgreSQL text cannot hold (SQLite keeps them).
+func cleanNUL(s string) string {
+	if strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}

@@ -1,0 +1,71 @@
+package sqlite
+
+import "github.com/spoolhq/spool/store"
+
+// The search language of spool is defined here, next to the FTS5 index it was written for, and
+// store/postgres reuses it so both backends accept the same queries and find the same rows: the
+// sanitizer, the unicode61-like tokenizer, CJK detection and the snippet builders. These are
+// thin exports of the functions the SQLite backend itself uses (pure Go, no SQL).
+// TODO: move them into a package of their own (store/fts) once the concurrent search work lands.
+
+// IndexedToolChars is how much of a tool row's content the full-text indexes hold.
+const IndexedToolChars = 8192
+
+// SanitizeQuery returns the MATCH expression Search runs for q ("" when nothing is searchable).
+func SanitizeQuery(q string) string { return sanitizeFTSQuery(q) }
+
+// HasCJK reports whether s contains CJK script or punctuation (Search routes such queries to
+// substring matching, and writers flag such rows).
+func HasCJK(s string) bool { return hasCJK(s) }
+
+// CJKTerms splits a CJK query into the literal substrings to find.
+func CJKTerms(q string) []string { return cjkTerms(q) }
+
+// Tokens splits s as the word index does (unicode61: letters, digits, marks, private use),
+// case-folded, in order.
+func Tokens(s string) []string {
+	toks := tokenize(s)
+	out := make([]string, len(toks))
+	for i, t := range toks {
+		out[i] = t.fold
+	}
+	return out
+}
+
+// IndexedText is the part of a message's content the indexes hold: all of it, except for tool
+// rows, whose first IndexedToolChars characters are indexed.
+func IndexedText(role, content string) string {
+	if role == store.RoleTool {
+		return truncateRunes(content, IndexedToolChars)
+	}
+	return content
+}
+
+// WordSnippet is the snippet of a word-query hit: the densest window of matched words in text,
+// else in the tool-call text, else the head of text. match is SanitizeQuery's output.
+func WordSnippet(text, toolText, match string) string {
+	terms := matchTerms(match)
+	if s, ok := snippet(text, terms, snippetTokens); ok {
+		return s
+	}
+	if s, ok := snippet(toolText, terms, snippetTokens); ok {
+		return s
+	}
+	return headSnippet(text, 120)
+}
+
+// SubstringSnippet marks the first occurrence of term in content (the snippet of a CJK hit).
+func SubstringSnippet(content, term string) string { return substringSnippet(content, term) }
+
+// ShapePreview flattens newlines and cuts a listing's preview to 60 characters plus "...".
+func ShapePreview(s string) string { return shapePreview(s) }
+
+// PreviewChars is how much of the first user message a session keeps for pickers.
+const PreviewChars = previewChars
+
+// TruncateRunes cuts s to at most n characters.
+func TruncateRunes(s string, n int) string { return truncateRunes(s, n) }
+
+// DedupeGenerations is the display view's filter: archived rows that a later compaction copied
+// verbatim are dropped, keeping for each identical message the row with the highest (active, id).
+func DedupeGenerations(ms []store.Message) []store.Message { return dedupeGenerations(ms) }
