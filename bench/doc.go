@@ -17,11 +17,17 @@
 // parameters (WorkerParams) arrive as the first JSON line on stdin, it answers {"ready":true},
 // waits for the line "go", appends its messages and writes one WorkerResult line.
 //
-// RunRetention is the compaction retention benchmark of issue 3: a generated, seeded 400-turn
-// coding session with planted facts goes through the real compress.Compressor and
-// store.ArchiveAndCompact on a scratch SQLite file, once with provider/fake's summarizer and once
-// with the deterministic fallback, and every fact and user ask is scored as present in the active
-// context, recoverable with one store Search, or lost. Compactions fire when the estimate reaches
-// the resolved trigger (the preflight gate's cooldowns and anti-thrash are not in the loop, so the
-// fallback mode keeps compacting); overhead is Compress's time minus the summarizer's.
+// RunRetention is the compaction retention benchmark of issue 10: a generated, seeded 500-turn
+// coding session with planted facts runs turn by turn through spool's agent (lease, preflight
+// gate, compaction committed in place on a scratch SQLite file, the wire request) at windows of
+// 4K, 8K, 32K, 128K and 1M tokens, against a scripted model that plays the generated turns and
+// refuses what providers refuse (a prompt over the window, an orphan tool pair). Each window runs
+// the default compressor with provider/fake's summarizer, with the deterministic fallback only,
+// and two control engines registered with compress.Register (tail only, blanked summary). Every
+// fact is scored against the request the model is sent next: present (its text is in it),
+// recoverable (the request holds a [mN] pointer or the fact's key, and one recall
+// session_search for that alone returns a message holding the fact) or lost. The report gives
+// per window and engine the shares, losses, user asks lost, orphan tool pairs, the active tokens
+// after each compaction against the target, and the failed turns; a missed target (see
+// retentionRules) makes it fail with ErrVerify.
 package bench

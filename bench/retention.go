@@ -2,50 +2,51 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/compress"
 	"github.com/spoolhq/spool/provider/fake"
 	"github.com/spoolhq/spool/store"
-	"github.com/spoolhq/spool/store/sqlite"
 )
 
 // RetentionHarness labels the retention report.
-const RetentionHarness = "spool bench retention (issue 3)"
+const RetentionHarness = "spool bench retention (issue 10)"
 
-// Summarizer modes of the retention benchmark.
+// Retention targets (issue 10).
 const (
-	ModeFake     = "fake"
-	ModeFallback = "fallback"
+	// RetentionMinPresentPct is the share of facts that must stay in the request itself at
+	// windows of RetentionPresentFromWindow tokens and more.
+	RetentionMinPresentPct     = 90.0
+	RetentionPresentFromWindow = 32_768
+	RetentionMaxOverheadMs     = 10.0
 )
 
-// Retention targets (issue 3).
-const (
-	RetentionMinCompactions = 5
-	RetentionMaxOverheadMs  = 10.0
-)
+// DefaultRetentionWindows are the context windows of the full run: 4K, 8K, 32K, 128K and 1M.
+var DefaultRetentionWindows = []int{4_096, 8_192, 32_768, 131_072, 1_048_576}
+
+// RetentionEngines are every engine the benchmark knows, in report order.
+var RetentionEngines = []string{ModeFake, ModeFallback, ControlTailOnly, ControlBlankSummary}
 
 // RetentionConfig sizes RunRetention. Zero fields take the defaults of the full run.
 type RetentionConfig struct {
 	Seed uint64 // default 20260428
-	// Turns is the session length in user turns (default 400).
+	// Turns is the session length in user turns (default 500).
 	Turns int
-	// TriggerTokens, when set, is compression.threshold_tokens (a cap on the trigger); by default
-	// the compression defaults apply: 0.50 raised to 0.75 under 512K windows, capped at 256,000.
-	TriggerTokens int
-	// Model and ContextLength are the main model (default gpt-4o, 128,000 tokens: the trigger
-	// is then 96,000).
-	Model         string
-	ContextLength int
+	// Windows are the main model's context windows to run (default DefaultRetentionWindows).
+	Windows []int
+	// Engines to run at every window (default RetentionEngines: both summarizer modes and the
+	// two controls).
+	Engines []string
 	// OverheadMessages and OverheadRuns size the separate overhead case: Compress on the first
-	// OverheadMessages messages of the session, OverheadRuns times (defaults 1,000 and 30).
+	// OverheadMessages messages of the session at a 128K window, OverheadRuns times (defaults
+	// 1,000 and 30; OverheadRuns < 0 skips the case).
 	OverheadMessages int
 	OverheadRuns     int
 	// Dir is where the scratch directory is made; default $BENCH_TMPDIR, else the temp dir.
@@ -59,18 +60,18 @@ func (c RetentionConfig) withDefaults() RetentionConfig {
 		c.Seed = 20260428
 	}
 	if c.Turns <= 0 {
-		c.Turns = 400
+		c.Turns = 500
 	}
-	if c.Model == "" {
-		c.Model = "gpt-4o"
+	if len(c.Windows) == 0 {
+		c.Windows = DefaultRetentionWindows
 	}
-	if c.ContextLength <= 0 {
-		c.ContextLength = 128_000
+	if len(c.Engines) == 0 {
+		c.Engines = RetentionEngines
 	}
 	if c.OverheadMessages <= 0 {
 		c.OverheadMessages = 1000
 	}
-	if c.OverheadRuns <= 0 {
+	if c.OverheadRuns == 0 {
 		c.OverheadRuns = 30
 	}
 	return c
@@ -78,76 +79,97 @@ func (c RetentionConfig) withDefaults() RetentionConfig {
 
 // RetentionReport is the JSON printed by `spool bench retention`.
 type RetentionReport struct {
-	Harness string                    `json:"harness"`
-	Config  RetentionConfigInfo       `json:"config"`
-	Modes   map[string]*RetentionMode `json:"modes"`
-	// VerifyOK: every mode ran RetentionMinCompactions or more compactions, lost no fact and no
-	// user ask, and left no orphan tool pair. A false VerifyOK makes RunRetention fail.
+	Harness string              `json:"harness"`
+	Config  RetentionConfigInfo `json:"config"`
+	// Windows are the results per context window, smallest first.
+	Windows  []RetentionWindow  `json:"windows"`
+	Overhead *RetentionOverhead `json:"overhead,omitempty"`
+	// VerifyOK: every target below except the timing one was met; false makes RunRetention
+	// fail (exit 1).
 	VerifyOK bool `json:"verify_ok"`
-	// TargetsMet adds the timing target, the 1,000-message overhead p99 under
-	// RetentionMaxOverheadMs; a missed timing target is reported, not an error.
+	// TargetsMet adds the timing target (the 1,000-message overhead p50 under
+	// RetentionMaxOverheadMs), which is reported, never an error.
 	TargetsMet    bool     `json:"targets_met"`
 	TargetsMissed []string `json:"targets_missed,omitempty"`
 	TotalRuntimeS float64  `json:"total_runtime_s"`
 }
 
-// RetentionConfigInfo records what was run.
+// RetentionConfigInfo records what was run and how it was scored.
 type RetentionConfigInfo struct {
-	Seed             uint64 `json:"seed"`
-	Turns            int    `json:"turns"`
-	Messages         int    `json:"messages"`
-	Model            string `json:"model"`
-	TriggerTokens    int    `json:"trigger_tokens"`
-	ContextLength    int    `json:"context_length"`
-	TailMode         string `json:"tail_mode"`
-	TailBudget       int    `json:"tail_budget_tokens"`
-	OverheadMessages int    `json:"overhead_messages"`
-	OverheadRuns     int    `json:"overhead_runs"`
-	Store            string `json:"store"`
-	GoVersion        string `json:"go_version"`
+	Seed      uint64            `json:"seed"`
+	Turns     int               `json:"turns"`
+	Messages  int               `json:"messages"`
+	Windows   []int             `json:"windows"`
+	Engines   []string          `json:"engines"`
+	Store     string            `json:"store"`
+	GoVersion string            `json:"go_version"`
+	Rules     map[string]string `json:"rules"`
 }
 
-// RetentionMode is the result of one summarizer mode.
-type RetentionMode struct {
-	Compactions      int          `json:"compactions"`
-	FactsTotal       int          `json:"facts_total"`
-	FactsPresent     int          `json:"facts_present"`
-	FactsRecoverable int          `json:"facts_recoverable"`
-	FactsLost        []FactResult `json:"facts_lost"`
-	// Facts is every planted fact with its status: present, recoverable or lost.
+var retentionRules = map[string]string{
+	"session": "every turn runs through spool's agent (lease, preflight gate, compaction committed in place on a real SQLite " +
+		"file, wire request) against a scripted model that plays the generated turn and refuses prompts over the window " +
+		"(provider/fake's tokenizer) and orphan tool pairs, as providers do",
+	"present": "the fact's text is, verbatim, in the request the model is sent next (a probe turn after the session): " +
+		"system prompt, message texts, tool call arguments",
+	"recoverable": "not present, but the request holds a [mN] pointer to a message holding the text and " +
+		"session_search(session_id, around_message_id=N) (package recall) anchors on such a message, or the request " +
+		"holds the fact's key (an identifier, never the sentence) and session_search(query=key, " +
+		"role_filter=user,assistant,tool; user for asks) returns a message holding the text among its top 3 results",
+	"lost":          "neither present nor recoverable",
+	"target_tokens": "the compaction trigger: a context above it after a compaction compacts again on the next call",
+	"targets": "per window, fake and fallback engines: 0 failed turns, active tokens after every compaction at or under " +
+		"the target, no orphan tool pair, 100% of facts present or recoverable, present >= 90% from 32K on; " +
+		"the control engines must lose facts",
+}
+
+// RetentionWindow is one context window's results.
+type RetentionWindow struct {
+	ContextLength int                      `json:"context_length"`
+	Engines       map[string]*RetentionRun `json:"engines"`
+}
+
+// RetentionRun is the result of one engine at one window.
+type RetentionRun struct {
+	Turns int `json:"turns"`
+	// TurnsFailed counts the turns whose agent.Run returned an error; FailedTurnErrors groups
+	// them by message (numbers as N).
+	TurnsFailed       int            `json:"turns_failed"`
+	FirstFailedTurn   *int           `json:"first_failed_turn,omitempty"`
+	FailedTurnErrors  map[string]int `json:"failed_turn_errors,omitempty"`
+	ProbeError        string         `json:"probe_error,omitempty"`
+	Requests          int            `json:"requests"`
+	RequestsRefused   map[string]int `json:"requests_refused"`
+	Compactions       int            `json:"compactions"`
+	FallbackSummaries int            `json:"fallback_summaries"`
+	TriggerTokens     int            `json:"trigger_tokens"`
+	TargetTokens      int            `json:"target_tokens"`
+	// ActiveTokensAfter* are the prompt tokens of the first request after each compaction.
+	ActiveTokensAfterP50   int `json:"active_tokens_after_compaction_p50"`
+	ActiveTokensAfterMax   int `json:"active_tokens_after_compaction_max"`
+	ActiveTokensOverTarget int `json:"compactions_over_target"`
+	ProbeRequestTokens     int `json:"probe_request_tokens"`
+
+	FactsTotal              int          `json:"facts_total"`
+	FactsPresent            int          `json:"facts_present"`
+	FactsRecoverable        int          `json:"facts_recoverable"`
+	PresentPct              float64      `json:"present_pct"`
+	RecoverablePct          float64      `json:"recoverable_pct"`
+	PresentOrRecoverablePct float64      `json:"present_or_recoverable_pct"`
+	FactsLost               []FactResult `json:"facts_lost"`
+	// Facts is every planted fact with its status.
 	Facts               []FactResult `json:"facts"`
 	UserAsksTotal       int          `json:"user_asks_total"`
 	UserAsksPresent     int          `json:"user_asks_present"`
 	UserAsksRecoverable int          `json:"user_asks_recoverable"`
 	UserAsksLost        int          `json:"user_asks_lost"`
-	// LostUserAsks are the turns (0-based) whose ask was lost.
-	LostUserAsks []int `json:"lost_user_asks,omitempty"`
-	// OrphanToolPairs counts, in the final active history, tool results without their call right
-	// before them and calls without a result; ...AfterCompactions sums the same count over the
-	// active history right after every compaction.
-	OrphanToolPairs                 int `json:"orphan_tool_pairs"`
-	OrphanToolPairsAfterCompactions int `json:"orphan_tool_pairs_after_compactions"`
-	FallbackSummaries               int `json:"fallback_summaries"`
-	// Overhead is Compress's wall time minus the time spent inside the summarizer, per compaction
-	// of the session.
-	OverheadP50 float64 `json:"overhead_ms_p50"`
-	OverheadP99 float64 `json:"overhead_ms_p99"`
-	// Overhead1000 is the same on the first OverheadMessages messages, OverheadRuns times.
-	Overhead1000Tokens int     `json:"overhead_1000_tokens"`
-	Overhead1000P50    float64 `json:"overhead_1000_ms_p50"`
-	Overhead1000P99    float64 `json:"overhead_1000_ms_p99"`
-	// CommitP50/P99 time store.ArchiveAndCompact of each plan (not part of the overhead).
-	CommitP50 float64 `json:"commit_ms_p50"`
-	CommitP99 float64 `json:"commit_ms_p99"`
-	// SearchCalls is how many store.Search calls the recoverability checks made (one per fact
-	// or ask that was not present).
-	SearchCalls       int `json:"search_calls"`
-	FinalActive       int `json:"final_active_messages"`
-	FinalActiveTokens int `json:"final_active_tokens"`
-	FinalSummaryChars int `json:"final_summary_chars"`
-	// TokensBefore/After are the estimates around each compaction.
-	TokensBefore []int `json:"tokens_before"`
-	TokensAfter  []int `json:"tokens_after"`
+	// OrphanToolPairs counts tool results without their call and calls without their result in
+	// every request sent (each such request is refused).
+	OrphanToolPairs int `json:"orphan_tool_pairs"`
+	SearchCalls     int `json:"search_calls"`
+
+	predicted   int // turns predicted to end right before a compaction
+	activeAfter []int
 }
 
 // Fact statuses.
@@ -161,11 +183,27 @@ const (
 type FactResult struct {
 	Fact
 	Status string `json:"status"`
+	// Via is how a recoverable fact was found: "pointer" or "key".
+	Via string `json:"via,omitempty"`
 }
 
-// RunRetention runs the retention benchmark and writes its JSON report to stdout. When a fact or
-// ask is lost, a tool pair is orphaned or too few compactions ran, it still writes the report,
-// then returns an error wrapping ErrVerify.
+// RetentionOverhead is Compress's time outside the model call on the first OverheadMessages
+// messages of the session (a history never compacted), per summarizer mode.
+type RetentionOverhead struct {
+	Messages int                           `json:"messages"`
+	Tokens   int                           `json:"tokens"`
+	Runs     int                           `json:"runs"`
+	Modes    map[string]RetentionOverheadM `json:"modes"`
+}
+
+// RetentionOverheadM is one mode's overhead percentiles.
+type RetentionOverheadM struct {
+	P50 float64 `json:"ms_p50"`
+	P99 float64 `json:"ms_p99"`
+}
+
+// RunRetention runs the retention benchmark and writes its JSON report to stdout. When a target
+// is missed it still writes the report, then returns an error wrapping ErrVerify.
 func RunRetention(ctx context.Context, cfg RetentionConfig, stdout io.Writer) error {
 	rep, err := Retention(ctx, cfg)
 	if rep == nil {
@@ -174,12 +212,17 @@ func RunRetention(ctx context.Context, cfg RetentionConfig, stdout io.Writer) er
 	return writeReport(stdout, rep, err)
 }
 
-// Retention runs the benchmark: the generated session through the real compressor, committed
-// with ArchiveAndCompact on a real SQLite file, once per summarizer mode. A non-nil report with
-// ErrVerify means the run completed but retention failed (see RetentionReport.VerifyOK).
+// Retention runs the benchmark: the generated session through spool's agent at every window
+// with every engine, each on its own SQLite file. A non-nil report with ErrVerify means the run
+// completed and a target was missed.
 func Retention(ctx context.Context, cfg RetentionConfig) (*RetentionReport, error) {
 	start := time.Now()
 	cfg = cfg.withDefaults()
+	for _, e := range cfg.Engines {
+		if !slices.Contains(RetentionEngines, e) {
+			return nil, fmt.Errorf("unknown retention engine %q (want %s)", e, strings.Join(RetentionEngines, ", "))
+		}
+	}
 	logw := cfg.Log
 	if logw == nil {
 		logw = io.Discard
@@ -195,56 +238,40 @@ func Retention(ctx context.Context, cfg RetentionConfig) (*RetentionReport, erro
 	for _, t := range sess.turns {
 		nmsg += len(t)
 	}
-	probe, err := newRetentionRun(cfg, sess, ModeFake, logw)
-	if err != nil {
-		return nil, err
-	}
-	res := probe.res
+	windows := slices.Sorted(slices.Values(cfg.Windows))
 	rep := &RetentionReport{
 		Harness: RetentionHarness,
-		Config: RetentionConfigInfo{
-			Seed: cfg.Seed, Turns: cfg.Turns, Messages: nmsg, Model: cfg.Model, TriggerTokens: res.Tokens,
-			ContextLength: cfg.ContextLength, TailMode: res.TailMode, TailBudget: res.TailBudget,
-			OverheadMessages: cfg.OverheadMessages, OverheadRuns: cfg.OverheadRuns,
-			Store: "sqlite (" + driverLabel + ")", GoVersion: runtime.Version(),
-		},
-		Modes: map[string]*RetentionMode{},
-	}
-	for _, mode := range []string{ModeFake, ModeFallback} {
-		fmt.Fprintf(logw, "retention: %s summarizer, %d turns, %d messages, trigger %d tokens\n", mode, cfg.Turns, nmsg, res.Tokens)
-		r, err := newRetentionRun(cfg, sess, mode, logw)
-		if err != nil {
-			return nil, err
-		}
-		m, err := r.run(ctx, filepath.Join(dir, mode+".db"))
-		if err != nil {
-			return nil, fmt.Errorf("retention %s: %w", mode, err)
-		}
-		rep.Modes[mode] = m
-		fmt.Fprintf(logw, "retention: %s: %d compactions, facts %d present %d recoverable %d lost, asks %d lost, orphans %d, overhead p50 %.3f ms, %d-message p99 %.3f ms\n",
-			mode, m.Compactions, m.FactsPresent, m.FactsRecoverable, len(m.FactsLost), m.UserAsksLost, m.OrphanToolPairs, m.OverheadP50, cfg.OverheadMessages, m.Overhead1000P99)
+		Config: RetentionConfigInfo{Seed: cfg.Seed, Turns: cfg.Turns, Messages: nmsg, Windows: windows, Engines: cfg.Engines,
+			Store: "sqlite (" + driverLabel + ")", GoVersion: runtime.Version(), Rules: retentionRules},
 	}
 	var failed []string
-	for _, mode := range []string{ModeFake, ModeFallback} {
-		m := rep.Modes[mode]
-		if m.Compactions < RetentionMinCompactions {
-			failed = append(failed, fmt.Sprintf("%s: %d compactions < %d", mode, m.Compactions, RetentionMinCompactions))
+	for _, w := range windows {
+		win := RetentionWindow{ContextLength: w, Engines: map[string]*RetentionRun{}}
+		for _, e := range cfg.Engines {
+			fmt.Fprintf(logw, "retention: window %d, %s: %d turns, %d messages\n", w, e, cfg.Turns, nmsg)
+			r, err := runWindow(ctx, sess, w, e, filepath.Join(dir, fmt.Sprintf("%d-%s.db", w, e)), logw)
+			if err != nil {
+				return nil, fmt.Errorf("retention at %d tokens, %s: %w", w, e, err)
+			}
+			win.Engines[e] = r
+			fmt.Fprintf(logw, "retention: window %d, %s: %d compactions, %d failed turns, facts %.1f%% present %.1f%% recoverable %d lost, asks %d lost, orphans %d, after-compaction max %d / target %d (%d over)\n",
+				w, e, r.Compactions, r.TurnsFailed, r.PresentPct, r.RecoverablePct, len(r.FactsLost), r.UserAsksLost, r.OrphanToolPairs, r.ActiveTokensAfterMax, r.TargetTokens, r.ActiveTokensOverTarget)
+			failed = append(failed, retentionMisses(w, e, r)...)
 		}
-		if len(m.FactsLost) > 0 {
-			failed = append(failed, fmt.Sprintf("%s: %d facts lost", mode, len(m.FactsLost)))
-		}
-		if m.UserAsksLost > 0 {
-			failed = append(failed, fmt.Sprintf("%s: %d user asks lost", mode, m.UserAsksLost))
-		}
-		if n := m.OrphanToolPairs + m.OrphanToolPairsAfterCompactions; n > 0 {
-			failed = append(failed, fmt.Sprintf("%s: %d orphan tool pairs", mode, n))
-		}
+		rep.Windows = append(rep.Windows, win)
 	}
 	rep.VerifyOK = len(failed) == 0
 	rep.TargetsMissed = append(rep.TargetsMissed, failed...)
-	for _, mode := range []string{ModeFake, ModeFallback} {
-		if m := rep.Modes[mode]; m.Overhead1000P99 >= RetentionMaxOverheadMs {
-			rep.TargetsMissed = append(rep.TargetsMissed, fmt.Sprintf("%s: %d-message overhead p99 %.3f ms >= %.0f ms", mode, cfg.OverheadMessages, m.Overhead1000P99, RetentionMaxOverheadMs))
+	if cfg.OverheadRuns > 0 {
+		o, err := retentionOverhead(ctx, sess, cfg.OverheadMessages, cfg.OverheadRuns)
+		if err != nil {
+			return nil, err
+		}
+		rep.Overhead = o
+		for _, mode := range []string{ModeFake, ModeFallback} {
+			if m := o.Modes[mode]; m.P50 >= RetentionMaxOverheadMs {
+				rep.TargetsMissed = append(rep.TargetsMissed, fmt.Sprintf("%s: %d-message overhead p50 %.3f ms >= %.0f ms", mode, o.Messages, m.P50, RetentionMaxOverheadMs))
+			}
 		}
 	}
 	rep.TargetsMet = len(rep.TargetsMissed) == 0
@@ -255,35 +282,36 @@ func Retention(ctx context.Context, cfg RetentionConfig) (*RetentionReport, erro
 	return rep, nil
 }
 
-// retentionCompressConfig is the compressor configuration of the run: the defaults (lean tail)
-// with threshold_tokens set to the trigger.
-func retentionCompressConfig(cfg RetentionConfig) compress.Config {
-	c := compress.DefaultConfig()
-	if cfg.TriggerTokens > 0 {
-		c.ThresholdTokens = cfg.TriggerTokens
+// retentionMisses are the targets engine e missed at window w.
+func retentionMisses(w int, e string, r *RetentionRun) []string {
+	at := fmt.Sprintf("%d tokens, %s", w, e)
+	if e == ControlTailOnly || e == ControlBlankSummary {
+		// A window the session never filled cannot show a loss; one that compacted must.
+		if r.Compactions > 0 && len(r.FactsLost) == 0 {
+			return []string{at + ": the control engine lost no fact in " + fmt.Sprint(r.Compactions) + " compactions (the benchmark cannot see a loss)"}
+		}
+		return nil
 	}
-	return c
-}
-
-func newRetentionRun(cfg RetentionConfig, sess retentionSession, mode string, log io.Writer) (*retentionRun, error) {
-	r := &retentionRun{cfg: cfg, ccfg: retentionCompressConfig(cfg), sess: sess, mode: mode, log: log}
-	r.model = compress.Model{Name: cfg.Model, ContextLength: cfg.ContextLength}
-	res, err := compress.Resolve(r.ccfg, r.model)
-	if err != nil {
-		return nil, err
+	var out []string
+	if r.TurnsFailed > 0 {
+		out = append(out, fmt.Sprintf("%s: %d of %d turns failed", at, r.TurnsFailed, r.Turns))
 	}
-	r.res = res
-	return r, nil
-}
-
-type retentionRun struct {
-	cfg   RetentionConfig
-	ccfg  compress.Config
-	model compress.Model
-	res   compress.Resolution
-	sess  retentionSession
-	mode  string
-	log   io.Writer
+	if r.ActiveTokensOverTarget > 0 {
+		out = append(out, fmt.Sprintf("%s: %d of %d compactions left more than %d tokens (max %d)", at, r.ActiveTokensOverTarget, r.Compactions, r.TargetTokens, r.ActiveTokensAfterMax))
+	}
+	if r.OrphanToolPairs > 0 {
+		out = append(out, fmt.Sprintf("%s: %d orphan tool pairs sent", at, r.OrphanToolPairs))
+	}
+	if len(r.FactsLost) > 0 {
+		out = append(out, fmt.Sprintf("%s: %d of %d facts lost", at, len(r.FactsLost), r.FactsTotal))
+	}
+	if w >= RetentionPresentFromWindow && r.PresentPct < RetentionMinPresentPct {
+		out = append(out, fmt.Sprintf("%s: %.1f%% of facts present < %.0f%%", at, r.PresentPct, RetentionMinPresentPct))
+	}
+	if r.ProbeError != "" {
+		out = append(out, fmt.Sprintf("%s: the probe turn failed: %s", at, r.ProbeError))
+	}
+	return out
 }
 
 // timedSummarizer measures the time spent in the summary model, to take it out of the overhead.
@@ -299,20 +327,8 @@ func (t *timedSummarizer) Summarize(ctx context.Context, model, prompt string) (
 	return out, err
 }
 
-// errForcedFailure is a summary failure of class "other": the compressor inserts its
-// deterministic fallback summary instead of aborting.
-var errForcedFailure = errors.New("bench: summary model failure forced by the fallback mode")
-
-func (r *retentionRun) summarizer() compress.Summarizer {
-	if r.mode == ModeFake {
-		return compress.ClientSummarizer{Client: fake.New(fake.Config{ContextWindow: 10_000_000})}
-	}
-	return compress.SummarizerFunc(func(context.Context, string, string) (string, error) {
-		return "", errForcedFailure
-	})
-}
-
-// clock is a fixed-step clock, so summaries (their dates) do not depend on when the run happens.
+// fixedClock is a fixed-step clock, so summaries (their dates) do not depend on when the run
+// happens.
 func fixedClock() func() time.Time {
 	t := time.Date(2026, 1, 12, 9, 0, 0, 0, time.UTC)
 	return func() time.Time {
@@ -321,173 +337,13 @@ func fixedClock() func() time.Time {
 	}
 }
 
-func (r *retentionRun) run(ctx context.Context, path string) (*RetentionMode, error) {
-	db, err := sqlite.Open(ctx, path, sqlite.Options{})
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	sid := "retention-" + r.mode
-	if _, err := db.CreateSession(ctx, store.NewSession{ID: sid, Source: "bench", Model: r.model.Name, StartedAt: time.Date(2026, 1, 12, 9, 0, 0, 0, time.UTC)}); err != nil {
-		return nil, err
-	}
-	ts := &timedSummarizer{inner: r.summarizer()}
-	comp := compress.New(r.ccfg, ts)
-	comp.Now = fixedClock()
-	est := compress.CharEstimator{}
-	out := &RetentionMode{}
-
-	var state compress.State
-	var active []store.Message
-	tokens := 0
-	var overhead, commit []time.Duration
-	for t, turn := range r.sess.turns {
-		ids, err := db.AppendBatch(ctx, sid, turn)
-		if err != nil {
-			return nil, fmt.Errorf("append turn %d: %w", t, err)
-		}
-		for i, m := range turn {
-			m.ID, m.SessionID, m.Active = ids[i], sid, true
-			active = append(active, m)
-			tokens += est.Message(m)
-		}
-		if tokens < r.res.Tokens {
-			continue
-		}
-		res := r.res
-		ts.spent = 0
-		begin := time.Now()
-		plan, err := comp.Compress(ctx, compress.Request{SessionID: sid, Messages: active, Model: r.model, Threshold: &res, State: &state})
-		took := time.Since(begin)
-		if err != nil {
-			return nil, fmt.Errorf("compaction %d after turn %d: %w", out.Compactions+1, t, err)
-		}
-		overhead = append(overhead, took-ts.spent)
-		begin = time.Now()
-		if _, err := db.ArchiveAndCompact(ctx, plan.CompactRequest("")); err != nil {
-			return nil, fmt.Errorf("commit compaction %d after turn %d: %w", out.Compactions+1, t, err)
-		}
-		commit = append(commit, time.Since(begin))
-		out.Compactions++
-		if plan.Fallback {
-			out.FallbackSummaries++
-		}
-		if active, err = db.Conversation(ctx, sid, store.ViewActive); err != nil {
-			return nil, err
-		}
-		tokens = compress.EstimateTokens(est, active)
-		out.TokensBefore = append(out.TokensBefore, plan.TokensBefore)
-		out.TokensAfter = append(out.TokensAfter, tokens)
-		out.OrphanToolPairsAfterCompactions += orphanToolPairs(active)
-		fmt.Fprintf(r.log, "retention: %s: compaction %d after turn %d: %d -> %d tokens, %d active messages\n", r.mode, out.Compactions, t, plan.TokensBefore, tokens, len(active))
-	}
-	o := summarize(overhead)
-	out.OverheadP50, out.OverheadP99 = o.P50, o.P99
-	c := summarize(commit)
-	out.CommitP50, out.CommitP99 = c.P50, c.P99
-	out.OrphanToolPairs = orphanToolPairs(active)
-	out.FinalActive = len(active)
-	out.FinalActiveTokens = tokens
-	for _, m := range active {
-		if m.Summary {
-			out.FinalSummaryChars = len(m.Content)
-		}
-	}
-
-	if err := r.score(ctx, db, active, out); err != nil {
-		return nil, err
-	}
-	if err := r.overhead1000(ctx, out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// score classifies every fact and every user ask: present in the active context, recoverable
-// with one Search call, or lost.
-func (r *retentionRun) score(ctx context.Context, db store.Store, active []store.Message, out *RetentionMode) error {
-	var b strings.Builder
-	for _, m := range active {
-		b.WriteString(m.Content)
-		b.WriteByte('\n')
-		for _, tc := range m.ToolCalls {
-			b.WriteString(tc.Function.Arguments)
-			b.WriteByte('\n')
-		}
-	}
-	activeText := b.String()
-	all, err := db.Conversation(ctx, "retention-"+r.mode, store.ViewAll)
-	if err != nil {
-		return err
-	}
-	byID := make(map[int64]string, len(all))
-	for _, m := range all {
-		text := m.Content
-		for _, tc := range m.ToolCalls {
-			text += "\n" + tc.Function.Arguments
-		}
-		byID[m.ID] = text
-	}
-	status := func(text, query string) (string, error) {
-		if strings.Contains(activeText, text) {
-			return StatusPresent, nil
-		}
-		out.SearchCalls++
-		hits, err := db.Search(ctx, store.SearchQuery{Text: query, NoContext: true})
-		if err != nil {
-			return "", fmt.Errorf("search %q: %w", query, err)
-		}
-		for _, h := range hits {
-			if strings.Contains(byID[h.MessageID], text) {
-				return StatusRecoverable, nil
-			}
-		}
-		return StatusLost, nil
-	}
-	out.FactsTotal = len(r.sess.facts)
-	out.FactsLost = []FactResult{}
-	for _, f := range r.sess.facts {
-		st, err := status(f.Text, f.Query)
-		if err != nil {
-			return err
-		}
-		fr := FactResult{Fact: f, Status: st}
-		out.Facts = append(out.Facts, fr)
-		switch st {
-		case StatusPresent:
-			out.FactsPresent++
-		case StatusRecoverable:
-			out.FactsRecoverable++
-		default:
-			out.FactsLost = append(out.FactsLost, fr)
-		}
-	}
-	out.UserAsksTotal = len(r.sess.asks)
-	for _, a := range r.sess.asks {
-		st, err := status(a.Sentence, a.Sentence)
-		if err != nil {
-			return err
-		}
-		switch st {
-		case StatusPresent:
-			out.UserAsksPresent++
-		case StatusRecoverable:
-			out.UserAsksRecoverable++
-		default:
-			out.UserAsksLost++
-			out.LostUserAsks = append(out.LostUserAsks, a.Turn)
-		}
-	}
-	return nil
-}
-
-// overhead1000 times Compress on the first OverheadMessages messages of the session (a history
-// that was never compacted), minus the summarizer's time.
-func (r *retentionRun) overhead1000(ctx context.Context, out *RetentionMode) error {
+// retentionOverhead times Compress on the first n messages of the session (a history that was
+// never compacted) at a 128K window, minus the summarizer's time, runs times per mode.
+func retentionOverhead(ctx context.Context, sess retentionSession, n, runs int) (*RetentionOverhead, error) {
 	var ms []store.Message
-	for _, turn := range r.sess.turns {
+	for _, turn := range sess.turns {
 		for _, m := range turn {
-			if len(ms) == r.cfg.OverheadMessages {
+			if len(ms) == n {
 				break
 			}
 			m.ID, m.SessionID, m.Active = int64(len(ms)+1), "overhead", true
@@ -498,23 +354,35 @@ func (r *retentionRun) overhead1000(ctx context.Context, out *RetentionMode) err
 	for len(ms) > 0 && (ms[len(ms)-1].Role == store.RoleTool || len(ms[len(ms)-1].ToolCalls) > 0) {
 		ms = ms[:len(ms)-1]
 	}
-	out.Overhead1000Tokens = compress.EstimateTokens(nil, ms)
-	ts := &timedSummarizer{inner: r.summarizer()}
-	comp := compress.New(r.ccfg, ts)
-	comp.Now = fixedClock()
-	var samples []time.Duration
-	for range r.cfg.OverheadRuns {
-		res := r.res
-		ts.spent = 0
-		begin := time.Now()
-		if _, err := comp.Compress(ctx, compress.Request{SessionID: "overhead", Messages: ms, Model: r.model, Threshold: &res, State: &compress.State{}}); err != nil {
-			return fmt.Errorf("overhead case (%d messages): %w", len(ms), err)
-		}
-		samples = append(samples, time.Since(begin)-ts.spent)
+	out := &RetentionOverhead{Messages: len(ms), Tokens: compress.EstimateTokens(nil, ms), Runs: runs, Modes: map[string]RetentionOverheadM{}}
+	ccfg := compress.DefaultConfig()
+	model := compress.Model{Name: "gpt-4o", ContextLength: 128_000}
+	res, err := compress.Resolve(ccfg, model)
+	if err != nil {
+		return nil, err
 	}
-	s := summarize(samples)
-	out.Overhead1000P50, out.Overhead1000P99 = s.P50, s.P99
-	return nil
+	for _, mode := range []string{ModeFake, ModeFallback} {
+		var inner compress.Summarizer = compress.ClientSummarizer{Client: fake.New(fake.Config{ContextWindow: 10_000_000})}
+		if mode == ModeFallback {
+			inner = compress.SummarizerFunc(func(context.Context, string, string) (string, error) { return "", errForcedFailure })
+		}
+		ts := &timedSummarizer{inner: inner}
+		comp := compress.New(ccfg, ts)
+		comp.Now = fixedClock()
+		var samples []time.Duration
+		for range runs {
+			r := res
+			ts.spent = 0
+			begin := time.Now()
+			if _, err := comp.Compress(ctx, compress.Request{SessionID: "overhead", Messages: ms, Model: model, Threshold: &r, State: &compress.State{}}); err != nil {
+				return nil, fmt.Errorf("overhead case (%d messages, %s): %w", len(ms), mode, err)
+			}
+			samples = append(samples, time.Since(begin)-ts.spent)
+		}
+		s := summarize(samples)
+		out.Modes[mode] = RetentionOverheadM{P50: s.P50, P99: s.P99}
+	}
+	return out, nil
 }
 
 // orphanToolPairs counts what a provider would reject: a tool result not directly preceded (over

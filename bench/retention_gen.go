@@ -11,12 +11,14 @@ import (
 
 // Fact kinds planted in the retention session.
 const (
-	FactPath     = "path"
-	FactSHA      = "sha"
-	FactIssue    = "issue"
-	FactError    = "error"
-	FactDecision = "decision"
-	FactGoal     = "goal"
+	FactPath       = "path"
+	FactSHA        = "sha"
+	FactIssue      = "issue"
+	FactError      = "error"
+	FactDecision   = "decision"
+	FactConstraint = "constraint"
+	FactGoal       = "goal"
+	FactValue      = "value"
 )
 
 // Where a fact is planted.
@@ -28,31 +30,47 @@ const (
 	inOutput    = "tool_output"
 )
 
-// Fact is one planted fact: Text must survive verbatim, Query is the one search that may recover
-// it (its identifier text).
+// When a fact is planted.
+const (
+	PhaseStart         = "start"          // the first user message: goal and constraints, said once
+	PhaseFirstExchange = "first_exchange" // the first assistant reply and the first tool output
+	PhaseSpread        = "spread"         // at a fixed fraction of the session (the middle)
+	PhasePreCompaction = "pre_compaction" // in the turn right before a compaction fires
+)
+
+// Fact is one planted fact. Text must be in the next request verbatim for the fact to count as
+// present. Key is its identifier: the one thing a model can search for (a path, a SHA, an issue
+// number, a config key, a distinctive word), always a substring of Text; the fact counts as
+// recoverable only when the request holds Key (or a [mN] pointer to a message holding Text) and
+// one session_search for Key (or that pointer) alone returns a message holding Text.
 type Fact struct {
 	Kind  string `json:"kind"`
 	Text  string `json:"text"`
-	Query string `json:"-"`
+	Key   string `json:"key"`
 	Turn  int    `json:"planted_turn"`
 	Where string `json:"planted_in"`
-	// at is the planting position as a fraction of the session, so scaled-down runs plant every
-	// fact too.
+	Phase string `json:"phase"`
+	// at is the planting position of a spread fact as a fraction of the session, so
+	// scaled-down runs plant every fact too.
 	at float64
 }
 
-// UserAsk is the key sentence of one real user message.
+// UserAsk is the key sentence of one real user message; Key is the file it names (unique to
+// the turn).
 type UserAsk struct {
 	Turn     int
 	Sentence string
+	Key      string
 }
 
 // retentionSession is the generated coding session: turns of messages, the facts planted in
-// them and every user ask.
+// them, every user ask, and the pool of facts the run plants right before compactions (their
+// turns depend on the window, so the run places them).
 type retentionSession struct {
 	turns [][]store.Message
 	facts []Fact
 	asks  []UserAsk
+	pre   []Fact
 }
 
 var (
@@ -71,81 +89,141 @@ var (
 	retFuncs = []string{"Build", "Apply", "Validate", "Encode", "Decode", "Flush", "Reconcile", "Schedule", "Lookup", "Merge"}
 )
 
-// plantedFacts are the facts of the benchmark with their planting positions (fractions of the
-// session) and places. SHAs and issue numbers are drawn from the seeded generator.
+// plantedFacts are the facts of the benchmark with their phases, places and (spread facts)
+// positions. SHAs and issue numbers are drawn from the seeded generator.
 func plantedFacts(rng *Rng) []Fact {
 	sha := func() string { return rng.hex(40) }
 	issue := func() string { return fmt.Sprintf("#%d", 1000+rng.Intn(9000)) }
-	facts := []Fact{
-		{Kind: FactPath, Text: "internal/billing/invoice.go", Where: inToolArgs, at: 0.02},
-		{Kind: FactPath, Text: "internal/db/pool.go", Where: inToolArgs, at: 0.10},
-		{Kind: FactPath, Text: "cmd/ledgerd/main.go", Where: inUser, at: 0.15},
-		{Kind: FactPath, Text: "migrations/0042_add_refunds.sql", Where: inOutput, at: 0.25},
-		{Kind: FactPath, Text: "internal/auth/jwt_verify.go", Where: inOutput, at: 0.33},
-		{Kind: FactPath, Text: "deploy/helm/values-prod.yaml", Where: inUser, at: 0.45},
-		{Kind: FactPath, Text: "pkg/ratelimit/bucket.go", Where: inToolArgs, at: 0.55},
-		{Kind: FactPath, Text: "scripts/backfill_ledger.sh", Where: inCommand, at: 0.65},
-		{Kind: FactPath, Text: "internal/webhook/stripe_handler.go", Where: inAssistant, at: 0.78},
-		{Kind: FactPath, Text: "docs/adr/0007-use-pgx.md", Where: inToolArgs, at: 0.90},
-
-		{Kind: FactSHA, Text: sha(), Where: inOutput, at: 0.04},
-		{Kind: FactSHA, Text: sha(), Where: inUser, at: 0.12},
-		{Kind: FactSHA, Text: sha(), Where: inCommand, at: 0.30},
-		{Kind: FactSHA, Text: sha(), Where: inAssistant, at: 0.42},
-		{Kind: FactSHA, Text: sha(), Where: inOutput, at: 0.58},
-		{Kind: FactSHA, Text: sha(), Where: inUser, at: 0.70},
-		{Kind: FactSHA, Text: sha(), Where: inOutput, at: 0.83},
-		{Kind: FactSHA, Text: sha(), Where: inAssistant, at: 0.95},
-
-		{Kind: FactIssue, Text: issue(), Where: inUser, at: 0.03},
-		{Kind: FactIssue, Text: issue(), Where: inOutput, at: 0.14},
-		{Kind: FactIssue, Text: issue(), Where: inAssistant, at: 0.27},
-		{Kind: FactIssue, Text: issue(), Where: inUser, at: 0.38},
-		{Kind: FactIssue, Text: issue(), Where: inOutput, at: 0.52},
-		{Kind: FactIssue, Text: issue(), Where: inUser, at: 0.67},
-		{Kind: FactIssue, Text: issue(), Where: inAssistant, at: 0.81},
-		{Kind: FactIssue, Text: issue(), Where: inUser, at: 0.93},
-
-		{Kind: FactError, Text: `pq: duplicate key value violates unique constraint "invoices_number_key"`, Where: inOutput, at: 0.06},
-		{Kind: FactError, Text: "panic: runtime error: invalid memory address or nil pointer dereference", Where: inOutput, at: 0.20},
-		{Kind: FactError, Text: "dial tcp 10.0.3.17:5432: connect: connection refused", Where: inUser, at: 0.36},
-		{Kind: FactError, Text: `ERROR: relation "refund_events" does not exist (SQLSTATE 42P01)`, Where: inOutput, at: 0.50},
-		{Kind: FactError, Text: "context deadline exceeded while waiting for the ledger lock", Where: inOutput, at: 0.72},
-		{Kind: FactError, Text: "x509: certificate signed by unknown authority", Where: inOutput, at: 0.88},
-
-		{Kind: FactDecision, Text: "Never use sudo in any script or command.", Where: inUser, at: 0.01},
-		{Kind: FactDecision, Text: "We decided to use pgx instead of lib/pq for the database layer.", Where: inUser, at: 0.08},
-		{Kind: FactDecision, Text: "Always run go test -race before committing.", Where: inUser, at: 0.18},
-		{Kind: FactDecision, Text: "Do not change the public API of package ledger.", Where: inUser, at: 0.31},
-		{Kind: FactDecision, Text: "Migrations must stay backwards compatible: no column drops.", Where: inUser, at: 0.47},
-		{Kind: FactDecision, Text: "From now on, log with slog, never with logrus.", Where: inUser, at: 0.62},
-		{Kind: FactDecision, Text: "We decided to store amounts as int64 cents, never as float64.", Where: inUser, at: 0.76},
-
-		{Kind: FactGoal, Text: "New goal: make the refund pipeline idempotent end to end, so a replayed webhook never pays twice.", Where: inUser, at: 0.86},
+	start := func(kind, text, key string) Fact {
+		return Fact{Kind: kind, Text: text, Key: key, Where: inUser, Phase: PhaseStart}
 	}
-	for i := range facts {
-		facts[i].Query = facts[i].Text
+	first := func(kind, text, key, where string) Fact {
+		return Fact{Kind: kind, Text: text, Key: key, Where: where, Phase: PhaseFirstExchange}
 	}
-	return facts
+	spread := func(kind, text, key, where string, at float64) Fact {
+		if key == "" {
+			key = text
+		}
+		return Fact{Kind: kind, Text: text, Key: key, Where: where, Phase: PhaseSpread, at: at}
+	}
+	return []Fact{
+		start(FactGoal, "Goal (LEDG-412): make the refund pipeline idempotent end to end, so a replayed webhook never pays twice.", "LEDG-412"),
+		start(FactConstraint, "Never use sudo in any script or command.", "sudo"),
+		start(FactConstraint, "Amounts are int64 cents everywhere, never float64.", "float64"),
+		start(FactConstraint, "Do not change the exported API of package ledger.", "exported API"),
+
+		first(FactValue, "db_port: 5433", "db_port", inOutput),
+		first(FactDecision, "The webhook secret comes from LEDGERD_WEBHOOK_SECRET, never from the config file.", "LEDGERD_WEBHOOK_SECRET", inAssistant),
+
+		spread(FactPath, "internal/billing/invoice.go", "", inToolArgs, 0.02),
+		spread(FactPath, "internal/db/pool.go", "", inToolArgs, 0.10),
+		spread(FactPath, "cmd/ledgerd/main.go", "", inUser, 0.15),
+		spread(FactPath, "migrations/0042_add_refunds.sql", "", inOutput, 0.25),
+		spread(FactPath, "internal/auth/jwt_verify.go", "", inOutput, 0.33),
+		spread(FactPath, "deploy/helm/values-prod.yaml", "", inUser, 0.45),
+		spread(FactPath, "pkg/ratelimit/bucket.go", "", inToolArgs, 0.55),
+		spread(FactPath, "scripts/backfill_ledger.sh", "", inCommand, 0.65),
+		spread(FactPath, "internal/webhook/stripe_handler.go", "", inAssistant, 0.78),
+		spread(FactPath, "docs/adr/0007-use-pgx.md", "", inToolArgs, 0.90),
+
+		spread(FactSHA, sha(), "", inOutput, 0.04),
+		spread(FactSHA, sha(), "", inUser, 0.12),
+		spread(FactSHA, sha(), "", inCommand, 0.30),
+		spread(FactSHA, sha(), "", inAssistant, 0.42),
+		spread(FactSHA, sha(), "", inOutput, 0.58),
+		spread(FactSHA, sha(), "", inUser, 0.70),
+		spread(FactSHA, sha(), "", inOutput, 0.83),
+		spread(FactSHA, sha(), "", inAssistant, 0.95),
+
+		spread(FactIssue, issue(), "", inUser, 0.03),
+		spread(FactIssue, issue(), "", inOutput, 0.14),
+		spread(FactIssue, issue(), "", inAssistant, 0.27),
+		spread(FactIssue, issue(), "", inUser, 0.38),
+		spread(FactIssue, issue(), "", inOutput, 0.52),
+		spread(FactIssue, issue(), "", inUser, 0.67),
+		spread(FactIssue, issue(), "", inAssistant, 0.81),
+		spread(FactIssue, issue(), "", inUser, 0.93),
+
+		spread(FactError, `pq: duplicate key value violates unique constraint "invoices_number_key"`, "invoices_number_key", inOutput, 0.06),
+		spread(FactError, "panic: runtime error: invalid memory address or nil pointer dereference", "nil pointer dereference", inOutput, 0.20),
+		spread(FactError, "dial tcp 10.0.3.17:5432: connect: connection refused", "10.0.3.17", inUser, 0.36),
+		spread(FactError, `ERROR: relation "refund_events" does not exist (SQLSTATE 42P01)`, "refund_events", inOutput, 0.50),
+		spread(FactError, "context deadline exceeded while waiting for the ledger lock", "ledger lock", inOutput, 0.72),
+		spread(FactError, "x509: certificate signed by unknown authority", "x509", inOutput, 0.88),
+
+		spread(FactDecision, "We decided to use pgx instead of lib/pq for the database layer.", "lib/pq", inUser, 0.08),
+		spread(FactDecision, "Always run go test -race before committing.", "-race", inUser, 0.18),
+		spread(FactDecision, "Migrations must stay backwards compatible: no column drops.", "column drops", inUser, 0.47),
+		spread(FactDecision, "From now on, log with slog, never with logrus.", "logrus", inUser, 0.62),
+		spread(FactDecision, "I decided to keep the outbox table append-only and mark rows delivered instead of deleting them.", "append-only", inAssistant, 0.22),
+		spread(FactDecision, "I chose a 24-hour idempotency window for webhook event ids.", "idempotency window", inAssistant, 0.40),
+		spread(FactDecision, "Going with one pg_advisory_xact_lock per merchant for refunds.", "pg_advisory_xact_lock", inAssistant, 0.60),
+		spread(FactDecision, "Decided: a refund larger than its capture is rejected with ErrOverRefund.", "ErrOverRefund", inAssistant, 0.84),
+
+		spread(FactValue, "max_open_conns: 37", "max_open_conns", inOutput, 0.16),
+		spread(FactValue, "LEDGER_BATCH_SIZE=640", "LEDGER_BATCH_SIZE", inOutput, 0.35),
+		spread(FactValue, "p99 latency of /v1/refunds: 412ms", "/v1/refunds", inOutput, 0.57),
+		spread(FactValue, "refund_worker_replicas: 9", "refund_worker_replicas", inOutput, 0.74),
+
+		spread(FactGoal, "New goal (LEDG-587): add partial refunds to the payouts report.", "LEDG-587", inUser, 0.86),
+	}
+}
+
+// preCompactionFacts are planted by the run in the turn that ends right before a compaction:
+// values in tool output and decisions in the assistant's answer, alternately.
+func preCompactionFacts() []Fact {
+	f := func(kind, text, key, where string) Fact {
+		return Fact{Kind: kind, Text: text, Key: key, Where: where, Phase: PhasePreCompaction}
+	}
+	return []Fact{
+		f(FactValue, "retry_budget: 11", "retry_budget", inOutput),
+		f(FactDecision, "I decided the reconciler job runs daily at 02:15 UTC.", "reconciler", inAssistant),
+		f(FactValue, "queue high_water_mark: 9182", "high_water_mark", inOutput),
+		f(FactDecision, "Decision: webhook signatures use HMAC-SHA512, not SHA256.", "HMAC-SHA512", inAssistant),
+		f(FactValue, "refunds_v2_rollout: 17%", "refunds_v2_rollout", inOutput),
+		f(FactDecision, "I chose to name the new table refund_attempts.", "refund_attempts", inAssistant),
+		f(FactValue, "cert_not_after: 2027-03-14", "cert_not_after", inOutput),
+		f(FactDecision, "Decided: the new CLI flag is --dry-run-ledger.", "--dry-run-ledger", inAssistant),
+	}
+}
+
+// plantPreCompaction adds fact f to the messages of one turn: a value as a line of the last
+// tool output, a decision at the end of the final answer.
+func plantPreCompaction(turn []store.Message, f Fact) []store.Message {
+	out := make([]store.Message, len(turn))
+	copy(out, turn)
+	if f.Where == inOutput {
+		for i := len(out) - 1; i >= 0; i-- {
+			if out[i].Role == store.RoleTool {
+				out[i].Content = f.Text + "\n" + out[i].Content
+				return out
+			}
+		}
+	}
+	last := len(out) - 1
+	out[last].Content += " " + f.Text
+	return out
 }
 
 // generateRetentionSession builds the deterministic session of turns turns. Every turn is a user
 // ask, an assistant message calling read_file and terminal (every third turn also write_file),
 // their results, and an assistant answer: a complete exchange, so any prefix of turns is a valid
-// history.
+// history. The goal and constraints are in the first user message only; the first exchange
+// carries facts of its own; the spread facts sit at fixed fractions of the session.
 func generateRetentionSession(seed uint64, turns int) retentionSession {
 	rng := NewRng(seed)
 	facts := plantedFacts(rng)
 	byTurn := map[int][]int{}
 	for i := range facts {
-		t := min(int(facts[i].at*float64(turns)), turns-1)
-		// Never plant in the first exchange: it is the protected head of the first compaction,
-		// which would make the fact too easy.
-		t = max(t, min(4, turns-1))
+		t := 0
+		if facts[i].Phase == PhaseSpread {
+			// Spread facts start after the first exchange (turn 0 has its own).
+			t = max(1, min(int(facts[i].at*float64(turns)), turns-1))
+		}
 		facts[i].Turn = t
 		byTurn[t] = append(byTurn[t], i)
 	}
-	s := retentionSession{facts: facts}
+	s := retentionSession{facts: facts, pre: preCompactionFacts()}
 	base := time.Date(2026, 1, 12, 9, 0, 0, 0, time.UTC)
 	clock := 0
 	stamp := func(m store.Message) store.Message {
@@ -161,7 +239,7 @@ func generateRetentionSession(seed uint64, turns int) retentionSession {
 		if t == 0 {
 			ask = "Task 1: ship refunds support in ledgerd, starting with a read of the billing code in " + path + "."
 		}
-		s.asks = append(s.asks, UserAsk{Turn: t, Sentence: ask})
+		s.asks = append(s.asks, UserAsk{Turn: t, Sentence: ask, Key: path})
 
 		user := []string{ask}
 		var asstNote, writePath, readPath []string
@@ -173,7 +251,7 @@ func generateRetentionSession(seed uint64, turns int) retentionSession {
 			switch f.Where {
 			case inUser:
 				switch f.Kind {
-				case FactDecision, FactGoal:
+				case FactDecision, FactGoal, FactConstraint:
 					user = append(user, f.Text)
 				case FactPath:
 					user = append(user, fmt.Sprintf("The entry point is %s; check how it wires the %s.", f.Text, noun))
@@ -192,6 +270,8 @@ func generateRetentionSession(seed uint64, turns int) retentionSession {
 					asstNote = append(asstNote, fmt.Sprintf("Committed as %s.", f.Text))
 				case FactIssue:
 					asstNote = append(asstNote, fmt.Sprintf("This also closes %s.", f.Text))
+				default:
+					asstNote = append(asstNote, f.Text)
 				}
 			case inToolArgs:
 				if t%2 == 0 {
@@ -212,10 +292,10 @@ func generateRetentionSession(seed uint64, turns int) retentionSession {
 					outputExtra = append(outputExtra, "commit "+f.Text, "Author: Dana Reyes <dana@example.com>", "", "    refunds: reconcile partial captures")
 				case FactIssue:
 					outputExtra = append(outputExtra, fmt.Sprintf("%s  open  refunds double-post when the webhook retries", f.Text))
-				case FactError:
-					outputExtra = append(outputExtra, f.Text)
 				case FactPath:
 					outputExtra = append(outputExtra, fmt.Sprintf("%s:%d:%d: undefined: ledger.Entry%d", f.Text, 10+t%90, 2+t%7, t))
+				default:
+					outputExtra = append(outputExtra, f.Text)
 				}
 			}
 		}
@@ -259,7 +339,7 @@ func generateRetentionSession(seed uint64, turns int) retentionSession {
 			}
 		}
 		answer := fmt.Sprintf("Done with task %d: the %s %s now handles the edge case and the tests pass. %s",
-			t+1, comp, noun, strings.Repeat(fmt.Sprintf("The %s path was reviewed line by line for the %s change. ", noun, comp), 3))
+			t+1, comp, noun, strings.Repeat(fmt.Sprintf("The %s path was reviewed line by line for the %s change. ", noun, comp), 2))
 		if len(asstNote) > 0 {
 			answer += " " + strings.Join(asstNote, " ")
 		}
@@ -277,11 +357,12 @@ func toolCall(id, name string, args map[string]any) store.ToolCall {
 	return store.ToolCall{ID: id, Type: "function", Function: store.ToolFunction{Name: name, Arguments: string(raw)}}
 }
 
-// codeListing is a plausible numbered Go listing of about 2 KB.
+// codeListing is a plausible numbered Go listing of about 1.3 KB: a file a small-window model
+// can still read whole.
 func codeListing(rng *Rng, path, comp string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "// %s\npackage %s\n\n", path, comp)
-	for i := range 20 {
+	for i := range 6 {
 		fn := pick(rng, retFuncs)
 		fmt.Fprintf(&b, "%3d\tfunc (s *%sService) %s%d(ctx context.Context, in %sInput) (%sOutput, error) {\n", 10+i*9, strings.ToUpper(comp[:1])+comp[1:], fn, i, fn, fn)
 		fmt.Fprintf(&b, "%3d\t\tif err := in.validate(); err != nil {\n%3d\t\t\treturn %sOutput{}, fmt.Errorf(\"%s: %%w\", err)\n%3d\t\t}\n", 11+i*9, 12+i*9, fn, strings.ToLower(fn), 13+i*9)
@@ -301,7 +382,7 @@ func terminalOutput(rng *Rng, t int, comp string, extra []string) string {
 			fmt.Sprintf("    %s_test.go:%d: got %d, want %d", comp, 20+t%80, t%5, t%5+1),
 			"FAIL")
 	}
-	for i := range 5 {
+	for i := range 3 {
 		lines = append(lines, fmt.Sprintf("ok  \tgithub.com/acme/ledgerd/internal/%s/sub%d\t0.%03ds", comp, i, rng.Intn(1000)))
 	}
 	lines = append(lines, fmt.Sprintf("exit code: %d", status))

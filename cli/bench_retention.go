@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,27 +15,37 @@ func (a *app) benchRetentionCommand() *cobra.Command {
 		dir     string
 		quiet   bool
 		turns   int
-		trigger int
+		windows []string
+		engines []string
 	)
 	cmd := &cobra.Command{
 		Use:   "retention",
-		Short: "Run the compaction retention benchmark and print its JSON report",
-		Long: "Run a generated 400-turn coding session with planted facts (paths, SHAs, issue numbers,\n" +
-			"error strings, user decisions, the current goal) through five or more compactions of the\n" +
-			"real compressor, committed to a scratch SQLite file, once with the fake summarizer and once\n" +
-			"with the deterministic fallback. Reports each fact and user ask as present in the active\n" +
-			"context, recoverable with one search, or lost; orphan tool pairs; and the compaction\n" +
-			"overhead without the model call. The report is JSON with or without --json. It exits 1\n" +
-			"when a fact or ask is lost, a tool pair is orphaned or fewer than five compactions ran.",
+		Short: "Run the compaction retention benchmark at 4K-1M windows and print its JSON report",
+		Long: "Run a generated 500-turn coding session with planted facts (the goal and constraints said once\n" +
+			"at the start, decisions in assistant replies, values only in tool output, facts in the first\n" +
+			"exchange, in the middle and right before a compaction) through spool's agent at context windows\n" +
+			"of 4K, 8K, 32K, 128K and 1M tokens, with the fake summarizer, with the deterministic fallback\n" +
+			"only, and with two control engines (tail only, blanked summary) that must lose facts. Each fact\n" +
+			"is present (in the next request), recoverable (the request holds its pointer or identifier and\n" +
+			"one session_search for it returns the original) or lost. Reports per window: present and\n" +
+			"recoverable shares, losses, user asks lost, orphan tool pairs, active tokens after each\n" +
+			"compaction against the target, failed turns. The report is JSON with or without --json. It\n" +
+			"exits 1 when a target is missed.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if turns < 0 || (turns > 0 && turns < 20) {
 				return &usageError{fmt.Errorf("--turns must be at least 20, not %d", turns)}
 			}
-			if trigger < 0 || (trigger > 0 && trigger < 25_000) {
-				return &usageError{fmt.Errorf("--trigger-tokens must be at least 25000 (the tail alone is 10000), not %d", trigger)}
+			ws, err := parseWindows(windows)
+			if err != nil {
+				return &usageError{err}
 			}
-			cfg := bench.RetentionConfig{Dir: dir, Turns: turns, TriggerTokens: trigger}
+			for _, e := range engines {
+				if !containsString(bench.RetentionEngines, e) {
+					return &usageError{fmt.Errorf("--engines: unknown engine %q (want %s)", e, strings.Join(bench.RetentionEngines, ", "))}
+				}
+			}
+			cfg := bench.RetentionConfig{Dir: dir, Turns: turns, Windows: ws, Engines: engines}
 			if !quiet {
 				cfg.Log = a.stderr
 			}
@@ -42,8 +54,40 @@ func (a *app) benchRetentionCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "where to make the scratch databases (default $BENCH_TMPDIR or the temp dir)")
-	f.IntVar(&turns, "turns", 0, "session length in user turns (default 400)")
-	f.IntVar(&trigger, "trigger-tokens", 0, "cap the compaction trigger (compression.threshold_tokens) to compact a shorter session 5 times")
+	f.IntVar(&turns, "turns", 0, "session length in user turns (default 500)")
+	f.StringSliceVar(&windows, "windows", nil, "context windows to run, e.g. 4k,8k,32k,128k,1m or 32768 (default all five)")
+	f.StringSliceVar(&engines, "engines", nil, "engines to run: "+strings.Join(bench.RetentionEngines, ", ")+" (default all)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd
+}
+
+// parseWindows reads window sizes given as tokens (32768) or with a k/m suffix (4k = 4,096,
+// 1m = 1,048,576).
+func parseWindows(in []string) ([]int, error) {
+	var out []int
+	for _, s := range in {
+		v := strings.ToLower(strings.TrimSpace(s))
+		mul := 1
+		switch {
+		case strings.HasSuffix(v, "k"):
+			mul, v = 1024, strings.TrimSuffix(v, "k")
+		case strings.HasSuffix(v, "m"):
+			mul, v = 1024*1024, strings.TrimSuffix(v, "m")
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n*mul < 1024 || n*mul > 16*1024*1024 {
+			return nil, fmt.Errorf("--windows: %q is not a window size between 1k and 16m tokens", s)
+		}
+		out = append(out, n*mul)
+	}
+	return out, nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

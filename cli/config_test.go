@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,23 +159,46 @@ func TestConfigExplainBadInput(t *testing.T) {
 
 func TestBenchRetentionScaledDown(t *testing.T) {
 	t.Parallel()
-	r := spool(t, t.TempDir(), "bench", "retention", "--json", "--quiet", "--dir", t.TempDir(), "--turns", "90", "--trigger-tokens", "36000").ok(t, "bench retention")
-	rep := decode[map[string]any](t, r)
-	modes, _ := rep["modes"].(map[string]any)
-	for _, mode := range []string{"fake", "fallback"} {
-		m, ok := modes[mode].(map[string]any)
+	r := spool(t, t.TempDir(), "bench", "retention", "--json", "--quiet", "--dir", t.TempDir(), "--turns", "40",
+		"--windows", "8k", "--engines", "fake,control-tail-only")
+	// The verdict is the benchmark's: 0 when every target is met, 1 (with the report printed)
+	// when one is missed. Anything else is a broken run.
+	if r.code != 0 && (r.code != 1 || !strings.Contains(r.stderr, "benchmark verification failed")) {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	var rep struct {
+		VerifyOK bool `json:"verify_ok"`
+		Windows  []struct {
+			ContextLength int                       `json:"context_length"`
+			Engines       map[string]map[string]any `json:"engines"`
+		} `json:"windows"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("stdout is not the JSON report: %v\n%s", err, r.stdout)
+	}
+	if rep.VerifyOK != (r.code == 0) || len(rep.Windows) != 1 || rep.Windows[0].ContextLength != 8192 {
+		t.Fatalf("exit %d, verify_ok %v, windows %+v", r.code, rep.VerifyOK, rep.Windows)
+	}
+	for _, e := range []string{"fake", "control-tail-only"} {
+		m, ok := rep.Windows[0].Engines[e]
 		if !ok {
-			t.Fatalf("report lacks modes.%s: %s", mode, r.stdout)
+			t.Fatalf("report lacks engine %s: %s", e, r.stdout)
 		}
-		if m["orphan_tool_pairs"] != 0.0 || m["user_asks_lost"] != 0.0 {
-			t.Errorf("%s: orphans %v, asks lost %v", mode, m["orphan_tool_pairs"], m["user_asks_lost"])
-		}
-		if lost, _ := m["facts_lost"].([]any); lost == nil || len(lost) != 0 {
-			t.Errorf("%s: facts_lost %v", mode, m["facts_lost"])
+		for _, k := range []string{"turns_failed", "present_pct", "recoverable_pct", "facts_lost", "user_asks_lost",
+			"orphan_tool_pairs", "active_tokens_after_compaction_max", "target_tokens", "compactions_over_target"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("%s: no %q in the report", e, k)
+			}
 		}
 	}
-	bad := spool(t, t.TempDir(), "bench", "retention", "--turns", "5")
-	if bad.code != 2 || !strings.HasPrefix(bad.stderr, "spool: --turns must be at least 20, not 5\n") {
-		t.Errorf("--turns 5: exit %d, stderr %q", bad.code, bad.stderr)
+	for _, tc := range []struct{ args, want string }{
+		{"--turns 5", "spool: --turns must be at least 20, not 5\n"},
+		{"--windows 3x", "spool: --windows: \"3x\" is not a window size between 1k and 16m tokens\n"},
+		{"--engines magic", "spool: --engines: unknown engine \"magic\""},
+	} {
+		bad := spool(t, t.TempDir(), append([]string{"bench", "retention"}, strings.Fields(tc.args)...)...)
+		if bad.code != 2 || !strings.HasPrefix(bad.stderr, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q", tc.args, bad.code, bad.stderr)
+		}
 	}
 }
