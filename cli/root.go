@@ -111,7 +111,7 @@ func (a *app) rootCommand() *cobra.Command {
 
 	root.AddCommand(a.sessionsCommand(), a.searchCommand(), a.dbCommand(), a.benchCommand())
 	root.AddCommand(a.runCommand(), a.chatCommand())
-	root.AddCommand(a.configCommand())
+	root.AddCommand(a.configCommand(), a.uiCommand())
 	return root
 }
 

@@ -1,0 +1,23 @@
+// Package web is the session browser: server-rendered pages (html/template, with htmx and one
+// small script vendored as embedded assets, no JavaScript build) over a store.
+//
+// New returns an http.Handler for the pages under Options.Prefix ("/ui"): the sessions list
+// (/ui/), one session (/ui/sessions/{id}, #m{message id} for one message), search
+// (/ui/search?q=) and usage (/ui/usage). `spool ui` serves it on loopback behind a one-time
+// login token; `spool serve` mounts it with a Principal function so each API key sees only its
+// principal's sessions.
+//
+// The contract:
+//   - Reads go through the small Store interface below; writes only through the store calls
+//     the CLI makes for the same action (SetTitle, DeleteSession, Branch, CreateSession +
+//     AppendBatch, Export). Nothing else is written.
+//   - Message content is untrusted: every byte reaches the page escaped, markdown is rendered by
+//     a renderer that builds its own tags (no raw HTML, links only to http, https and mailto),
+//     control characters are made visible, and a strict Content-Security-Policy forbids inline
+//     script and style.
+//   - Every state-changing request is a POST carrying a CSRF token bound to the viewer, from the
+//     same origin.
+//   - A session outside the request's principal answers 404, exactly like a missing one.
+//   - Live views (server-sent events) poll the store; each stream ends with its request or when
+//     the Server is closed.
+package web

@@ -1,0 +1,110 @@
+package web
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// events streams a session's new rows as server-sent events while the page is open:
+//
+//	event: messages   data: the rendered transcript items of rows newer than the last one sent
+//	event: lease      data: the live badge ("" when no turn is running)
+//
+// The source is the store itself, polled every Options.PollInterval: a row is sent once it is
+// committed, whichever process wrote it. The stream ends with the request or Server.Close.
+func (s *Server) events(w http.ResponseWriter, r *http.Request, v viewer) error {
+	ctx := r.Context()
+	sess, err := s.visible(ctx, v, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	after, err := parseID(r.URL.Query().Get("after"))
+	if err != nil {
+		return err
+	}
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		if n, err := strconv.ParseInt(id, 10, 64); err == nil && n > after {
+			after = n
+		}
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		return errStatus(http.StatusInternalServerError, "streaming unsupported by this server")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, "retry: 2000\n\n")
+	flusher.Flush()
+
+	base := s.base(r, v, "")
+	lastBadge := "\x00" // nothing sent yet
+	tick := time.NewTicker(s.opts.PollInterval)
+	defer tick.Stop()
+	idle := 0
+	for {
+		ms, err := s.st.ConversationPage(ctx, sess.ID, store.PageQuery{View: store.ViewDisplay, AfterID: after, Limit: transcriptPage})
+		if err != nil {
+			return nil // the session went away or the request ended: the stream simply ends
+		}
+		if len(ms) > 0 {
+			html, err := s.messagesHTML(ms, base, sess)
+			if err != nil {
+				return nil
+			}
+			after = ms[len(ms)-1].ID
+			writeEvent(w, "messages", strconv.FormatInt(after, 10), string(html))
+			idle = 0
+		}
+		live, err := s.leaseOf(ctx, sess.ID)
+		if err != nil {
+			return nil
+		}
+		badge := ""
+		if live != nil {
+			var b strings.Builder
+			if err := s.tmpl.ExecuteTemplate(&b, "badge", live); err == nil {
+				badge = b.String()
+			}
+		}
+		if badge != lastBadge {
+			writeEvent(w, "lease", "", badge)
+			lastBadge = badge
+			idle = 0
+		}
+		if idle++; idle*int(s.opts.PollInterval/time.Millisecond) >= 15000 {
+			fmt.Fprint(w, ": keep-alive\n\n")
+			idle = 0
+		}
+		flusher.Flush()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.done:
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// writeEvent writes one server-sent event; data may span lines.
+func writeEvent(w io.Writer, event, id, data string) {
+	var b strings.Builder
+	b.WriteString("event: " + event + "\n")
+	if id != "" {
+		b.WriteString("id: " + id + "\n")
+	}
+	for _, line := range strings.Split(data, "\n") {
+		b.WriteString("data: " + strings.TrimSuffix(line, "\r") + "\n")
+	}
+	b.WriteString("\n")
+	_, _ = io.WriteString(w, b.String())
+}

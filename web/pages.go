@@ -1,0 +1,296 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/store"
+)
+
+const listPageSize = 50
+
+// row is one line of the sessions list.
+type row struct {
+	store.SessionListing
+	Live     *store.HeldLease
+	Branches []row // branches of this session listed on the same page
+	BranchOf string
+}
+
+// Name is what a row shows as its title.
+func (r row) Name() string {
+	switch {
+	case r.Title != "":
+		return r.Title
+	case r.Preview != "":
+		return r.Preview
+	}
+	return r.ID
+}
+
+type sessionsData struct {
+	baseData
+	Rows                  []row
+	Source, Model, Cwd, Q string
+	Page                  int
+	Prev, Next            string // links, "" when none
+	Sources, Models, Cwds []string
+}
+
+func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request, v viewer) error {
+	ctx := r.Context()
+	q := r.URL.Query()
+	d := sessionsData{baseData: s.base(r, v, "Sessions"), Source: q.Get("source"), Model: q.Get("model"),
+		Cwd: q.Get("cwd"), Q: strings.TrimSpace(q.Get("q"))}
+	d.Nav = "sessions"
+	d.Page = max(atoiOr(q.Get("page"), 1), 1)
+	ls, err := s.st.ListSessions(ctx, store.ListOptions{Limit: listPageSize + 1, Offset: (d.Page - 1) * listPageSize,
+		Source: d.Source, Model: d.Model, Cwd: d.Cwd, Query: d.Q, UserID: v.userFilter()})
+	if err != nil {
+		return fmt.Errorf("list sessions: %w", err)
+	}
+	more := len(ls) > listPageSize
+	if more {
+		ls = ls[:listPageSize]
+	}
+	live, err := s.liveByConversation(ctx)
+	if err != nil {
+		return err
+	}
+	d.Rows = groupBranches(ls, live)
+	link := func(page int) string {
+		return s.opts.Prefix + "/" + queryString("source", d.Source, "model", d.Model, "cwd", d.Cwd, "q", d.Q,
+			"page", strconv.Itoa(page))
+	}
+	if d.Page > 1 {
+		d.Prev = link(d.Page - 1)
+	}
+	if more {
+		d.Next = link(d.Page + 1)
+	}
+	d.Sources, d.Models, d.Cwds = distinct(ls)
+	if r.Header.Get("HX-Request") == "true" && r.Header.Get("HX-Target") == "rows" {
+		return s.render(w, "rows", d)
+	}
+	return s.render(w, "sessions.html", d)
+}
+
+// groupBranches nests each branch under its parent when both are on the page, keeping the
+// page's order (newest activity first) for the top level.
+func groupBranches(ls []store.SessionListing, live map[string]store.HeldLease) []row {
+	index := make(map[string]int, len(ls))
+	for i, l := range ls {
+		index[l.ID] = i
+	}
+	rows := make([]row, len(ls))
+	nested := make([]bool, len(ls))
+	for i, l := range ls {
+		rows[i] = row{SessionListing: l}
+		if h, ok := live[l.ID]; ok {
+			rows[i].Live = &h
+		}
+		if l.Relation == store.RelationBranch && l.ParentID != "" {
+			rows[i].BranchOf = l.ParentID
+			if _, ok := index[l.ParentID]; ok {
+				nested[i] = true
+			}
+		}
+	}
+	// Children first into their parents (deepest last on the page are attached before their
+	// parent is itself attached, since a parent moves with its branches).
+	for i := len(rows) - 1; i >= 0; i-- {
+		if nested[i] {
+			p := index[rows[i].ParentID]
+			rows[p].Branches = append([]row{rows[i]}, rows[p].Branches...)
+		}
+	}
+	var top []row
+	for i := range rows {
+		if !nested[i] {
+			top = append(top, rows[i])
+		}
+	}
+	return top
+}
+
+func distinct(ls []store.SessionListing) (sources, models, cwds []string) {
+	seen := map[string]bool{}
+	add := func(list *[]string, kind, v string) {
+		if v != "" && !seen[kind+v] {
+			seen[kind+v] = true
+			*list = append(*list, v)
+		}
+	}
+	for _, l := range ls {
+		add(&sources, "s", l.Source)
+		add(&models, "m", l.Model)
+		add(&cwds, "c", l.Cwd)
+	}
+	return
+}
+
+// liveByConversation maps conversation (lineage root) ids to the lease held on them now.
+func (s *Server) liveByConversation(ctx context.Context) (map[string]store.HeldLease, error) {
+	held, err := s.st.HeldLeases(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("held leases: %w", err)
+	}
+	m := make(map[string]store.HeldLease, len(held))
+	for _, h := range held {
+		m[h.ConversationID] = h
+	}
+	return m, nil
+}
+
+func atoiOr(s string, def int) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+func parseID(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, errStatus(http.StatusBadRequest, "bad message id %q", shorten(s, 40))
+	}
+	return n, nil
+}
+
+// --- search ---
+
+const searchPageSize = 20
+
+type searchData struct {
+	baseData
+	Q, Role, Source string
+	Hits            []store.SearchHit
+	Page            int
+	Prev, Next      string
+	Searched        bool
+}
+
+func (s *Server) searchPage(w http.ResponseWriter, r *http.Request, v viewer) error {
+	q := r.URL.Query()
+	d := searchData{baseData: s.base(r, v, "Search"), Q: strings.TrimSpace(q.Get("q")), Role: q.Get("role"), Source: q.Get("source")}
+	d.Nav, d.Query = "search", d.Q
+	d.Page = max(atoiOr(q.Get("page"), 1), 1)
+	switch d.Role {
+	case "", store.RoleUser, store.RoleAssistant, store.RoleTool:
+	default:
+		return errStatus(http.StatusBadRequest, "bad role %q: one of user, assistant, tool", shorten(d.Role, 20))
+	}
+	if d.Q != "" {
+		d.Searched = true
+		sq := store.SearchQuery{Text: d.Q, Limit: searchPageSize + 1, Offset: (d.Page - 1) * searchPageSize,
+			UserID: v.userFilter(), NoContext: true}
+		if d.Role != "" {
+			sq.Roles = []string{d.Role}
+		}
+		if d.Source != "" {
+			sq.Sources = []string{d.Source}
+		}
+		hits, err := s.st.Search(r.Context(), sq)
+		if err != nil {
+			return fmt.Errorf("search: %w", err)
+		}
+		more := len(hits) > searchPageSize
+		if more {
+			hits = hits[:searchPageSize]
+		}
+		d.Hits = hits
+		link := func(page int) string {
+			return s.opts.Prefix + "/search" + queryString("q", d.Q, "role", d.Role, "source", d.Source, "page", strconv.Itoa(page))
+		}
+		if d.Page > 1 {
+			d.Prev = link(d.Page - 1)
+		}
+		if more {
+			d.Next = link(d.Page + 1)
+		}
+	}
+	return s.render(w, "search.html", d)
+}
+
+// --- system prompt ---
+
+type promptData struct {
+	baseData
+	Session store.Session
+	Prompt  string
+}
+
+func (s *Server) promptPage(w http.ResponseWriter, r *http.Request, v viewer) error {
+	sess, err := s.visible(r.Context(), v, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	p, err := s.st.SystemPrompt(r.Context(), sess.ID)
+	if err != nil {
+		return fmt.Errorf("system prompt of %s: %w", sess.ID, err)
+	}
+	return s.render(w, "prompt.html", promptData{baseData: s.base(r, v, "System prompt"), Session: sess, Prompt: p})
+}
+
+// --- usage ---
+
+type usageData struct {
+	baseData
+	Days    []usageDay
+	Models  []usageModel
+	Total   store.Usage
+	Chart   chart
+	SinceTo string
+}
+
+type usageDay struct {
+	Day   time.Time
+	Usage store.Usage
+}
+
+type usageModel struct {
+	Model string
+	Usage store.Usage
+}
+
+const usageDays = 30
+
+func (s *Server) usagePage(w http.ResponseWriter, r *http.Request, v viewer) error {
+	now := s.opts.Now().UTC()
+	since := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -(usageDays - 1))
+	rows, err := s.st.UsageByDay(r.Context(), store.UsageQuery{UserID: v.userFilter(), Since: since})
+	if err != nil {
+		return fmt.Errorf("usage: %w", err)
+	}
+	d := usageData{baseData: s.base(r, v, "Usage")}
+	d.Nav = "usage"
+	byDay := map[time.Time]store.Usage{}
+	byModel := map[string]store.Usage{}
+	var models []string
+	for _, row := range rows {
+		byDay[row.Day] = byDay[row.Day].Add(row.Usage)
+		if _, ok := byModel[row.Model]; !ok {
+			models = append(models, row.Model)
+		}
+		byModel[row.Model] = byModel[row.Model].Add(row.Usage)
+		d.Total = d.Total.Add(row.Usage)
+	}
+	for i := 0; i < usageDays; i++ {
+		day := since.AddDate(0, 0, i)
+		d.Days = append(d.Days, usageDay{Day: day, Usage: byDay[day]})
+	}
+	for _, m := range models {
+		d.Models = append(d.Models, usageModel{Model: m, Usage: byModel[m]})
+	}
+	d.Chart = usageChart(d.Days)
+	d.SinceTo = since.Format("2006-01-02") + " – " + now.Format("2006-01-02") + " (UTC)"
+	return s.render(w, "usage.html", d)
+}

@@ -1,0 +1,395 @@
+package web
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// Store is the part of store.Store the browser uses; every store.Store satisfies it.
+type Store interface {
+	GetSession(ctx context.Context, id string) (store.Session, error)
+	ListSessions(ctx context.Context, o store.ListOptions) ([]store.SessionListing, error)
+	Conversation(ctx context.Context, sessionID string, v store.View) ([]store.Message, error)
+	ConversationPage(ctx context.Context, sessionID string, q store.PageQuery) ([]store.Message, error)
+	Children(ctx context.Context, id string) ([]store.Session, error)
+	Root(ctx context.Context, id string) (string, error)
+	Chain(ctx context.Context, id string) ([]store.Session, error)
+	Requests(ctx context.Context, id string, limit int) ([]store.RequestRecord, error)
+	SystemPrompt(ctx context.Context, id string) (string, error)
+	Search(ctx context.Context, q store.SearchQuery) ([]store.SearchHit, error)
+	HeldLeases(ctx context.Context) ([]store.HeldLease, error)
+	UsageByDay(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error)
+
+	// The writes, each the one the CLI makes for the same action.
+	SetTitle(ctx context.Context, id, title string) error
+	DeleteSession(ctx context.Context, id string) error
+	Branch(ctx context.Context, parentID string, child store.NewSession) (store.Session, error)
+	CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error)
+	SetSystemPrompt(ctx context.Context, id, prompt string) (string, error)
+	AppendBatch(ctx context.Context, sessionID string, ms []store.Message, opts ...store.WriteOption) ([]int64, error)
+}
+
+var _ Store = store.Store(nil)
+
+// Principal is whom a request acts for.
+type Principal struct {
+	// UserID is the user whose sessions the request sees when Scoped (sessions.user_id).
+	UserID string
+	// Scoped limits the request to UserID's sessions; false sees every session (spool ui).
+	Scoped bool
+}
+
+// Options configure a Server.
+type Options struct {
+	// Prefix is the path the pages live under; default "/ui". The handler expects full paths.
+	Prefix string
+	// Principal names whom a request acts for; an error answers 401 with its text. Nil: every
+	// request sees every session.
+	Principal func(r *http.Request) (Principal, error)
+	// LoginToken, when set, is a one-time token: the first request carrying ?token=LoginToken
+	// gets a session cookie (HttpOnly, SameSite=Strict) and every later request needs that
+	// cookie. spool ui prints the URL with it.
+	LoginToken string
+	// PollInterval is how often a live view asks the store for new rows; default 500 ms.
+	PollInterval time.Duration
+	// Now is the clock for relative times; default time.Now.
+	Now func() time.Time
+	// Logger receives handler errors; default discards.
+	Logger *slog.Logger
+}
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed assets
+var assetFS embed.FS
+
+// Server serves the browser's pages. Close ends its live streams.
+type Server struct {
+	st     Store
+	opts   Options
+	mux    *http.ServeMux
+	tmpl   *template.Template
+	secret []byte // CSRF and cookie MACs
+
+	mu        sync.Mutex
+	tokenUsed bool
+	cookies   map[string]bool // session cookies handed out for the login token
+
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// New builds the browser over st.
+func New(st Store, opts Options) *Server {
+	if opts.Prefix == "" {
+		opts.Prefix = "/ui"
+	}
+	opts.Prefix = "/" + strings.Trim(opts.Prefix, "/")
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 500 * time.Millisecond
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{st: st, opts: opts, secret: randomBytes(32), cookies: map[string]bool{}, done: make(chan struct{})}
+	s.tmpl = template.Must(template.New("").Funcs(s.funcs()).ParseFS(templateFS, "templates/*.html"))
+	p := opts.Prefix
+	m := http.NewServeMux()
+	assets, _ := fs.Sub(assetFS, "assets")
+	m.Handle("GET "+p+"/assets/", http.StripPrefix(p+"/assets/", assetHandler(http.FileServerFS(assets))))
+	m.HandleFunc("GET "+p+"/{$}", s.page(s.sessionsPage))
+	m.HandleFunc("GET "+p+"/search", s.page(s.searchPage))
+	m.HandleFunc("GET "+p+"/usage", s.page(s.usagePage))
+	m.HandleFunc("GET "+p+"/sessions/{id}", s.page(s.sessionPage))
+	m.HandleFunc("GET "+p+"/sessions/{id}/prompt", s.page(s.promptPage))
+	m.HandleFunc("GET "+p+"/sessions/{id}/delete", s.page(s.deleteConfirmPage))
+	m.HandleFunc("GET "+p+"/sessions/{id}/events", s.page(s.events))
+	m.HandleFunc("POST "+p+"/sessions/{id}/rename", s.action(s.rename))
+	m.HandleFunc("POST "+p+"/sessions/{id}/delete", s.action(s.deleteSession))
+	m.HandleFunc("POST "+p+"/sessions/{id}/export", s.action(s.export))
+	m.HandleFunc("POST "+p+"/sessions/{id}/branch", s.action(s.branch))
+	m.HandleFunc(p+"/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, http.StatusNotFound, "no such page")
+	})
+	if p != "" {
+		m.HandleFunc("GET "+p, func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, p+"/", http.StatusMovedPermanently)
+		})
+	}
+	s.mux = m
+	return s
+}
+
+// Close ends every live stream; pages keep working.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() { close(s.done) })
+	return nil
+}
+
+// contentSecurityPolicy allows only this origin's script, style and images; no inline script or
+// style, no plugins, no framing, forms posting only here.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	if s.opts.LoginToken != "" && !strings.HasPrefix(r.URL.Path, s.opts.Prefix+"/assets/") {
+		if !s.login(w, r) {
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+const cookieName = "spool_ui"
+
+// login enforces the one-time token: it exchanges the token for a cookie (redirecting to the
+// same URL without it) or checks the cookie. It reports whether the request may go on.
+func (s *Server) login(w http.ResponseWriter, r *http.Request) bool {
+	if c, err := r.Cookie(cookieName); err == nil && s.validCookie(c.Value) {
+		return true
+	}
+	tok := r.URL.Query().Get("token")
+	if tok != "" && r.Method == http.MethodGet {
+		s.mu.Lock()
+		ok := !s.tokenUsed && subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.LoginToken)) == 1
+		var value string
+		if ok {
+			s.tokenUsed = true
+			value = hex.EncodeToString(randomBytes(24))
+			s.cookies[value] = true
+		}
+		s.mu.Unlock()
+		if ok {
+			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: s.opts.Prefix + "/", HttpOnly: true,
+				SameSite: http.SameSiteStrictMode})
+			u := *r.URL
+			q := u.Query()
+			q.Del("token")
+			u.RawQuery = q.Encode()
+			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+			return false
+		}
+	}
+	s.fail(w, r, http.StatusUnauthorized, "not signed in: open the URL that `spool ui` printed (its token works once)")
+	return false
+}
+
+func (s *Server) validCookie(v string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cookies[v]
+}
+
+type ctxKey struct{}
+
+// viewer is the request's principal and its CSRF token.
+type viewer struct {
+	Principal
+	csrf string
+}
+
+func (s *Server) viewerOf(r *http.Request) (viewer, error) {
+	p := Principal{}
+	if s.opts.Principal != nil {
+		var err error
+		if p, err = s.opts.Principal(r); err != nil {
+			return viewer{}, err
+		}
+	}
+	cookie := ""
+	if c, err := r.Cookie(cookieName); err == nil {
+		cookie = c.Value
+	}
+	mac := hmac.New(sha256.New, s.secret)
+	fmt.Fprintf(mac, "csrf\x00%t\x00%s\x00%s", p.Scoped, p.UserID, cookie)
+	return viewer{Principal: p, csrf: hex.EncodeToString(mac.Sum(nil))}, nil
+}
+
+// handlerFunc is a page or action handler; an error it returns becomes the error page.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, v viewer) error
+
+// httpError is an error with the status it answers.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func errStatus(status int, format string, args ...any) error {
+	return &httpError{status: status, msg: fmt.Sprintf(format, args...)}
+}
+
+var errNotFound = &httpError{status: http.StatusNotFound, msg: "session not found"}
+
+func (s *Server) page(h handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := s.viewerOf(r)
+		if err != nil {
+			s.fail(w, r, http.StatusUnauthorized, err.Error())
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		s.finish(w, r, h(w, r, v))
+	}
+}
+
+// action wraps a state-changing handler: same origin and a valid CSRF token, or 403.
+func (s *Server) action(h handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := s.viewerOf(r)
+		if err != nil {
+			s.fail(w, r, http.StatusUnauthorized, err.Error())
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		if err := r.ParseForm(); err != nil {
+			s.fail(w, r, http.StatusBadRequest, "bad form: "+err.Error())
+			return
+		}
+		if !sameOrigin(r) {
+			s.fail(w, r, http.StatusForbidden, "cross-site request refused")
+			return
+		}
+		tok := r.PostFormValue("csrf")
+		if tok == "" {
+			tok = r.Header.Get("X-CSRF-Token")
+		}
+		if subtle.ConstantTimeCompare([]byte(tok), []byte(v.csrf)) != 1 {
+			s.fail(w, r, http.StatusForbidden, "missing or stale CSRF token: reload the page and try again")
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		s.finish(w, r, h(w, r, v))
+	}
+}
+
+// sameOrigin refuses requests a browser marks as cross-site, and any whose Origin is not this host.
+func sameOrigin(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return false
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != r.Host {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) finish(w http.ResponseWriter, r *http.Request, err error) {
+	if err == nil {
+		return
+	}
+	var he *httpError
+	switch {
+	case errors.As(err, &he):
+		s.fail(w, r, he.status, he.msg)
+	case errors.Is(err, store.ErrNotFound):
+		s.fail(w, r, http.StatusNotFound, "session not found")
+	case errors.Is(err, context.Canceled):
+	default:
+		s.opts.Logger.Error("web: handler failed", "path", r.URL.Path, "err", err)
+		s.fail(w, r, http.StatusInternalServerError, "internal error: "+err.Error())
+	}
+}
+
+type errorData struct {
+	baseData
+	Status  int
+	Message string
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	d := errorData{baseData: s.base(r, viewer{}, http.StatusText(status)), Status: status, Message: msg}
+	if err := s.tmpl.ExecuteTemplate(w, "error.html", d); err != nil {
+		s.opts.Logger.Error("web: render error page", "err", err)
+	}
+}
+
+// render executes a page template; a buffered write keeps a failed render from sending half a page.
+func (s *Server) render(w http.ResponseWriter, name string, data any) error {
+	var b strings.Builder
+	if err := s.tmpl.ExecuteTemplate(&b, name, data); err != nil {
+		return fmt.Errorf("render %s: %w", name, err)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, err := w.Write([]byte(b.String()))
+	return err
+}
+
+// visible loads a session the viewer may see; any other answers errNotFound.
+func (s *Server) visible(ctx context.Context, v viewer, id string) (store.Session, error) {
+	sess, err := s.st.GetSession(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Session{}, errNotFound
+	}
+	if err != nil {
+		return store.Session{}, fmt.Errorf("load session %s: %w", id, err)
+	}
+	if !v.sees(sess) {
+		return store.Session{}, errNotFound
+	}
+	return sess, nil
+}
+
+func (v viewer) sees(s store.Session) bool { return !v.Scoped || s.UserID == v.UserID }
+
+func (v viewer) userFilter() string {
+	if v.Scoped {
+		return v.UserID
+	}
+	return ""
+}
+
+func assetHandler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		h.ServeHTTP(w, r)
+	})
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return b
+}
+
+// NewLoginToken returns a fresh random token for Options.LoginToken.
+func NewLoginToken() string { return hex.EncodeToString(randomBytes(16)) }
