@@ -112,6 +112,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(a.sessionsCommand(), a.searchCommand(), a.dbCommand(), a.benchCommand())
 	root.AddCommand(a.runCommand(), a.chatCommand())
 	root.AddCommand(a.configCommand(), a.uiCommand())
+	root.AddCommand(a.importCommand())
 	return root
 }
 

@@ -70,6 +70,12 @@ func (db *DB) ImportSession(ctx context.Context, s store.Session, prompt string,
 		if err := recount(ctx, tx, ns.ID); err != nil {
 			return err
 		}
+		// A compression chain lists by its newest activity, as appends keep it (bumpSession).
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_active = max(last_active,
+			(SELECT last_active FROM sessions WHERE id = ?1)) WHERE id = (SELECT root_id FROM sessions WHERE id = ?1)
+			AND id <> ?1`, ns.ID); err != nil {
+			return err
+		}
 		return db.indexNow(ctx, tx)
 	})
 	if err != nil {

@@ -1,0 +1,33 @@
+// Package hermes reads a Hermes Agent home (state.db, sessions/sessions.json and the legacy
+// sessions/*.jsonl transcripts) into a spool store. It never writes the source: state.db is
+// opened read-only through the store/sqlite driver (a live WAL database is read with its -wal
+// frames), and nothing else in the home is opened for writing.
+//
+// Contract:
+//   - Every sessions row becomes a spool session with the same id: source, user, session key,
+//     model, model_config, system prompt (stored once per hash), title (numbered continuation
+//     titles kept; a title another spool session holds is numbered on), start/end times, end
+//     reason, token, cache, API-call and cost counters. Messages keep role, content, tool calls,
+//     tool call id and name, reasoning (reasoning, else reasoning_content), reasoning_details,
+//     finish reason, token count and timestamp, in row-id order.
+//   - Lineage follows the reference's classification (hermes-behavior §5.1): a branch marker or a
+//     parent ended "branched" before the child started is a branch; delegate and reset markers
+//     (or a reset end reason with the same session key) are delegate and reset; a parent ended
+//     "compression" is a compression continuation, so a migrated chain lists once and resumes at
+//     its tip. Parents are imported before children.
+//   - sessions.json entries become store routes (key → session, suspended and resume_pending
+//     flags, the rest of the entry as origin) and the session's session key.
+//   - A legacy JSONL transcript replaces a session's SQLite rows only when it has strictly more
+//     messages; corrupt lines are skipped with a warning; a transcript without a sessions row
+//     becomes a session of its own.
+//   - Columns are read by name: unknown tables and columns are ignored, missing optional ones
+//     read as empty, so newer reference schemas import too.
+//   - Importing is idempotent: sessions whose id the store already has, and routes whose key it
+//     already has, are skipped and reported, never overwritten.
+//   - A missing directory, a directory that is not a Hermes home, a corrupt or foreign state.db
+//     or an unreadable sessions.json fails before anything is stored. A row spool cannot store
+//     (an unknown role, a title over the limit) is skipped and reported, with its reason.
+//
+// Memory is bounded by the largest single session: sessions are read and written one at a time,
+// with only a small index of all sessions (ids and lineage fields) held throughout.
+package hermes
