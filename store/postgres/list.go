@@ -17,11 +17,19 @@ func (db *DB) ListSessions(ctx context.Context, o store.ListOptions) ([]store.Se
 	if !o.IncludeChildren {
 		where = append(where, "s.root_id = s.id AND s.relation <> 'delegate'")
 	}
-	for _, f := range []struct{ col, val string }{{"s.source", o.Source}, {"s.user_id", o.UserID}, {"s.session_key", o.SessionKey}} {
+	for _, f := range []struct{ col, val string }{{"s.source", o.Source}, {"s.user_id", o.UserID},
+		{"s.session_key", o.SessionKey}, {"s.model", o.Model}, {"s.cwd", o.Cwd}} {
 		if f.val != "" {
 			args = append(args, f.val)
 			where = append(where, fmt.Sprintf("%s = $%d", f.col, len(args)))
 		}
+	}
+	if o.Query != "" {
+		// strpos is literal (no LIKE wildcards to escape); lower() as on SQLite, which folds
+		// ASCII letters only (PostgreSQL's lower folds every script under C.UTF-8).
+		args = append(args, cleanNUL(o.Query))
+		n := len(args)
+		where = append(where, fmt.Sprintf("(strpos(lower(coalesce(s.title, '')), lower($%d)) > 0 OR strpos(lower(coalesce(s.preview, '')), lower($%d)) > 0)", n, n))
 	}
 	cond := ""
 	if len(where) > 0 {

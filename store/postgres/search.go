@@ -72,6 +72,10 @@ func filters(q store.SearchQuery, args []any) (string, []any) {
 	in("s.source", q.ExcludeSources, true)
 	in("m.role", q.Roles, false)
 	in("m.session_id", q.SessionIDs, false)
+	if q.UserID != "" {
+		args = append(args, q.UserID)
+		conds = append(conds, fmt.Sprintf("s.user_id = $%d", len(args)))
+	}
 	return strings.Join(conds, " AND "), args
 }
 

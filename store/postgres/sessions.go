@@ -427,6 +427,7 @@ func deleteSessionTx(ctx context.Context, tx pgx.Tx, id string) error {
 		"DELETE FROM messages WHERE session_id = $1",
 		"DELETE FROM compression_locks WHERE session_id = $1",
 		"DELETE FROM requests WHERE session_id = $1",
+		"DELETE FROM routes WHERE session_id = $1",
 		"DELETE FROM sessions WHERE id = $1",
 	} {
 		if _, err := tx.Exec(ctx, q, id); err != nil {
