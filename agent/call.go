@@ -103,6 +103,10 @@ func (r *run) record(ctx context.Context, req provider.Request, resp provider.Re
 	}
 	r.res.Usage = r.res.Usage.Add(u)
 	rec := store.RequestRecord{At: now, Model: model, Task: "turn", Usage: u, Break: brk}
+	if r.t != nil {
+		l := r.t.Lease()
+		rec.Lease = &l // a turn that lost its lease records nothing (store.RequestRecord.Lease)
+	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeBudget)
 	defer cancel()
 	if err := r.a.st.RecordRequest(wctx, r.sess.ID, rec); err != nil {

@@ -15,6 +15,11 @@ var (
 	ErrSessionClosed   = errors.New("session ended by compression")
 	ErrCompressionBusy = errors.New("compression lock not held")
 	ErrBusy            = errors.New("database busy")
+	// ErrReadOnly: the store was opened on a database this process cannot write (read-only
+	// file, directory or filesystem); reads work, writes fail with it before touching anything.
+	ErrReadOnly = errors.New("database is read-only")
+	// ErrDamaged: the database file is corrupt; nothing more is written to it.
+	ErrDamaged = errors.New("database is damaged (run 'spool db check')")
 )
 
 // AmbiguousError is returned when a session reference matches more than one session.

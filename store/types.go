@@ -330,6 +330,11 @@ type RequestRecord struct {
 	Task  string
 	Usage Usage // this call's tokens and cost; APICalls is counted as one when zero
 	Break *CacheBreak
+	// Lease, when set, fences the record like a transcript write: it is stored only while Lease
+	// is the conversation's current lease, else RecordRequest fails with ErrLeaseLost and
+	// stores nothing. A turn that lost its lease (a paused process resumed after another holder
+	// took over) so leaves no request row and adds no usage, though the call it made was real.
+	Lease *Lease
 }
 
 // CacheBreak explains a prompt-cache miss: the first layer of the request whose bytes changed.

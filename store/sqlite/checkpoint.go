@@ -34,8 +34,14 @@ const checkpointEvery = 256
 
 var checkpointIdle = 10 * time.Second // a variable so that a test can shorten it
 
-func startCheckpointer(db *DB, conn *sql.DB) *checkpointer {
+// startCheckpointer starts the checkpointer's goroutine; with manual (tests), no goroutine runs
+// and the caller drives pass itself, so what the WAL holds does not depend on scheduling.
+func startCheckpointer(db *DB, conn *sql.DB, manual bool) *checkpointer {
 	c := &checkpointer{db: db, conn: conn, kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	if manual {
+		close(c.stopped)
+		return c
+	}
 	go c.run()
 	return c
 }
@@ -67,13 +73,19 @@ func (c *checkpointer) run() {
 			}
 		}
 		seen = c.commits.Load()
-		c.passes.Add(1)
-		walFrames, err := walCheckpoint(c.conn)
-		if err != nil || walFrames < walCheckpointPages {
-			continue // busy (another checkpoint runs) or not long yet: the next kick retries
-		}
-		c.catchUp()
+		c.pass()
 	}
+}
+
+// pass is one background checkpoint: copy what it can beside the writers, and catch up holding
+// them back once the WAL is long.
+func (c *checkpointer) pass() {
+	c.passes.Add(1)
+	walFrames, err := walCheckpoint(c.conn)
+	if err != nil || walFrames < walCheckpointPages {
+		return // busy (another checkpoint runs) or not long yet: the next kick retries
+	}
+	c.catchUp()
 }
 
 // catchUp finishes the copy with every spool writer of this host held back, so it completes.

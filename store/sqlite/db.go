@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,9 @@ type Options struct {
 	WriteBudget time.Duration
 	// Logger receives warnings (journal fallback, reclaimed locks). Default: slog.Default().
 	Logger *slog.Logger
+
+	// manualCheckpoints (tests) starts no checkpointer goroutine: the test runs its passes.
+	manualCheckpoints bool
 }
 
 // DB is a store.Store on one SQLite file.
@@ -41,14 +45,22 @@ type DB struct {
 	journal     string
 	log         *slog.Logger
 	busyRetries atomic.Int64
-	pending     atomic.Int64 // rows appended by this handle and not yet indexed
-	gate        *writeGate   // orders this host's writers (see writeGate)
-	wstmts      stmtCache    // prepared statements on the writer connection
-	rstmts      stmtCache    // prepared statements of the hot read paths, on the reader pool
-	raw         *rawReader
-	ckpt        *checkpointer // nil unless the journal is WAL
+	// gateBypasses counts writes that went ahead without the write gate (its holder hung).
+	gateBypasses atomic.Int64
+	pending      atomic.Int64 // rows appended by this handle and not yet indexed
+	gate         *writeGate   // orders this host's writers (see writeGate)
+	wstmts       stmtCache    // prepared statements on the writer connection
+	rstmts       stmtCache    // prepared statements of the hot read paths, on the reader pool
+	raw          *rawReader
+	ckpt         *checkpointer // nil unless the journal is WAL
 	// readerFallbacks counts transcript loads the reader failed and database/sql served.
 	readerFallbacks atomic.Int64
+	// readOnly is set when the file, its directory or its filesystem cannot be written: every
+	// connection is opened read-only, there is no write gate, and writes fail with
+	// store.ErrReadOnly before touching anything.
+	readOnly  bool
+	closeOnce sync.Once
+	closeErr  error
 }
 
 var _ store.Store = (*DB)(nil)
@@ -67,7 +79,10 @@ const (
 	// that misses the cache is a system call, and system calls dominate the cost of reading a
 	// long transcript or a large index.
 	cachePragma = "cache_size = -32000"
-	mmapPragma  = "mmap_size = 268435456"
+	// gatePatience is how long a write waits for the host's write gate before it goes ahead
+	// without it (see DB.write).
+	gatePatience = 2 * time.Second
+	mmapPragma   = "mmap_size = 268435456"
 )
 
 // Open opens (creating if needed) the database at path, applies the journal policy and runs
@@ -105,18 +120,33 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	// Create the file ourselves so it is born 0600; SQLite gives its -wal and -shm the same mode.
 	// Only a file that does not exist yet is opened here: closing a descriptor of an existing one
-	// would drop every POSIX lock this process holds on it, SQLite's included.
+	// would drop every POSIX lock this process holds on it, SQLite's included. An existing file
+	// keeps the mode its owner gave it (never widened, never changed).
+	created := false
 	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	switch {
 	case err == nil:
 		f.Close()
+		created = true
 	case !errors.Is(err, os.ErrExist):
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, fmt.Errorf("open %s: %w", path, pathErr(err))
 	}
 
-	db := &DB{path: abs, opts: opts, log: opts.Logger}
-	if db.gate, err = openWriteGate(abs); err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+	db := &DB{path: abs, opts: opts, log: opts.Logger, readOnly: !created && !canWrite(abs)}
+	if !db.readOnly {
+		db.gate, err = openWriteGate(abs)
+		if err != nil && isReadOnlyErr(err) && !created {
+			db.readOnly, err = true, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+	}
+	if db.readOnly {
+		if err := db.openReadOnly(ctx); err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		return db, nil
 	}
 	db.w, err = sql.Open(driverName, dsn(abs, writeBusyTimeoutMS, opts.Synchronous, false))
 	if err != nil {
@@ -128,7 +158,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	db.w.SetConnMaxLifetime(0)
 	db.w.SetConnMaxIdleTime(0)
 
-	if err := db.setup(ctx); err != nil {
+	if err := db.retryBusy(ctx, func() error { return db.setup(ctx) }); err != nil {
 		db.w.Close()
 		db.gate.close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -159,11 +189,104 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		ck.SetMaxIdleConns(1)
 		ck.SetConnMaxLifetime(0)
 		ck.SetConnMaxIdleTime(0)
-		db.ckpt = startCheckpointer(db, ck)
+		db.ckpt = startCheckpointer(db, ck, opts.manualCheckpoints)
 	}
-	db.chmodSidecars()
+	if created {
+		db.chmodSidecars()
+	}
 	return db, nil
 }
+
+// openReadOnly opens a database this process cannot write: both pools read-only, no write gate,
+// no checkpointer, no migrations. A WAL database whose -wal and -shm are gone (it was closed
+// cleanly) cannot be opened read-only on a filesystem where SQLite cannot create them; it is
+// then opened immutable, which is safe exactly because nobody can write it there.
+func (db *DB) openReadOnly(ctx context.Context) error {
+	open := func(immutable bool) error {
+		var err error
+		db.w, err = sql.Open(driverName, roDSN(db.path, readBusyTimeoutMS, immutable))
+		if err != nil {
+			return err
+		}
+		db.w.SetMaxOpenConns(1)
+		db.w.SetMaxIdleConns(1)
+		if err := db.retryBusy(ctx, func() error { return db.setupReadOnly(ctx) }); err != nil {
+			db.w.Close()
+			return err
+		}
+		db.r, err = sql.Open(driverName, roDSN(db.path, readBusyTimeoutMS, immutable))
+		if err != nil {
+			db.w.Close()
+			return err
+		}
+		db.r.SetMaxOpenConns(db.opts.ReadConns)
+		db.r.SetMaxIdleConns(db.opts.ReadConns)
+		return nil
+	}
+	err := open(false)
+	if err != nil && isCantOpen(err) {
+		if _, serr := os.Stat(db.path + "-wal"); errors.Is(serr, os.ErrNotExist) {
+			err = open(true)
+		}
+	}
+	return err
+}
+
+func (db *DB) setupReadOnly(ctx context.Context) error {
+	if err := db.w.PingContext(ctx); err != nil {
+		return err
+	}
+	if err := db.checkFTS5(ctx); err != nil {
+		return err
+	}
+	if err := db.checkOwnership(ctx); err != nil {
+		return err
+	}
+	mode, err := db.journalPragma(ctx, "journal_mode")
+	if err != nil {
+		return fmt.Errorf("read journal mode: %w", err)
+	}
+	db.journal = mode
+	var current int
+	if err := db.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	switch want := SchemaVersion(); {
+	case current > want:
+		return fmt.Errorf("database schema version %d is newer than this spool (%d): upgrade spool", current, want)
+	case current < want:
+		return fmt.Errorf("database is read-only and has schema version %d, older than this spool's %d: open it once where it can be written to upgrade it", current, want)
+	}
+	return nil
+}
+
+// retryBusy runs fn again while it fails because another process holds a lock (a writer
+// migrating, recovering or checkpointing the file), for up to the write budget.
+func (db *DB) retryBusy(ctx context.Context, fn func() error) error {
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		err := fn()
+		if err == nil || !isBusy(err) {
+			return err
+		}
+		waited := time.Since(start)
+		if waited >= db.opts.WriteBudget {
+			return fmt.Errorf("%w: still locked after %s: %v", store.ErrBusy, waited.Round(time.Millisecond), err)
+		}
+		db.busyRetries.Add(1)
+		t := time.NewTimer(backoff(attempt, waited))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// ReadOnly reports whether the database was opened read-only (file, directory or filesystem
+// not writable): reads work, every write fails with store.ErrReadOnly.
+func (db *DB) ReadOnly() bool { return db.readOnly }
 
 func dsn(path string, busyMS int, synchronous string, readOnly bool) string {
 	q := url.Values{}
@@ -178,12 +301,30 @@ func dsn(path string, busyMS int, synchronous string, readOnly bool) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 
+// roDSN opens path read-only (immutable: without looking for a -wal or locking the file).
+func roDSN(path string, busyMS int, immutable bool) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", fmt.Sprint(busyMS))
+	q.Set("mode", "ro")
+	q.Set("_query_only", "1")
+	if immutable {
+		q.Set("immutable", "1")
+	}
+	addTuning(q)
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
 // setup applies the journal policy, the WAL companions and the migrations on the writer.
 func (db *DB) setup(ctx context.Context) error {
 	if err := db.w.PingContext(ctx); err != nil {
 		return err
 	}
 	if err := db.checkFTS5(ctx); err != nil {
+		return err
+	}
+	// Before anything is changed (the journal mode is written into the file): another program's
+	// database is refused untouched.
+	if err := db.checkOwnership(ctx); err != nil {
 		return err
 	}
 	mode, err := db.applyJournalMode(ctx)
@@ -241,19 +382,27 @@ func (db *DB) chmodSidecars() {
 	}
 }
 
-// Close checkpoints (PASSIVE, never TRUNCATE) and closes both pools.
+// Close indexes what this handle appended, checkpoints (PASSIVE, never TRUNCATE) and closes
+// both pools. Closing again returns the first Close's result.
 func (db *DB) Close() error {
+	db.closeOnce.Do(func() { db.closeErr = db.close() })
+	return db.closeErr
+}
+
+func (db *DB) close() error {
 	var errs []error
-	if err := db.flushIndex(context.Background()); err != nil {
-		errs = append(errs, fmt.Errorf("index pending messages: %w", err))
+	if !db.readOnly && db.pending.Load() > 0 {
+		if err := db.flushIndex(context.Background()); err != nil {
+			errs = append(errs, fmt.Errorf("index pending messages: %w", err))
+		}
 	}
 	if db.ckpt != nil {
 		errs = append(errs, db.ckpt.close())
 	}
-	if db.journal == "wal" {
-		if _, err := db.w.Exec("PRAGMA wal_checkpoint(PASSIVE)"); err != nil && !isBusy(err) {
-			errs = append(errs, err)
-		}
+	if db.journal == "wal" && !db.readOnly {
+		// Only an optimisation: a checkpoint that cannot run now (busy, disk full) loses nothing,
+		// the next writer's checkpointer copies the WAL back.
+		_, _ = db.w.Exec("PRAGMA wal_checkpoint(PASSIVE)")
 	}
 	db.wstmts.close()
 	db.rstmts.close()
@@ -271,12 +420,27 @@ func (db *DB) Close() error {
 // is locked by another process, until budget is spent. fn may run more than once: it must not
 // have effects outside tx.
 func (db *DB) write(ctx context.Context, budget time.Duration, fn func(tx *sql.Tx) error) error {
-	if err := db.gate.enter(ctx); err != nil {
-		return err
+	if db.readOnly {
+		return fmt.Errorf("%s: %w", db.path, store.ErrReadOnly)
 	}
-	defer db.gate.exit()
 	start := time.Now()
 	deadline := start.Add(budget)
+	// The gate only orders this host's writers; a holder that hangs (SIGSTOPped, swapped out)
+	// must not hold every other writer back. After gatePatience (or the budget, if shorter) the
+	// write goes ahead without it, on SQLite's lock and the busy retry alone, so the budget holds.
+	gctx, cancel := context.WithTimeout(ctx, min(budget, gatePatience))
+	err := db.gate.enter(gctx)
+	cancel()
+	switch {
+	case err == nil:
+		defer db.gate.exit()
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded):
+		db.gateBypasses.Add(1)
+	default:
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		err := db.tryWrite(ctx, fn)
 		if err == nil {

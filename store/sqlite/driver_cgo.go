@@ -57,3 +57,23 @@ func (*rawReader) query(context.Context, string, []any, func(rowScanner) error) 
 }
 
 func (*rawReader) close() {}
+
+func sqliteCode(err error) sqlite3.ErrNo {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		return se.Code
+	}
+	return -1
+}
+
+// isCantOpen: SQLite could not open the file (or its -wal/-shm).
+func isCantOpen(err error) bool { return sqliteCode(err) == sqlite3.ErrCantOpen }
+
+// isCorrupt: the file is damaged or not a database.
+func isCorrupt(err error) bool {
+	c := sqliteCode(err)
+	return c == sqlite3.ErrCorrupt || c == sqlite3.ErrNotADB
+}
+
+// isFull: the disk (or the filesystem's quota) is full.
+func isFull(err error) bool { return sqliteCode(err) == sqlite3.ErrFull }

@@ -36,3 +36,24 @@ func isBusy(err error) bool {
 	}
 	return false
 }
+
+// sqliteCode is err's primary SQLite result code, or -1.
+func sqliteCode(err error) int {
+	var se *msqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() & 0xff
+	}
+	return -1
+}
+
+// isCantOpen: SQLite could not open the file (or its -wal/-shm).
+func isCantOpen(err error) bool { return sqliteCode(err) == sqlite3.SQLITE_CANTOPEN }
+
+// isCorrupt: the file is damaged or not a database.
+func isCorrupt(err error) bool {
+	c := sqliteCode(err)
+	return c == sqlite3.SQLITE_CORRUPT || c == sqlite3.SQLITE_NOTADB
+}
+
+// isFull: the disk (or the filesystem's quota) is full.
+func isFull(err error) bool { return sqliteCode(err) == sqlite3.SQLITE_FULL }

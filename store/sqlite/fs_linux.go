@@ -3,6 +3,7 @@
 package sqlite
 
 import (
+	"errors"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
@@ -34,4 +35,17 @@ func walUnsafeFS(path string) (string, bool) {
 	}
 	name, unsafe := walUnsafeMagic[t]
 	return name, unsafe
+}
+
+// canWrite reports whether this process may write path and create files beside it (SQLite's
+// -wal, -shm and journal): the file and its directory writable, on a filesystem mounted
+// read-write.
+func canWrite(path string) bool {
+	return unix.Access(path, unix.W_OK) == nil && unix.Access(filepath.Dir(path), unix.W_OK) == nil
+}
+
+// isReadOnlyErr reports whether err says a file cannot be written (read-only filesystem or
+// permission denied).
+func isReadOnlyErr(err error) bool {
+	return errors.Is(err, unix.EROFS) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)
 }

@@ -31,6 +31,9 @@ func openWriteGate(dbPath string) (*writeGate, error) {
 
 // enter waits for the gate or ctx. On success the caller must call exit.
 func (g *writeGate) enter(ctx context.Context) error {
+	if g == nil {
+		return nil // read-only handle: no writes to order
+	}
 	select {
 	case g.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -71,8 +74,16 @@ func flockRetry(fd int) error {
 }
 
 func (g *writeGate) exit() {
+	if g == nil {
+		return
+	}
 	_ = unix.Flock(int(g.f.Fd()), unix.LOCK_UN)
 	<-g.sem
 }
 
-func (g *writeGate) close() error { return g.f.Close() }
+func (g *writeGate) close() error {
+	if g == nil {
+		return nil
+	}
+	return g.f.Close()
+}

@@ -164,51 +164,6 @@ func (db *DB) Stats(ctx context.Context) (store.Stats, error) {
 	return st, rows.Err()
 }
 
-// Check implements store.Store: SQLite's integrity and foreign-key checks, both full-text
-// indexes against their content, and every session's counters against its rows.
-func (db *DB) Check(ctx context.Context) ([]string, error) {
-	var problems []string
-	if err := db.flushIndex(ctx); err != nil {
-		return nil, fmt.Errorf("index pending messages: %w", err)
-	}
-	q := db.read()
-	lines, err := queryStrings(ctx, q, "PRAGMA integrity_check")
-	if err != nil {
-		return nil, fmt.Errorf("integrity check: %w", err)
-	}
-	for _, l := range lines {
-		if l != "ok" {
-			problems = append(problems, "integrity: "+l)
-		}
-	}
-	fk, err := queryStrings(ctx, q, "SELECT \"table\" || ' row ' || rowid || ' -> ' || parent FROM pragma_foreign_key_check")
-	if err != nil {
-		return nil, fmt.Errorf("foreign key check: %w", err)
-	}
-	for _, l := range fk {
-		problems = append(problems, "foreign key: "+l)
-	}
-	for _, t := range []string{"messages_fts", "messages_trigram"} {
-		// rank 1 compares the index with its content table, not just its own structure.
-		if _, err := db.w.ExecContext(ctx, "INSERT INTO "+t+"("+t+", rank) VALUES ('integrity-check', 1)"); err != nil {
-			if isBusy(err) {
-				return nil, fmt.Errorf("check %s: %w", t, err)
-			}
-			problems = append(problems, t+": "+err.Error())
-		}
-	}
-	bad, err := queryStrings(ctx, q, `SELECT s.id || ': message_count ' || s.message_count || ', active rows ' || count(m.id)
-		FROM sessions s LEFT JOIN messages m ON m.session_id = s.id AND m.active = 1
-		GROUP BY s.id HAVING s.message_count <> count(m.id)`)
-	if err != nil {
-		return nil, fmt.Errorf("counter check: %w", err)
-	}
-	for _, l := range bad {
-		problems = append(problems, "counters: "+l)
-	}
-	return problems, nil
-}
-
 // queryStrings is column for text that may be NULL (read as "").
 func queryStrings(ctx context.Context, q querier, query string) ([]string, error) {
 	vals, err := column[sql.NullString](ctx, q, query)

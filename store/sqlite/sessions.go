@@ -522,18 +522,22 @@ func (db *DB) RecordRequest(ctx context.Context, id string, r store.RequestRecor
 		brk = sql.NullString{String: string(b), Valid: true}
 	}
 	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET
+		var root string
+		err := tx.QueryRowContext(ctx, `UPDATE sessions SET
 			input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
 			cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,
 			reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ?,
-			cost_usd = cost_usd + ? WHERE id = ?`,
+			cost_usd = cost_usd + ? WHERE id = ? RETURNING root_id`,
 			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens,
-			u.APICalls, u.CostUSD, id)
+			u.APICalls, u.CostUSD, id).Scan(&root)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("session", id)
+		}
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return notFound("session", id)
+		if err := checkLease(ctx, tx, root, r.Lease); err != nil {
+			return err // rolls the usage back too
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO requests (session_id, at, model, task, input_tokens, output_tokens,
 			cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cache_break)

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -11,6 +12,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if role := os.Getenv(gateChildEnv); role != "" {
+		gateChild(role)
+		return
+	}
 	storetest.Main(m, openStore)
 }
 

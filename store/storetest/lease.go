@@ -42,6 +42,22 @@ func testLeases(t *testing.T, h Harness) {
 	wantErr(t, err, store.ErrLeaseLost, "batch with a superseded generation")
 	_, err = st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "conv", Messages: []store.Message{user("x")}}, store.WithLease(a))
 	wantErr(t, err, store.ErrLeaseLost, "compaction with a superseded generation")
+	// Usage is fenced like the transcript: a stale holder adds no request row and no tokens.
+	before := mustSession(t, st, "conv").Usage
+	err = st.RecordRequest(bg, "conv", store.RequestRecord{Usage: store.Usage{InputTokens: 7, OutputTokens: 3}, Lease: &a})
+	wantErr(t, err, store.ErrLeaseLost, "usage recorded with a superseded generation")
+	if after := mustSession(t, st, "conv").Usage; after != before {
+		t.Fatalf("a refused usage record changed the session's usage: %+v -> %+v", before, after)
+	}
+	if rs, err := st.Requests(bg, "conv", 0); err != nil || len(rs) != 0 {
+		t.Fatalf("a refused usage record left %d request rows (%v)", len(rs), err)
+	}
+	if err := st.RecordRequest(bg, "conv", store.RequestRecord{Usage: store.Usage{InputTokens: 7}, Lease: &b}); err != nil {
+		t.Fatalf("usage recorded with the current lease: %v", err)
+	}
+	if rs, _ := st.Requests(bg, "conv", 0); len(rs) != 1 {
+		t.Fatalf("%d request rows after one fenced record", len(rs))
+	}
 	_, err = st.RenewLease(bg, a, time.Minute)
 	wantErr(t, err, store.ErrLeaseLost, "renew a superseded lease")
 	if err := st.ReleaseLease(bg, a); err != nil {
