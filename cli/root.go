@@ -111,7 +111,7 @@ func (a *app) rootCommand() *cobra.Command {
 
 	root.AddCommand(a.sessionsCommand(), a.searchCommand(), a.dbCommand(), a.benchCommand())
 	root.AddCommand(a.runCommand(), a.chatCommand())
-	root.AddCommand(a.configCommand(), a.uiCommand())
+	root.AddCommand(a.configCommand(), a.uiCommand(), a.serveCommand())
 	root.AddCommand(a.importCommand())
 	return root
 }

@@ -22,6 +22,7 @@ type Config struct {
 	Auxiliary   Auxiliary   `yaml:"auxiliary"`
 	Sessions    Sessions    `yaml:"sessions"`
 	Leases      Leases      `yaml:"leases"`
+	Serve       Serve       `yaml:"serve"`
 }
 
 // Database configures the session store.
@@ -141,6 +142,32 @@ type Leases struct {
 	Wait       time.Duration `yaml:"wait" min:"0"`
 }
 
+// Serve configures `spool serve`, the OpenAI-compatible gateway.
+type Serve struct {
+	// Listen is the address to listen on. Without Keys only a loopback address is accepted.
+	Listen string `yaml:"listen"`
+	// Keys maps a principal name to the sha256 hex digest of its API key (several digests
+	// separated by commas); `spool serve hash-key` prints a digest. A key sees only its
+	// principal's sessions.
+	Keys map[string]string `yaml:"keys"`
+	// BusyWait is how long a request waits for a session whose turn is running before 409.
+	BusyWait time.Duration `yaml:"busy_wait" min:"0"`
+	// RetryAfter is the Retry-After a busy answer carries.
+	RetryAfter time.Duration `yaml:"retry_after" min:"1"`
+	// MaxConcurrent bounds the running requests of one principal (429 beyond).
+	MaxConcurrent int `yaml:"max_concurrent" min:"1"`
+	// MaxRequestBytes bounds a request body (413 beyond).
+	MaxRequestBytes int `yaml:"max_request_bytes" min:"1024"`
+	// TurnTimeout bounds one turn; DrainTimeout is how long SIGTERM lets running turns finish.
+	TurnTimeout  time.Duration `yaml:"turn_timeout" min:"1"`
+	DrainTimeout time.Duration `yaml:"drain_timeout" min:"0"`
+	// KeepAlive is the silence after which a stream gets a keep-alive comment.
+	KeepAlive time.Duration `yaml:"keepalive" min:"1"`
+	// CORSOrigins lists the browser origins allowed to call the API, comma-separated; empty
+	// allows none.
+	CORSOrigins string `yaml:"cors_origins"`
+}
+
 // Default returns the built-in configuration for home (paths are resolved against it).
 func Default(home string) Config {
 	return Config{
@@ -164,5 +191,9 @@ func Default(home string) Config {
 		Auxiliary: Auxiliary{Compression: AuxModel{Timeout: 120 * time.Second}},
 		Sessions:  Sessions{MaxResumeMessages: 20000, MaxExportMessages: 20000},
 		Leases:    Leases{TTL: 300 * time.Second, RenewEvery: 60 * time.Second, Wait: 30 * time.Minute},
+		Serve: Serve{
+			Listen: "127.0.0.1:8642", BusyWait: 2 * time.Second, RetryAfter: time.Second, MaxConcurrent: 8,
+			MaxRequestBytes: 4 << 20, TurnTimeout: 10 * time.Minute, DrainTimeout: 30 * time.Second, KeepAlive: 15 * time.Second,
+		},
 	}
 }

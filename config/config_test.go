@@ -140,6 +140,11 @@ leases:
   ttl: 10m
   renew_every: 120
   wait: 0
+serve:
+  listen: 127.0.0.1:9000
+  busy_wait: 0
+  keys:
+    alice: 2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90
 `)
 	cfg, err := Load(home)
 	if err != nil {
@@ -166,7 +171,10 @@ leases:
 		Auxiliary: Auxiliary{Compression: AuxModel{Model: "small", Provider: "openai", Timeout: 45 * time.Second}},
 		Sessions:  Sessions{MaxResumeMessages: 0, MaxExportMessages: 5},
 		Leases:    Leases{TTL: 10 * time.Minute, RenewEvery: 2 * time.Minute, Wait: 0},
+		Serve:     Default(home).Serve,
 	}
+	want.Serve.Listen, want.Serve.BusyWait = "127.0.0.1:9000", 0
+	want.Serve.Keys = map[string]string{"alice": "2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90"}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("got  %+v\nwant %+v", cfg, want)
 	}

@@ -80,7 +80,7 @@ func testIdempotency(t *testing.T, h Harness) {
 		go func() {
 			defer wg.Done()
 			_, ok, err := st.ClaimIdempotencyKey(bg, store.IdempotencyClaim{
-				Entry: store.IdempotencyEntry{Scope: "carol", Key: "race", RequestHash: "h", CreatedAt: now},
+				Entry:        store.IdempotencyEntry{Scope: "carol", Key: "race", RequestHash: "h", CreatedAt: now},
 				ExpireBefore: now.Add(-time.Hour), StaleBefore: now.Add(-time.Hour),
 			})
 			if err != nil {

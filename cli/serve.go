@@ -1,0 +1,211 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spoolhq/spool/agent"
+	"github.com/spoolhq/spool/compress"
+	"github.com/spoolhq/spool/gateway"
+	"github.com/spoolhq/spool/gateway/openai"
+	"github.com/spoolhq/spool/prompt"
+)
+
+const serveLong = `Serve spool's long sessions behind the OpenAI API, on the same $SPOOL_HOME (database) as the
+CLI: a session made over the API is listed, searched and resumed by ` + "`spool`" + ` (source "api") and the
+other way round.
+
+Routes: POST /v1/chat/completions (streamed and not), GET /v1/models ("spool" is the default
+model: the configured provider's, else the offline model), GET /health, GET /ready, GET /metrics
+(Prometheus). Errors use OpenAI's JSON error shape.
+
+Sessions: X-Spool-Session-Id continues a session (its live tip after compaction);
+X-Spool-Session-Key names a stable lane the client picks; with neither, the session is derived
+from the key's principal, the system text and the first user message. A client that resends its
+whole history gets only the new part appended; a history that differs from the stored one
+becomes a branch (X-Spool-Branched-From names the parent). Every answer carries
+X-Spool-Session-Id. A busy session waits serve.busy_wait, then answers 409 with Retry-After
+(the SDKs retry it); X-Spool-Busy: reject|queue|interrupt picks another policy. Idempotency-Key
+on a POST replays the stored outcome for 24 h (another body: 409 idempotency_key_conflict). A
+client that disconnects does not cancel its turn; the reply is stored.
+
+Configuration ($SPOOL_HOME/config.yaml, section serve:, or SPOOL_SERVE_* variables):
+  listen: 127.0.0.1:8642     address; without keys only loopback addresses are accepted
+  keys:                      principal: sha256 hex of its API key (spool serve hash-key KEY)
+    alice: 9f86d0...         a key sees only its principal's sessions (others are 404)
+  busy_wait: 2s              wait for a busy session before 409
+  retry_after: 1s            the Retry-After of a busy answer
+  max_concurrent: 8          running requests per principal (429 beyond)
+  max_request_bytes: 4194304 request body limit (413 beyond)
+  turn_timeout: 10m          one turn's limit
+  drain_timeout: 30s         on SIGTERM: no new turns; running ones get this long, then stop
+  keepalive: 15s             silence before a ": keepalive" comment in a stream
+  cors_origins: ""           comma-separated browser origins allowed (none by default)
+The model is provider.* as for spool run (or --provider/--model/--base-url). Server-side
+tools are off: API sessions talk to the model only.`
+
+func (a *app) serveCommand() *cobra.Command {
+	var f modelFlags
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "serve [--listen 127.0.0.1:PORT]",
+		Short: "Serve long sessions behind the OpenAI API (chat completions, models)",
+		Long:  serveLong,
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.serve(cmd.Context(), f, listen)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&listen, "listen", "", "address to listen on (default serve.listen, 127.0.0.1:8642); port 0 picks a free one")
+	fl.StringVar(&f.provider, "provider", "", "model provider: openai, anthropic or fake (default: provider.name from the config, else the offline model)")
+	fl.StringVar(&f.model, "model", "", "model name (default: provider.model from the config)")
+	fl.StringVar(&f.baseURL, "base-url", "", "provider base URL")
+	fl.IntVar(&f.window, "context-length", agent.DefaultContextLength, "the model's context window in tokens (sizes the compaction trigger)")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "hash-key [KEY|-]",
+		Short: "Print the sha256 digest of an API key, for serve.keys",
+		Args:  args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			key := ""
+			if len(argv) == 1 && argv[0] != "-" {
+				key = argv[0]
+			} else {
+				b, err := io.ReadAll(a.stdin)
+				if err != nil {
+					return fmt.Errorf("read the key from stdin: %w", err)
+				}
+				key = strings.TrimSpace(string(b))
+			}
+			if key == "" {
+				return &usageError{errors.New("the key is empty")}
+			}
+			fmt.Fprintln(a.stdout, gateway.HashKey(key))
+			return nil
+		},
+	})
+	return cmd
+}
+
+// loopback reports whether a listen address can only be reached from this machine.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
+	cfg, err := a.config()
+	if err != nil {
+		return err
+	}
+	sc := cfg.Serve
+	if listen == "" {
+		listen = sc.Listen
+	}
+	keys, err := gateway.ParseKeys(sc.Keys)
+	if err != nil {
+		return err
+	}
+	if !keys.Enabled() && !loopback(listen) {
+		return &usageError{fmt.Errorf("refusing to listen on %s without API keys: set serve.keys (spool serve --help) or listen on a loopback address such as 127.0.0.1", listen)}
+	}
+	if f.window < 1024 {
+		return &usageError{fmt.Errorf("--context-length must be at least 1024 tokens, got %d", f.window)}
+	}
+	client, summary, name, model, notice, err := a.client(cfg, f)
+	if err != nil {
+		return err
+	}
+	st, err := a.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	wd, _ := os.Getwd()
+	newAgent := func(wait time.Duration) (*agent.Agent, error) {
+		lo := leaseOptions(cfg)
+		lo.Wait = max(wait, time.Millisecond)
+		return agent.New(agent.Deps{Store: st, Client: client, SummaryClient: summary, Config: agent.Config{
+			Model: model, Provider: name, CacheTTL: cfg.Provider.CacheLifetime(), ContextLength: f.window,
+			Compression: compress.FromConfig(cfg), Rotate: !cfg.Compression.InPlace,
+			Prompt: prompt.Env{Home: cfg.Home, WorkDir: wd, Platform: "api"},
+			Lease:  lo, Source: gateway.Source,
+		}})
+	}
+	runner, err := newAgent(sc.BusyWait)
+	if err != nil {
+		return err
+	}
+	queue, err := newAgent(min(cfg.Leases.Wait, sc.TurnTimeout))
+	if err != nil {
+		return err
+	}
+	g, err := gateway.New(gateway.Deps{Store: st, Runner: runner, Queue: queue, Config: gateway.Config{
+		Model: model, BusyWait: sc.BusyWait, RetryAfter: sc.RetryAfter, MaxConcurrent: sc.MaxConcurrent, TurnTimeout: sc.TurnTimeout,
+	}})
+	if err != nil {
+		return err
+	}
+	var origins []string
+	for _, o := range strings.Split(sc.CORSOrigins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			origins = append(origins, o)
+		}
+	}
+	api := openai.New(g, openai.Options{Keys: keys, Models: []string{model}, MaxBodyBytes: int64(sc.MaxRequestBytes),
+		CORSOrigins: origins, KeepAlive: sc.KeepAlive})
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", listen, err)
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	if notice != "" {
+		fmt.Fprintln(a.stderr, notice)
+	}
+	auth := "no API keys: loopback only"
+	if keys.Enabled() {
+		auth = fmt.Sprintf("%d API key(s)", len(sc.Keys))
+	}
+	fmt.Fprintf(a.stderr, "spool serve: listening on http://%s (model %s, %s, database %s)\n", ln.Addr(), model, auth, cfg.Database.Path)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintf(a.stderr, "spool serve: draining (running turns get %s)\n", sc.DrainTimeout)
+	dctx, cancel := context.WithTimeout(context.Background(), sc.DrainTimeout)
+	defer cancel()
+	drained := make(chan error, 1)
+	go func() { drained <- g.Drain(dctx) }()
+	// Shutdown closes the listener at once and waits for the handlers; the turns they run
+	// finish (or are cancelled at the deadline) through Drain.
+	sctx, scancel := context.WithTimeout(context.Background(), sc.DrainTimeout+5*time.Second)
+	defer scancel()
+	serr := srv.Shutdown(sctx)
+	derr := <-drained
+	if derr != nil {
+		fmt.Fprintf(a.stderr, "spool serve: %s\n", oneLine(derr.Error()))
+	}
+	if serr != nil && !errors.Is(serr, context.DeadlineExceeded) {
+		return fmt.Errorf("shut down: %w", serr)
+	}
+	fmt.Fprintln(a.stderr, "spool serve: stopped")
+	return nil
+}

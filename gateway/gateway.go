@@ -1,0 +1,363 @@
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/spoolhq/spool/agent"
+	"github.com/spoolhq/spool/provider"
+	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/turn"
+)
+
+// Store is what the gateway uses of store.Store.
+type Store interface {
+	GetSession(ctx context.Context, id string) (store.Session, error)
+	CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error)
+	ResumeTarget(ctx context.Context, id string) (string, error)
+	Conversation(ctx context.Context, sessionID string, v store.View) ([]store.Message, error)
+	AppendBatch(ctx context.Context, sessionID string, ms []store.Message, opts ...store.WriteOption) ([]int64, error)
+	PutRoute(ctx context.Context, r store.Route) error
+	GetRoute(ctx context.Context, key string) (store.Route, error)
+	ClaimIdempotencyKey(ctx context.Context, c store.IdempotencyClaim) (store.IdempotencyEntry, bool, error)
+	CompleteIdempotencyKey(ctx context.Context, scope, key string, status int, response []byte) error
+	ReleaseIdempotencyKey(ctx context.Context, scope, key string) error
+}
+
+// Runner runs one turn (an *agent.Agent).
+type Runner interface {
+	Run(ctx context.Context, sessionID, input string, opts agent.RunOptions) (agent.Result, error)
+}
+
+// Busy is a request's policy for a session whose turn is running.
+type Busy string
+
+// Busy policies (X-Spool-Busy).
+const (
+	BusyWait      Busy = ""
+	BusyReject    Busy = "reject"
+	BusyQueue     Busy = "queue"
+	BusyInterrupt Busy = "interrupt"
+)
+
+// ParseBusy reads an X-Spool-Busy value.
+func ParseBusy(s string) (Busy, error) {
+	switch b := Busy(s); b {
+	case BusyWait, "wait":
+		return BusyWait, nil
+	case BusyReject, BusyQueue, BusyInterrupt:
+		return b, nil
+	}
+	return "", badRequest("X-Spool-Busy", "X-Spool-Busy %q is not one of reject, queue, interrupt, wait", s)
+}
+
+// Config is the gateway's behaviour. Zero fields take defaults.
+type Config struct {
+	// Model is the default model's name (what "spool" means); recorded on new sessions.
+	Model string
+	// BusyWait is how long a request waits for a busy session before *BusyError (0: at once).
+	BusyWait time.Duration
+	// RetryAfter is what a *BusyError asks the client to wait (default 1s).
+	RetryAfter time.Duration
+	// MaxConcurrent bounds the running requests of one principal (0: 8).
+	MaxConcurrent int
+	// TurnTimeout bounds one turn (0: 10 minutes).
+	TurnTimeout time.Duration
+	// IdempotencyTTL is how long an idempotent outcome is replayed (0: 24h).
+	IdempotencyTTL time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.RetryAfter <= 0 {
+		c.RetryAfter = time.Second
+	}
+	if c.MaxConcurrent <= 0 {
+		c.MaxConcurrent = 8
+	}
+	if c.TurnTimeout <= 0 {
+		c.TurnTimeout = 10 * time.Minute
+	}
+	if c.IdempotencyTTL <= 0 {
+		c.IdempotencyTTL = 24 * time.Hour
+	}
+	return c
+}
+
+// Deps are a gateway's collaborators.
+type Deps struct {
+	Store Store
+	// Runner runs turns whose lease wait is Config.BusyWait; Queue (nil: Runner) runs queued ones
+	// with a long lease wait.
+	Runner  Runner
+	Queue   Runner
+	Metrics *Metrics
+	Config  Config
+}
+
+// Gateway resolves requests to sessions and runs their turns. Safe for concurrent use.
+type Gateway struct {
+	st      Store
+	run     Runner
+	queue   Runner
+	m       *Metrics
+	cfg     Config
+	turnCtx context.Context
+	stop    context.CancelCauseFunc
+
+	mu       sync.Mutex
+	slots    map[string]*slot
+	active   map[string]int // running requests per principal
+	draining bool
+	turns    sync.WaitGroup
+}
+
+// New returns a gateway.
+func New(d Deps) (*Gateway, error) {
+	if d.Store == nil || d.Runner == nil {
+		return nil, errors.New("gateway: a store and a runner are required")
+	}
+	if d.Queue == nil {
+		d.Queue = d.Runner
+	}
+	if d.Metrics == nil {
+		d.Metrics = NewMetrics()
+	}
+	g := &Gateway{st: d.Store, run: d.Runner, queue: d.Queue, m: d.Metrics, cfg: d.Config.withDefaults(),
+		slots: map[string]*slot{}, active: map[string]int{}}
+	g.turnCtx, g.stop = context.WithCancelCause(context.Background())
+	return g, nil
+}
+
+// Metrics is the gateway's metrics.
+func (g *Gateway) Metrics() *Metrics { return g.m }
+
+// Config is the gateway's configuration with defaults applied.
+func (g *Gateway) Config() Config { return g.cfg }
+
+// Message is one message as a client sent it.
+type Message struct {
+	Role    string
+	Content string
+}
+
+// Request is one turn asked for.
+type Request struct {
+	Principal  string
+	SessionID  string // X-Spool-Session-Id
+	SessionKey string // X-Spool-Session-Key
+	// Messages are the client's messages, system ones included, the new user message last.
+	Messages []Message
+	Busy     Busy
+}
+
+// Sink hears a turn's events. Its functions run on the turn's goroutine; they must not block
+// for long (the HTTP layer bounds its writes with deadlines).
+type Sink struct {
+	// OnStart is called once the turn holds its session's slot, before the turn runs (a
+	// stream's headers go out then). A lease held by another process is found only after it:
+	// the turn then fails with a *BusyError.
+	OnStart func(sessionID string)
+	OnDelta func(provider.Delta)
+	// OnDone is called when the turn has finished, also after the sink was detached (a client
+	// that went away): an idempotent request records its outcome here. It is not guarded.
+	OnDone func(Reply, error)
+}
+
+// Reply is what a turn did.
+type Reply struct {
+	SessionID string
+	// BranchedFrom is the session a divergent history was branched from ("" otherwise).
+	BranchedFrom string
+	Result       agent.Result
+	// Detached is set when the caller's context ended first: the turn runs on and stores its
+	// reply, Result is empty.
+	Detached bool
+}
+
+// Turn resolves the request's session and runs one turn on it. When ctx ends first (the client
+// went away), the sink is detached and Turn returns with Reply.Detached; the turn goes on.
+func (g *Gateway) Turn(ctx context.Context, req Request, sink Sink) (Reply, error) {
+	release, err := g.admit(req.Principal)
+	if err != nil {
+		return Reply{}, err
+	}
+	defer release()
+	p, err := g.resolve(ctx, req)
+	if err != nil {
+		return Reply{}, err
+	}
+	reply := Reply{SessionID: p.sessionID, BranchedFrom: p.branchedFrom}
+
+	waitStart := time.Now()
+	sl, err := g.acquire(ctx, p.sessionID, req.Busy)
+	g.m.leaseWait.Observe(time.Since(waitStart).Seconds())
+	if err != nil {
+		return reply, err
+	}
+	g.mu.Lock()
+	if g.draining {
+		g.mu.Unlock()
+		g.releaseSlot(p.sessionID, sl)
+		return reply, ErrDraining
+	}
+	g.turns.Add(1)
+	g.mu.Unlock()
+
+	tctx, cancel := context.WithTimeoutCause(g.turnCtx, g.cfg.TurnTimeout, fmt.Errorf("turn exceeded serve.turn_timeout %s", g.cfg.TurnTimeout))
+	icx, interrupt := context.WithCancelCause(tctx)
+	sl.setCancel(interrupt)
+	guard := &guarded{s: sink}
+	runner := g.run
+	if req.Busy == BusyQueue || req.Busy == BusyInterrupt {
+		runner = g.queue
+	}
+	type outcome struct {
+		res agent.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer g.turns.Done()
+		defer cancel()
+		defer g.releaseSlot(p.sessionID, sl)
+		start := time.Now()
+		res, err := g.runTurn(icx, runner, p, guard)
+		err = g.classify(p.sessionID, err)
+		g.m.observeTurn(res, err, time.Since(start))
+		if err == nil && p.routeKey != "" && res.SessionID != "" && res.SessionID != p.sessionID {
+			// The turn continued in a rotated tip: the route follows it.
+			_ = g.putRoute(context.WithoutCancel(ctx), p.routeKey, res.SessionID)
+		}
+		if sink.OnDone != nil {
+			r := reply
+			r.Result = res
+			r.SessionID = cmp.Or(res.SessionID, reply.SessionID)
+			sink.OnDone(r, err)
+		}
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		reply.Result = o.res
+		if o.res.SessionID != "" {
+			reply.SessionID = o.res.SessionID
+		}
+		return reply, o.err
+	case <-ctx.Done():
+		guard.detach()
+		reply.Detached = true
+		return reply, nil
+	}
+}
+
+func (g *Gateway) runTurn(ctx context.Context, r Runner, p plan, guard *guarded) (agent.Result, error) {
+	if len(p.prelude) > 0 {
+		if _, err := g.st.AppendBatch(ctx, p.sessionID, p.prelude); err != nil {
+			return agent.Result{SessionID: p.sessionID}, fmt.Errorf("store the resent history of %s: %w", p.sessionID, err)
+		}
+	}
+	guard.start(p.sessionID)
+	opts := agent.RunOptions{OnDelta: guard.delta}
+	return r.Run(ctx, p.sessionID, p.input, opts)
+}
+
+// classify turns a runner error into the gateway's errors.
+func (g *Gateway) classify(sessionID string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, turn.ErrWaitTimeout) {
+		return &BusyError{SessionID: sessionID, RetryAfter: g.cfg.RetryAfter}
+	}
+	if errors.Is(err, agent.ErrEmptyInput) {
+		return badRequest("messages", "the last user message is empty")
+	}
+	var tooBig *agent.InputTooLargeError
+	if errors.As(err, &tooBig) {
+		return &BadRequestError{Param: "messages", Reason: tooBig.Error()}
+	}
+	return err
+}
+
+// admit counts a request against its principal's concurrency limit.
+func (g *Gateway) admit(principal string) (func(), error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.draining {
+		return nil, ErrDraining
+	}
+	if g.active[principal] >= g.cfg.MaxConcurrent {
+		g.m.limited.Inc()
+		return nil, &LimitError{Principal: principal, Limit: g.cfg.MaxConcurrent}
+	}
+	g.active[principal]++
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.active[principal]--; g.active[principal] <= 0 {
+			delete(g.active, principal)
+		}
+	}, nil
+}
+
+// Drain stops new turns and waits for the running ones until ctx ends; then it cancels them
+// (each stores what it has) and waits for them to finish.
+func (g *Gateway) Drain(ctx context.Context) error {
+	g.mu.Lock()
+	g.draining = true
+	g.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		g.turns.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		g.stop(ErrDraining)
+		return nil
+	case <-ctx.Done():
+		g.stop(fmt.Errorf("%w: drain deadline passed", ErrDraining))
+		<-done
+		return fmt.Errorf("drain: running turns were cancelled at the deadline: %w", ctx.Err())
+	}
+}
+
+// Draining reports whether Drain was called.
+func (g *Gateway) Draining() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.draining
+}
+
+// guarded forwards events to a sink until it is detached; detach waits for a running call.
+type guarded struct {
+	mu  sync.Mutex
+	off bool
+	s   Sink
+}
+
+func (g *guarded) start(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.off && g.s.OnStart != nil {
+		g.s.OnStart(id)
+	}
+}
+
+func (g *guarded) delta(d provider.Delta) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.off && g.s.OnDelta != nil {
+		g.s.OnDelta(d)
+	}
+}
+
+func (g *guarded) detach() {
+	g.mu.Lock()
+	g.off = true
+	g.mu.Unlock()
+}

@@ -1,0 +1,516 @@
+package openai
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spoolhq/spool/gateway"
+	"github.com/spoolhq/spool/provider"
+	"github.com/spoolhq/spool/store"
+)
+
+type chatRequest struct {
+	Model         string        `json:"model"`
+	Messages      []chatMessage `json:"messages"`
+	Stream        bool          `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	N          *int            `json:"n"`
+	Tools      json.RawMessage `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
+}
+
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  json.RawMessage `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+}
+
+// text reads a message's content: a string, or a list of text parts.
+func (m chatMessage) text(i int) (string, error) {
+	c := bytes.TrimSpace(m.Content)
+	if len(c) == 0 || string(c) == "null" {
+		return "", nil
+	}
+	if c[0] == '"' {
+		var s string
+		err := json.Unmarshal(c, &s)
+		return s, err
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(c, &parts); err != nil {
+		return "", fmt.Errorf("messages[%d].content must be a string or a list of content parts", i)
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" && p.Type != "input_text" {
+			return "", fmt.Errorf("messages[%d].content: parts of type %q are not supported (text only)", i, p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+func (r chatRequest) toGateway() ([]gateway.Message, error) {
+	out := make([]gateway.Message, 0, len(r.Messages))
+	for i, m := range r.Messages {
+		if m.Role == "tool" || (len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" && string(m.ToolCalls) != "[]") {
+			return nil, newError(http.StatusBadRequest, "invalid_request_error", "unsupported_value",
+				"client-side tool calls are not supported on /v1/chat/completions by spool serve").param(fmt.Sprintf("messages[%d]", i)).noRetry()
+		}
+		t, err := m.text(i)
+		if err != nil {
+			return nil, newError(http.StatusBadRequest, "invalid_request_error", "invalid_value", err.Error()).param(fmt.Sprintf("messages[%d].content", i)).noRetry()
+		}
+		out = append(out, gateway.Message{Role: m.Role, Content: t})
+	}
+	return out, nil
+}
+
+// completion is a non-streamed chat answer (and what an idempotent request stores).
+type completion struct {
+	ID                string         `json:"id"`
+	Object            string         `json:"object"`
+	Created           int64          `json:"created"`
+	Model             string         `json:"model"`
+	Choices           []choice       `json:"choices"`
+	Usage             *usage         `json:"usage,omitempty"`
+	SystemFingerprint *string        `json:"system_fingerprint"`
+	Spool             *spoolMetadata `json:"spool,omitempty"`
+}
+
+type spoolMetadata struct {
+	SessionID    string `json:"session_id"`
+	BranchedFrom string `json:"branched_from,omitempty"`
+}
+
+type choice struct {
+	Index        int            `json:"index"`
+	Message      *choiceMessage `json:"message,omitempty"`
+	Delta        *choiceMessage `json:"delta,omitempty"`
+	FinishReason *string        `json:"finish_reason"`
+	Logprobs     *struct{}      `json:"logprobs"`
+}
+
+type choiceMessage struct {
+	Role             string  `json:"role,omitempty"`
+	Content          *string `json:"content,omitempty"`
+	ReasoningContent string  `json:"reasoning_content,omitempty"`
+	Refusal          *string `json:"refusal,omitempty"`
+}
+
+type usage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	TotalTokens         int64 `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+func usageOf(u store.Usage) *usage {
+	out := &usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
+	out.PromptTokensDetails.CachedTokens = u.CacheReadTokens
+	out.CompletionTokensDetails.ReasoningTokens = u.ReasoningTokens
+	return out
+}
+
+func finishReason(r string) string {
+	switch r {
+	case "length", "max_tokens":
+		return "length"
+	}
+	return "stop"
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// stored is what an idempotent chat request records.
+type stored struct {
+	SessionID string          `json:"session_id"`
+	Body      json.RawMessage `json:"body"`
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request, principal string) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, newError(http.StatusBadRequest, "invalid_request_error", "invalid_json", "the body is not valid JSON: "+err.Error()).noRetry())
+		return
+	}
+	if !s.knownModel(req.Model) {
+		writeError(w, modelNotFound(req.Model))
+		return
+	}
+	if req.N != nil && *req.N != 1 {
+		writeError(w, newError(http.StatusBadRequest, "invalid_request_error", "unsupported_value", "n must be 1").param("n").noRetry())
+		return
+	}
+	if len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]" {
+		writeError(w, newError(http.StatusBadRequest, "invalid_request_error", "unsupported_value",
+			"client-declared tools are not supported on /v1/chat/completions by spool serve").param("tools").noRetry())
+		return
+	}
+	if len(req.Messages) == 0 {
+		writeError(w, newError(http.StatusBadRequest, "invalid_request_error", "invalid_value", "messages is empty").param("messages").noRetry())
+		return
+	}
+	msgs, err := req.toGateway()
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	busy, err := gateway.ParseBusy(r.Header.Get("X-Spool-Busy"))
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	greq := gateway.Request{
+		Principal: principal, SessionID: r.Header.Get("X-Spool-Session-Id"), SessionKey: r.Header.Get("X-Spool-Session-Key"),
+		Messages: msgs, Busy: busy,
+	}
+	model := cmp.Or(req.Model, "spool")
+	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+
+	var idem *gateway.Idem
+	if key := r.Header.Get("Idempotency-Key"); key != "" {
+		hash := gateway.HashBody(r.Method, r.URL.Path, append([]byte(greq.SessionID+"\x00"+greq.SessionKey+"\x00"), body...))
+		idem, err = s.g.Idempotent(r.Context(), principal, key, hash)
+		if err != nil {
+			writeError(w, errorOf(err))
+			return
+		}
+		if idem.Replay != nil {
+			s.replay(w, idem.Replay, req.Stream, includeUsage)
+			return
+		}
+	}
+
+	id := newID("chatcmpl-")
+	created := time.Now().Unix()
+	var st *stream
+	if req.Stream {
+		st = s.newStream(w, id, created, model)
+	}
+	var started atomic.Bool
+	sink := gateway.Sink{
+		OnStart: func(sid string) {
+			started.Store(true)
+			if st != nil {
+				st.open(sid)
+				st.startKeepAlive(s.o.KeepAlive)
+			}
+		},
+		OnDone: func(rep gateway.Reply, err error) {
+			if idem == nil {
+				return
+			}
+			var busyErr *gateway.BusyError
+			if errors.As(err, &busyErr) {
+				_ = idem.Release(r.Context())
+				return
+			}
+			var b []byte
+			status := http.StatusOK
+			if err != nil {
+				e := errorOf(err)
+				status = e.Status
+				b, _ = json.Marshal(map[string]any{"error": e})
+			} else {
+				b, _ = json.Marshal(s.completionOf(rep, id, created, model))
+			}
+			rec, _ := json.Marshal(stored{SessionID: rep.SessionID, Body: b})
+			_ = idem.Complete(r.Context(), status, rec)
+		},
+	}
+	if req.Stream {
+		sink.OnDelta = func(d provider.Delta) { st.delta(d) }
+	}
+	rep, err := s.g.Turn(r.Context(), greq, sink)
+	if idem != nil && err != nil && !started.Load() && !rep.Detached {
+		_ = idem.Release(r.Context())
+	}
+	if rep.Detached {
+		if st != nil {
+			st.stop()
+		}
+		return // the client went away; the turn goes on and is stored
+	}
+	if st != nil && started.Load() {
+		st.finish(rep, err, includeUsage)
+		s.g.Metrics().StreamDuration.WithLabelValues("chat_completions").Observe(time.Since(st.began).Seconds())
+		return
+	}
+	if err != nil {
+		if rep.SessionID != "" {
+			w.Header().Set("X-Spool-Session-Id", rep.SessionID)
+		}
+		writeError(w, errorOf(err))
+		return
+	}
+	c := s.completionOf(rep, id, created, model)
+	if req.Stream {
+		// The turn ended before it started streaming (cannot happen today): send it whole.
+		s.replayStream(w, c, includeUsage)
+		return
+	}
+	sessionHeaders(w, rep.SessionID, rep.BranchedFrom)
+	writeJSON(w, http.StatusOK, c)
+}
+
+// newID is a random object id with prefix.
+func newID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+func sessionHeaders(w http.ResponseWriter, sid, from string) {
+	w.Header().Set("X-Spool-Session-Id", sid)
+	if from != "" {
+		w.Header().Set("X-Spool-Branched-From", from)
+	}
+}
+
+func (s *Server) completionOf(rep gateway.Reply, id string, created int64, model string) completion {
+	res := rep.Result
+	return completion{
+		ID: id, Object: "chat.completion", Created: created, Model: model,
+		Choices: []choice{{Message: &choiceMessage{Role: "assistant", Content: ptr(res.Reply)}, FinishReason: ptr(finishReason(res.FinishReason))}},
+		Usage:   usageOf(res.Usage),
+		Spool:   &spoolMetadata{SessionID: rep.SessionID, BranchedFrom: rep.BranchedFrom},
+	}
+}
+
+// replay answers from a stored idempotent outcome.
+func (s *Server) replay(w http.ResponseWriter, e *store.IdempotencyEntry, streamed, includeUsage bool) {
+	var rec stored
+	if err := json.Unmarshal(e.Response, &rec); err != nil {
+		writeError(w, newError(http.StatusInternalServerError, "server_error", "replay_failed", "the stored outcome of this Idempotency-Key is unreadable").noRetry())
+		return
+	}
+	w.Header().Set("Idempotent-Replayed", "true")
+	if rec.SessionID != "" {
+		w.Header().Set("X-Spool-Session-Id", rec.SessionID)
+	}
+	if e.Status != http.StatusOK || !streamed {
+		w.Header().Set("Content-Type", "application/json")
+		if e.Status != http.StatusOK {
+			w.Header().Set("x-should-retry", "false")
+		}
+		w.WriteHeader(e.Status)
+		w.Write(append(rec.Body, '\n'))
+		return
+	}
+	var c completion
+	if err := json.Unmarshal(rec.Body, &c); err != nil {
+		writeError(w, newError(http.StatusInternalServerError, "server_error", "replay_failed", "the stored outcome of this Idempotency-Key is unreadable").noRetry())
+		return
+	}
+	s.replayStream(w, c, includeUsage)
+}
+
+// replayStream sends a finished completion as a stream.
+func (s *Server) replayStream(w http.ResponseWriter, c completion, includeUsage bool) {
+	st := s.newStream(w, c.ID, c.Created, c.Model)
+	sid := ""
+	if c.Spool != nil {
+		sid = c.Spool.SessionID
+	}
+	st.open(sid)
+	text := ""
+	if len(c.Choices) > 0 && c.Choices[0].Message != nil && c.Choices[0].Message.Content != nil {
+		text = *c.Choices[0].Message.Content
+	}
+	if text != "" {
+		st.chunk(choice{Delta: &choiceMessage{Content: ptr(text)}}, nil)
+	}
+	reason := "stop"
+	if len(c.Choices) > 0 && c.Choices[0].FinishReason != nil {
+		reason = *c.Choices[0].FinishReason
+	}
+	st.end(reason, c.Usage, includeUsage)
+}
+
+// stream is one open SSE answer. Its writes are serialized and bounded by a deadline; after a
+// failed write it stays silent (the client is gone, the turn is not).
+type stream struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	id      string
+	created int64
+	model   string
+	began   time.Time
+
+	mu     sync.Mutex
+	opened bool // headers sent
+	alive  bool // keepAlive running
+	broken bool
+	last   time.Time
+	quit   chan struct{}
+	done   chan struct{}
+}
+
+func (s *Server) newStream(w http.ResponseWriter, id string, created int64, model string) *stream {
+	return &stream{w: w, rc: http.NewResponseController(w), timeout: s.o.WriteTimeout, id: id, created: created, model: model,
+		began: time.Now(), quit: make(chan struct{}), done: make(chan struct{})}
+}
+
+// stop silences the stream for good (its handler is returning) and ends the keep-alives.
+func (st *stream) stop() {
+	st.mu.Lock()
+	st.broken = true
+	alive := st.alive
+	st.mu.Unlock()
+	if alive {
+		close(st.quit)
+		<-st.done
+	}
+}
+
+func (st *stream) open(sid string) {
+	h := st.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	if sid != "" {
+		h.Set("X-Spool-Session-Id", sid)
+	}
+	st.w.WriteHeader(http.StatusOK)
+	st.mu.Lock()
+	st.opened = true
+	st.mu.Unlock()
+	st.chunk(choice{Delta: &choiceMessage{Role: "assistant", Content: ptr("")}}, nil)
+}
+
+// keepAlive writes a comment whenever the stream was silent for every; it ends with finish.
+func (st *stream) startKeepAlive(every time.Duration) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.broken || st.alive {
+		return
+	}
+	st.alive = true
+	go st.keepAlive(every)
+}
+
+func (st *stream) keepAlive(every time.Duration) {
+	defer close(st.done)
+	t := time.NewTicker(every / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-st.quit:
+			return
+		case <-t.C:
+			st.mu.Lock()
+			if time.Since(st.last) >= every {
+				st.write([]byte(": keepalive\n\n"))
+			}
+			st.mu.Unlock()
+		}
+	}
+}
+
+// write sends b and flushes; the caller holds mu.
+func (st *stream) write(b []byte) {
+	if st.broken {
+		return
+	}
+	_ = st.rc.SetWriteDeadline(time.Now().Add(st.timeout))
+	if _, err := st.w.Write(b); err != nil {
+		st.broken = true
+		return
+	}
+	if err := st.rc.Flush(); err != nil {
+		st.broken = true
+	}
+	st.last = time.Now()
+}
+
+func (st *stream) frame(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	buf := make([]byte, 0, len(b)+8)
+	buf = append(buf, "data: "...)
+	buf = append(buf, b...)
+	buf = append(buf, "\n\n"...)
+	st.write(buf)
+}
+
+func (st *stream) chunk(c choice, u *usage) {
+	choices := []choice{c}
+	if c.Delta == nil {
+		choices = []choice{}
+	}
+	st.frame(completion{ID: st.id, Object: "chat.completion.chunk", Created: st.created, Model: st.model, Choices: choices, Usage: u})
+}
+
+func (st *stream) delta(d provider.Delta) {
+	if d.Content == "" && d.Reasoning == "" {
+		return
+	}
+	m := &choiceMessage{ReasoningContent: d.Reasoning}
+	if d.Content != "" {
+		m.Content = ptr(d.Content)
+	}
+	st.chunk(choice{Delta: m}, nil)
+}
+
+func (st *stream) end(reason string, u *usage, includeUsage bool) {
+	st.chunk(choice{Delta: &choiceMessage{}, FinishReason: ptr(reason)}, nil)
+	if includeUsage && u != nil {
+		st.chunk(choice{}, u)
+	}
+	st.mu.Lock()
+	st.write([]byte("data: [DONE]\n\n"))
+	st.mu.Unlock()
+}
+
+// finish ends a live stream with the turn's outcome.
+func (st *stream) finish(rep gateway.Reply, err error, includeUsage bool) {
+	st.mu.Lock()
+	alive := st.alive
+	st.alive = false
+	st.mu.Unlock()
+	if alive {
+		close(st.quit)
+		<-st.done
+	}
+	if err != nil {
+		st.frame(map[string]any{"error": errorOf(err)})
+		st.mu.Lock()
+		st.write([]byte("data: [DONE]\n\n"))
+		st.mu.Unlock()
+		return
+	}
+	st.end(finishReason(rep.Result.FinishReason), usageOf(rep.Result.Usage), includeUsage)
+}

@@ -1,0 +1,203 @@
+package openai
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/gateway"
+)
+
+// Options configure the HTTP surface. Zero fields take defaults.
+type Options struct {
+	Keys gateway.Keys
+	// Models are the configured model names; the first is the default, which "spool" names too.
+	Models []string
+	// MaxBodyBytes bounds a request body (0: 4 MiB); larger is 413.
+	MaxBodyBytes int64
+	// CORSOrigins are the origins allowed to call from a browser (none by default).
+	CORSOrigins []string
+	// KeepAlive is the silence after which a stream gets a ": keepalive" comment (0: 15s).
+	KeepAlive time.Duration
+	// WriteTimeout bounds one write to a client (0: 30s): a client that stops reading is
+	// dropped, its turn goes on.
+	WriteTimeout time.Duration
+	// Mount adds more handlers (the session browser) on the same mux, behind the same auth.
+	Mount map[string]http.Handler
+}
+
+// Server is the HTTP surface of one gateway.
+type Server struct {
+	g   *gateway.Gateway
+	o   Options
+	mux *http.ServeMux
+}
+
+// New returns the server's handler set.
+func New(g *gateway.Gateway, o Options) *Server {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 4 << 20
+	}
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = 15 * time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 30 * time.Second
+	}
+	if len(o.Models) == 0 {
+		o.Models = []string{"spool"}
+	}
+	s := &Server{g: g, o: o, mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	s.mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
+		if g.Draining() {
+			writeError(w, newError(http.StatusServiceUnavailable, "server_error", "shutting_down", "the server is shutting down"))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	s.mux.Handle("GET /metrics", g.Metrics().Handler())
+	s.handle("GET /v1/models", "models", s.models)
+	s.handle("GET /v1/models/{id}", "model", s.model)
+	s.handle("POST /v1/chat/completions", "chat_completions", s.chat)
+	for pattern, h := range o.Mount {
+		s.mux.Handle(pattern, s.authed(pattern, func(w http.ResponseWriter, r *http.Request, _ string) { h.ServeHTTP(w, r) }))
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, newError(http.StatusNotFound, "invalid_request_error", "unknown_url",
+			"unknown route "+r.Method+" "+r.URL.Path).noRetry())
+	})
+	return s
+}
+
+// principalKey carries the authenticated principal in a request's context.
+type principalKey struct{}
+
+// PrincipalOf is the principal a request was authenticated as (gateway.Local without keys).
+func PrincipalOf(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(string)
+	return p
+}
+
+// handle registers an authenticated route.
+func (s *Server) handle(pattern, route string, h func(w http.ResponseWriter, r *http.Request, principal string)) {
+	s.mux.Handle(pattern, s.authed(route, h))
+}
+
+func (s *Server) authed(route string, h func(w http.ResponseWriter, r *http.Request, principal string)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			s.g.Metrics().Requests.WithLabelValues(route, strconv.Itoa(sw.code())).Inc()
+		}()
+		principal := gateway.Local
+		if s.o.Keys.Enabled() {
+			key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			p, found := s.o.Keys.Authenticate(strings.TrimSpace(key))
+			if !ok || !found {
+				writeError(sw, newError(http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
+					"missing or unknown API key (send Authorization: Bearer <key>)").noRetry())
+				return
+			}
+			principal = p
+		}
+		r.Body = http.MaxBytesReader(sw, r.Body, s.o.MaxBodyBytes)
+		h(sw, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)), principal)
+	})
+}
+
+// ServeHTTP serves the API, with CORS for the allowed origins.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if origin := r.Header.Get("Origin"); origin != "" && slices.Contains(s.o.CORSOrigins, origin) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Add("Vary", "Origin")
+		h.Set("Access-Control-Expose-Headers", "X-Spool-Session-Id, X-Spool-Branched-From, Retry-After")
+		if r.Method == http.MethodOptions {
+			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, X-Spool-Session-Id, X-Spool-Session-Key, X-Spool-Busy")
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// statusWriter remembers the status for the request counter; it passes Flush through.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) code() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+type modelObject struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func (s *Server) modelList() []modelObject {
+	out := []modelObject{{ID: "spool", Object: "model", OwnedBy: "spool"}}
+	for _, m := range s.o.Models {
+		if m != "spool" {
+			out = append(out, modelObject{ID: m, Object: "model", OwnedBy: "spool"})
+		}
+	}
+	return out
+}
+
+func (s *Server) models(w http.ResponseWriter, _ *http.Request, _ string) {
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": s.modelList()})
+}
+
+func (s *Server) model(w http.ResponseWriter, r *http.Request, _ string) {
+	id := r.PathValue("id")
+	for _, m := range s.modelList() {
+		if m.ID == id {
+			writeJSON(w, http.StatusOK, m)
+			return
+		}
+	}
+	writeError(w, modelNotFound(id))
+}
+
+func modelNotFound(id string) *apiError {
+	return newError(http.StatusNotFound, "invalid_request_error", "model_not_found",
+		"the model "+strconvQuote(id)+" does not exist here (GET /v1/models lists them; \"spool\" is the default)").param("model").noRetry()
+}
+
+func strconvQuote(s string) string { return strconv.Quote(s) }
+
+// knownModel reports whether a request's model names a configured one.
+func (s *Server) knownModel(m string) bool {
+	return m == "" || m == "spool" || slices.Contains(s.o.Models, m)
+}
