@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,24 +14,41 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
+// Agents the cache benchmark runs: spool as it is, and two rewrites of its requests on the wire.
+const (
+	agentSpool = "spool"
+	// agentNaive renders the current time into its system prompt every turn.
+	agentNaive = "naive"
+	// agentRebuild renders its system prompt again at every compaction, headed by the time of
+	// the rebuild, as an agent that rebuilds its prompt from scratch after compacting does.
+	agentRebuild = "rebuild"
+)
+
 // metered is one model call of the agent as the meter saw it.
 type metered struct {
-	req       provider.Request // as the agent built it (before a naive rewrite)
+	req       provider.Request // as the agent built it (before a rewrite)
+	sent      provider.Request // as it went out
 	usage     provider.Usage
-	compacted bool // a compaction ran since the previous call
+	at        time.Time // when it was sent (the simulated clock)
+	compacted bool      // a compaction ran since the previous call
+	// headKept is how many leading messages of the compacted history the compaction kept in
+	// place: the first message it had to change.
+	headKept int
 }
 
-// meter wraps the agent's client: it records every turn call with its usage and, in naive mode,
-// rewrites the system prompt on the wire with the current time, once per turn, as an agent that
-// renders its prompt every turn does.
+// meter wraps the agent's client: it records every turn call with its usage and, for the naive
+// and rebuild agents, rewrites the system prompt on the wire.
 type meter struct {
 	next  provider.Client
-	naive bool
+	agent string
+	clock *simClock
 
 	mu        sync.Mutex
-	clock     time.Time
+	turnAt    time.Time // the naive agent's time for this turn
+	rebuiltAt time.Time // the rebuild agent's time of its last prompt build
 	calls     []metered
 	compacted bool
+	headKept  int
 }
 
 func (m *meter) Name() string { return m.next.Name() }
@@ -37,30 +56,40 @@ func (m *meter) Name() string { return m.next.Name() }
 // setTurn sets the time a naive agent renders into its prompt for the coming turn.
 func (m *meter) setTurn(t time.Time) {
 	m.mu.Lock()
-	m.clock = t
+	m.turnAt = t
+	if m.rebuiltAt.IsZero() {
+		m.rebuiltAt = t
+	}
 	m.mu.Unlock()
 }
 
 func (m *meter) Chat(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (provider.Response, error) {
 	sent := req
 	m.mu.Lock()
-	if m.naive {
-		sent.System = req.System + "\n\nCurrent time: " + m.clock.UTC().Format("Monday 2006-01-02 15:04:05 UTC")
+	switch m.agent {
+	case agentNaive:
+		sent.System = req.System + "\n\nCurrent time: " + m.turnAt.UTC().Format("Monday 2006-01-02 15:04:05 UTC")
+	case agentRebuild:
+		if m.compacted {
+			m.rebuiltAt = m.clock.Now()
+		}
+		sent.System = "Prompt built " + m.rebuiltAt.UTC().Format("Monday 2006-01-02 15:04:05 UTC") + ".\n\n" + req.System
 	}
+	at := m.clock.Now()
 	m.mu.Unlock()
 	resp, err := m.next.Chat(ctx, sent, onDelta)
 	if err != nil {
 		return resp, err
 	}
 	m.mu.Lock()
-	m.calls = append(m.calls, metered{req: req, usage: resp.Usage, compacted: m.compacted})
-	m.compacted = false
+	m.calls = append(m.calls, metered{req: req, sent: sent, usage: resp.Usage, at: at, compacted: m.compacted, headKept: m.headKept})
+	m.compacted, m.headKept = false, 0
 	m.mu.Unlock()
 	return resp, nil
 }
 
-// markingEngine tells the meter when a compaction was planned, so the next call's theoretical
-// maximum resets.
+// markingEngine tells the meter when a compaction was planned and where it started changing
+// the history, so the next call's ceiling stops there.
 type markingEngine struct {
 	compress.Engine
 	m *meter
@@ -69,11 +98,39 @@ type markingEngine struct {
 func (e markingEngine) Compress(ctx context.Context, req compress.Request) (compress.Plan, error) {
 	p, err := e.Engine.Compress(ctx, req)
 	if err == nil {
+		h := 0
+		for h < len(p.Messages) && h < len(req.Messages) && p.Origins[h] == req.Messages[h].ID && sameWire(p.Messages[h], req.Messages[h]) {
+			h++
+		}
 		e.m.mu.Lock()
+		if !e.m.compacted { // two compactions before one call: the first change counts
+			e.m.headKept = h
+		} else {
+			e.m.headKept = min(e.m.headKept, h)
+		}
 		e.m.compacted = true
 		e.m.mu.Unlock()
 	}
 	return p, err
+}
+
+// simClock is the benchmark's clock, shared by the agent and the fake provider: it moves only
+// when the script says so, so cache expiry after a pause is exact and no run waits.
+type simClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *simClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *simClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
 }
 
 // Cache accounting rules of the two providers, as provider/fake implements them.
@@ -82,76 +139,51 @@ const (
 	openAIBlockToken = 128  // OpenAI caches whole 128-token blocks
 )
 
-// theoreticalMax is the most a provider could have served from its cache for call i, given
-// call i-1: everything but what is new since call i-1 (see RunCache for the exact rules).
-func theoreticalMax(style string, calls []metered, i int) int64 {
+// idealCeiling is the most an ideal agent could have had cached for call i: everything already
+// sent, in the same order (the previous call's whole prompt), or, right after a compaction, the
+// prefix up to the first message the compaction had to change. The tool schemas and the system
+// prompt count as long as their inputs did not change: they are compared as the agent built
+// them, before any rewrite, so an agent that changes its prompt bytes without a reason (the
+// naive and rebuild agents) is measured against the bytes it could have kept; the ceiling is
+// counted in the bytes that went out. Nothing is cached across a pause longer than lifetime.
+func idealCeiling(style string, calls []metered, i int, lifetime time.Duration) int64 {
 	if i == 0 {
 		return 0
 	}
 	prev, cur := calls[i-1], calls[i]
-	var shared int64
-	if !cur.compacted {
-		shared = prev.usage.InputTokens // the whole previous prompt
-		if style == "anthropic" {
-			return atLeastMin(shared)
-		}
-		return atLeastMin(shared / openAIBlockToken * openAIBlockToken)
+	if cur.at.Sub(prev.at) > lifetime {
+		return 0
 	}
-	// After a compaction only the prefix the compaction left unchanged can be read.
 	if !reflect.DeepEqual(prev.req.Tools, cur.req.Tools) || prev.req.Model != cur.req.Model {
-		return 0
+		return 0 // the tools come first: a changed schema changes every byte after it
 	}
-	k := 0
-	sameSystem := prev.req.System == cur.req.System
-	if sameSystem {
-		for k < len(prev.req.Messages) && k < len(cur.req.Messages) && reflect.DeepEqual(prev.req.Messages[k], cur.req.Messages[k]) {
-			k++
-		}
+	var structural int
+	switch {
+	case prev.req.System != cur.req.System:
+		// The system prompt's inputs changed (spool notes its first compaction there): the
+		// bytes before the first changed one.
+		structural = fake.SharedPrefixTokens(provider.Request{Tools: prev.sent.Tools, System: prev.req.System},
+			provider.Request{Tools: prev.sent.Tools, System: cur.req.System})
+	case cur.compacted:
+		structural = fake.PromptTokens(provider.Request{Tools: prev.sent.Tools, System: prev.sent.System,
+			Messages: prev.sent.Messages[:min(cur.headKept, len(prev.sent.Messages))]})
+	default:
+		structural = fake.PromptTokens(provider.Request{Tools: prev.sent.Tools, System: prev.sent.System, Messages: prev.sent.Messages})
 	}
-	prefix := func(system bool, n int) int64 {
-		r := provider.Request{Tools: cur.req.Tools, Messages: cur.req.Messages[:n]}
-		if system {
-			r.System = cur.req.System
-		}
-		return int64(fake.PromptTokens(r))
-	}
+	// Whatever the agent really sent again byte for byte is within reach too (a new summary
+	// that starts with the same marker as the old one).
+	shared := int64(max(structural, fake.SharedPrefixTokens(prev.sent, cur.sent)))
 	if style == "openai" {
-		shared = prefix(sameSystem, k)
-		return atLeastMin(shared / openAIBlockToken * openAIBlockToken)
+		shared = shared / openAIBlockToken * openAIBlockToken
 	}
-	// Anthropic reads only prefixes that end where the previous request had a breakpoint: the
-	// system prompt and the last three (tool results merged) messages.
-	if sameSystem {
-		shared = prefix(true, 0)
-	}
-	for _, end := range anthropicBreakpoints(prev.req.Messages) {
-		if end <= k {
-			shared = max(shared, prefix(true, end))
-		}
-	}
-	return atLeastMin(shared)
-}
-
-func atLeastMin(n int64) int64 {
-	if n < cacheMinTokens {
+	if shared < cacheMinTokens {
 		return 0
 	}
-	return n
+	return shared
 }
 
-// anthropicBreakpoints are the message counts at which the Anthropic adapter ends its last three
-// cache_control blocks: the ends of the last three wire messages, where consecutive tool results
-// travel as one user message.
-func anthropicBreakpoints(msgs []provider.Message) []int {
-	var ends []int
-	for i := range msgs {
-		if i+1 < len(msgs) && msgs[i].Role == store.RoleTool && msgs[i+1].Role == store.RoleTool {
-			continue
-		}
-		ends = append(ends, i+1)
-	}
-	if len(ends) > 3 {
-		ends = ends[len(ends)-3:]
-	}
-	return ends
+// sameWire reports whether a planned message sends the same bytes as the original.
+func sameWire(a, b store.Message) bool {
+	wire := func(m store.Message) string { return cmp.Or(m.APIContent, m.Content) }
+	return a.Role == b.Role && wire(a) == wire(b) && a.ToolCallID == b.ToolCallID && slices.Equal(a.ToolCalls, b.ToolCalls)
 }

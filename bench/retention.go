@@ -110,8 +110,8 @@ var retentionRules = map[string]string{
 	"session": "every turn runs through spool's agent (lease, preflight gate, compaction committed in place on a real SQLite " +
 		"file, wire request) against a scripted model that plays the generated turn and refuses prompts over the window " +
 		"(provider/fake's tokenizer) and orphan tool pairs, as providers do",
-	"present": "the fact's text is, verbatim, in the request the model is sent next (a probe turn after the session): " +
-		"system prompt, message texts, tool call arguments",
+	"present": "the fact's text is, verbatim, in the request the model reads next (the first request of a probe turn " +
+		"after the session that the model answered): system prompt, message texts, tool call arguments",
 	"recoverable": "not present, but the request holds a [mN] pointer to a message holding the text and " +
 		"session_search(session_id, around_message_id=N) (package recall) anchors on such a message, or the request " +
 		"holds the fact's key (an identifier, never the sentence) and session_search(query=key, " +
@@ -134,10 +134,13 @@ type RetentionRun struct {
 	Turns int `json:"turns"`
 	// TurnsFailed counts the turns whose agent.Run returned an error; FailedTurnErrors groups
 	// them by message (numbers as N).
-	TurnsFailed       int            `json:"turns_failed"`
-	FirstFailedTurn   *int           `json:"first_failed_turn,omitempty"`
-	FailedTurnErrors  map[string]int `json:"failed_turn_errors,omitempty"`
-	ProbeError        string         `json:"probe_error,omitempty"`
+	TurnsFailed      int            `json:"turns_failed"`
+	FirstFailedTurn  *int           `json:"first_failed_turn,omitempty"`
+	FailedTurnErrors map[string]int `json:"failed_turn_errors,omitempty"`
+	ProbeError       string         `json:"probe_error,omitempty"`
+	// ProbeRefused: the model refused every request of the probe turn; the facts are scored
+	// on the first one, which the model never read.
+	ProbeRefused      bool           `json:"probe_refused,omitempty"`
 	Requests          int            `json:"requests"`
 	RequestsRefused   map[string]int `json:"requests_refused"`
 	Compactions       int            `json:"compactions"`

@@ -121,6 +121,7 @@ type scriptModel struct {
 	turn     []store.Message
 	results  map[string]string // call id -> scripted tool output of the current turn
 	first    *provider.Request // the first request of the current turn
+	accepted *provider.Request // the first request of the current turn the model answered
 	requests int
 	lastSize int // prompt tokens of the last request
 	refused  map[string]int
@@ -136,7 +137,7 @@ func (m *scriptModel) Name() string { return "bench-script" }
 func (m *scriptModel) setTurn(msgs []store.Message) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.turn, m.first = msgs, nil
+	m.turn, m.first, m.accepted = msgs, nil, nil
 	m.results = map[string]string{}
 	for _, x := range msgs {
 		if x.Role == store.RoleTool {
@@ -174,6 +175,10 @@ func (m *scriptModel) Chat(_ context.Context, req provider.Request, _ func(provi
 	if err != nil {
 		m.refused["off script"]++
 		return provider.Response{}, &provider.Error{Class: provider.ClassBadRequest, Provider: m.Name(), Message: err.Error()}
+	}
+	if m.accepted == nil {
+		r := req
+		m.accepted = &r
 	}
 	finish := "stop"
 	if len(next.ToolCalls) > 0 {
@@ -380,7 +385,12 @@ func runWindow(ctx context.Context, sess retentionSession, window int, engine, d
 		out.ProbeError = clipError(err)
 	}
 	model.mu.Lock()
-	probe := model.first
+	// What the model sees next: the probe turn's first request it answered; when it answered
+	// none (every request over the window), the first one it was sent, flagged.
+	probe := model.accepted
+	if probe == nil {
+		probe, out.ProbeRefused = model.first, true
+	}
 	out.Requests, out.OrphanToolPairs, out.RequestsRefused = model.requests, model.orphans, model.refused
 	after := slices.Clone(model.activeAfter)
 	model.mu.Unlock()

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,22 +14,31 @@ func (a *app) benchCacheCommand() *cobra.Command {
 		turns     int
 		dir       string
 		providers []string
+		scenarios []string
 		quiet     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "cache",
-		Short: "Measure prompt-cache efficiency of a scripted 300-turn tool-heavy session (OpenAI and Anthropic accounting)",
+		Short: "Measure prompt-cache efficiency of a scripted 300-turn tool-heavy session against an ideal agent (OpenAI and Anthropic accounting)",
 		Long: "Drive a scripted tool-heavy session through spool's agent against the fake provider served over\n" +
-			"HTTP, through the real OpenAI and Anthropic adapters, and report the cached share of prompt\n" +
-			"tokens against the theoretical maximum (everything but the bytes new since the previous call,\n" +
-			"reset only at compactions), next to a naive agent that renders the current time into its system\n" +
-			"prompt every turn. --json prints one object (providers.openai, providers.anthropic).",
+			"HTTP, through the real OpenAI and Anthropic adapters, and report the cached prompt tokens against\n" +
+			"the ceiling of an ideal agent: everything already sent, in the same order, up to the first byte a\n" +
+			"compaction had to change, system prompt and tools included while their inputs did not change, and\n" +
+			"nothing after a pause longer than the cache lifetime. Scenarios: steady (a turn every 73 s, spool\n" +
+			"next to an agent that renders the time into its prompt every turn and one that rebuilds its prompt\n" +
+			"at every compaction), pause-5m and pause-1h (pauses longer than each lifetime). --json prints one\n" +
+			"object (scenarios.<scenario>.<provider>). It exits 1 when spool's efficiency is under 99%.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if turns < 1 {
 				return &usageError{fmt.Errorf("--turns must be at least 1, got %d", turns)}
 			}
-			cfg := bench.CacheConfig{Turns: turns, Dir: dir, Providers: providers}
+			for _, sc := range scenarios {
+				if !containsString(bench.CacheScenarios, sc) {
+					return &usageError{fmt.Errorf("--scenario: unknown scenario %q (want %s)", sc, strings.Join(bench.CacheScenarios, ", "))}
+				}
+			}
+			cfg := bench.CacheConfig{Turns: turns, Dir: dir, Providers: providers, Scenarios: scenarios}
 			if !quiet {
 				cfg.Log = a.stderr
 			}
@@ -37,9 +47,15 @@ func (a *app) benchCacheCommand() *cobra.Command {
 				return err
 			}
 			if a.json {
-				return a.printJSON(rep)
+				if err := a.printJSON(rep); err != nil {
+					return err
+				}
+			} else {
+				bench.WriteCacheText(a.stdout, rep)
 			}
-			bench.WriteCacheText(a.stdout, rep)
+			if !rep.TargetsMet {
+				return benchError("cache", fmt.Errorf("%w: %s", bench.ErrVerify, strings.Join(rep.TargetsMissed, "; ")))
+			}
 			return nil
 		},
 	}
@@ -47,6 +63,7 @@ func (a *app) benchCacheCommand() *cobra.Command {
 	f.IntVar(&turns, "turns", 300, "turns in the scripted session")
 	f.StringVar(&dir, "dir", "", "where to make the scratch databases (default $BENCH_TMPDIR or the temp dir)")
 	f.StringSliceVar(&providers, "provider", nil, "provider cache models to run: openai, anthropic (default both)")
+	f.StringSliceVar(&scenarios, "scenario", nil, "scenarios to run: "+strings.Join(bench.CacheScenarios, ", ")+" (default all)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd
 }

@@ -135,3 +135,16 @@ func joinSegments(segs []segment) string {
 	}
 	return b.String()
 }
+
+// SharedPrefixTokens is the number of whole tokens at the start of a's canonical serialization
+// that b's repeats byte for byte: the most a prefix cache could serve b from a. Benchmarks use
+// it to bound what an ideal client could have had cached.
+func SharedPrefixTokens(a, b provider.Request) int {
+	x := joinSegments(neutralSegments(a.System, a.Messages, a.Tools))
+	y := joinSegments(neutralSegments(b.System, b.Messages, b.Tools))
+	n := 0
+	for n < len(x) && n < len(y) && x[n] == y[n] {
+		n++
+	}
+	return prefixTokens(n)
+}
