@@ -17,6 +17,29 @@ func NewSessionID(t time.Time) string {
 	return t.UTC().Format("20060102_150405") + "_" + hex.EncodeToString(b[:])
 }
 
+// MaxIDLength bounds a session id, in bytes.
+const MaxIDLength = 128
+
+// ValidateID checks a session id wherever one enters the store (created, imported, named as a
+// parent): non-empty, at most MaxIDLength bytes of valid UTF-8, and no whitespace (edge or
+// inner: a newline would break every listing), control character (NUL included), path
+// separator or "..", since ids name files and appear in tables and terminals.
+func ValidateID(id string) error {
+	switch {
+	case id == "":
+		return Invalid("id", "empty")
+	case len(id) > MaxIDLength:
+		return Invalid("id", "%d bytes, the limit is %d", len(id), MaxIDLength)
+	case !utf8.ValidString(id):
+		return Invalid("id", "%q is not valid UTF-8", id)
+	case strings.ContainsAny(id, "/\\") || strings.Contains(id, ".."):
+		return Invalid("id", "%q contains a path separator or \"..\"", id)
+	case strings.IndexFunc(id, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || invisible(r) }) >= 0:
+		return Invalid("id", "%q contains whitespace or a control character", id)
+	}
+	return nil
+}
+
 // MaxTitleLength bounds a session title, in characters.
 const MaxTitleLength = 100
 

@@ -268,6 +268,18 @@ func exportSet(ctx context.Context, st ExportSource, ids []string, tree bool) ([
 	return out, nil
 }
 
+// PutSession stores one exported session inside a bundle import (see BundleImporter). An
+// existing id returns ErrExists and stores nothing.
+type PutSession func(s Session, prompt string, ms []Message) error
+
+// BundleImporter is implemented by backends that can import a whole file in one transaction.
+// ImportBundle calls fill once per attempt, inside one write transaction; fill calls put for
+// each session in order. If fill returns an error nothing is stored. A backend may call fill
+// again (a retried transaction): fill must start over each time.
+type BundleImporter interface {
+	ImportBundle(ctx context.Context, fill func(put PutSession) error) error
+}
+
 // ImportResult says what an import did.
 type ImportResult struct {
 	Sessions int `json:"sessions"` // sessions imported
@@ -290,9 +302,11 @@ func (e *ImportLineError) Error() string { return fmt.Sprintf("line %d: %s", e.L
 // Is makes errors.Is(err, ErrInvalid) true.
 func (e *ImportLineError) Is(target error) bool { return target == ErrInvalid }
 
-// Import reads a file written by Export and stores its sessions with Store.ImportSession, parents
-// before children. The whole file is validated before anything is written: a malformed line
-// returns an *ImportLineError naming it and the store is left untouched. Sessions whose id
+// Import reads a file written by Export and stores its sessions, parents before children. The
+// whole file is validated before anything is written (format, ids, titles, relations): a bad
+// line returns an *ImportLineError naming it and the store is left untouched. A store that is a
+// BundleImporter stores the whole file in one transaction, so a write that still fails stores
+// nothing either; other stores get one Store.ImportSession per session. Sessions whose id
 // already exists are skipped and listed, never overwritten. progress, when non-nil, is called
 // with the number of lines imported so far.
 //
@@ -323,7 +337,6 @@ func Import(ctx context.Context, st Store, r io.Reader, progress func(n int)) (I
 		return ImportResult{}, fmt.Errorf("import: rewind: %w", err)
 	}
 
-	var res ImportResult
 	// Existing sessions are decided before writing, so a parent that is skipped still counts
 	// as present for its children.
 	exists := map[string]bool{}
@@ -334,7 +347,7 @@ func Import(ctx context.Context, st Store, r io.Reader, progress func(n int)) (I
 			exists[id] = true
 		case errors.Is(err, ErrNotFound):
 		default:
-			return res, fmt.Errorf("import: look up %s: %w", id, err)
+			return ImportResult{}, fmt.Errorf("import: look up %s: %w", id, err)
 		}
 	}
 	parentKnown := map[string]bool{}
@@ -350,10 +363,34 @@ func Import(ctx context.Context, st Store, r io.Reader, progress func(n int)) (I
 			parentKnown[id] = true
 		case errors.Is(err, ErrNotFound):
 		default:
-			return res, fmt.Errorf("import: look up parent %s: %w", p, err)
+			return ImportResult{}, fmt.Errorf("import: look up parent %s: %w", p, err)
 		}
 	}
 
+	var res ImportResult
+	fill := func(put PutSession) error {
+		res = ImportResult{} // fill may run again when a transaction is retried
+		if _, err := rs.Seek(start, io.SeekStart); err != nil {
+			return fmt.Errorf("import: rewind: %w", err)
+		}
+		return importLines(rs, plan, exists, parentKnown, put, &res, progress)
+	}
+	if bi, ok := st.(BundleImporter); ok {
+		if err = bi.ImportBundle(ctx, fill); err != nil {
+			return ImportResult{}, err // the transaction stored nothing
+		}
+		return res, nil
+	} else {
+		err = fill(func(s Session, prompt string, ms []Message) error { return st.ImportSession(ctx, s, prompt, ms) })
+	}
+	if err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// importLines reads the (validated) file and puts each session with its messages.
+func importLines(rs io.Reader, plan importPlan, exists, parentKnown map[string]bool, put PutSession, res *ImportResult, progress func(n int)) error {
 	lines := 0
 	var cur *sessionLine
 	var msgs []Message
@@ -371,7 +408,7 @@ func Import(ctx context.Context, st Store, r io.Reader, progress func(n int)) (I
 			s.ParentID, s.Relation = "", RelationNone
 			res.Orphaned = append(res.Orphaned, s.ID)
 		}
-		err := st.ImportSession(ctx, s, cur.SystemPrompt, msgs)
+		err := put(s, cur.SystemPrompt, msgs)
 		if errors.Is(err, ErrExists) {
 			res.Skipped = append(res.Skipped, s.ID)
 			return nil
@@ -383,7 +420,7 @@ func Import(ctx context.Context, st Store, r io.Reader, progress func(n int)) (I
 		res.Messages += len(msgs)
 		return nil
 	}
-	err = readLines(rs, func(n int, line []byte) error {
+	err := readLines(rs, func(n int, line []byte) error {
 		lines = n
 		if n == 1 {
 			return nil // header, validated
@@ -420,10 +457,7 @@ func Import(ctx context.Context, st Store, r io.Reader, progress func(n int)) (I
 	if progress != nil {
 		progress(lines)
 	}
-	if err != nil {
-		return res, err
-	}
-	return res, nil
+	return err
 }
 
 // importPlan is what validation learned about a file.
@@ -465,9 +499,24 @@ func validateImport(r io.Reader) (importPlan, error) {
 			if err := strictUnmarshal(line, &l); err != nil {
 				return bad("session: %s", err)
 			}
-			switch {
-			case l.ID == "":
+			if l.ID == "" {
 				return bad("session has no id")
+			}
+			if err := ValidateID(l.ID); err != nil {
+				return bad("session %s", err)
+			}
+			if l.ParentID != "" {
+				if err := ValidateID(l.ParentID); err != nil {
+					return bad("session %s: parent %s", l.ID, err)
+				}
+			}
+			if _, err := CleanTitle(l.Title); err != nil {
+				return bad("session %s: %s", l.ID, err)
+			}
+			if err := ValidateModelConfig(l.ModelConfig); err != nil && !bytes.Equal(bytes.TrimSpace(l.ModelConfig), []byte("null")) {
+				return bad("session %s: %s", l.ID, err)
+			}
+			switch {
 			case plan.has[l.ID]:
 				return bad("session %s appears twice", l.ID)
 			case !l.Relation.Valid():

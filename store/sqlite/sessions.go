@@ -46,8 +46,13 @@ func (db *DB) CreateSession(ctx context.Context, ns store.NewSession) (store.Ses
 }
 
 func validateNewSession(ns *store.NewSession) error {
-	if strings.TrimSpace(ns.ID) != ns.ID || strings.ContainsAny(ns.ID, "/\\\x00") || strings.Contains(ns.ID, "..") {
-		return store.Invalid("id", "%q contains whitespace, a path separator or \"..\"", ns.ID)
+	if err := store.ValidateID(ns.ID); err != nil {
+		return err
+	}
+	if ns.ParentID != "" {
+		if err := store.ValidateID(ns.ParentID); err != nil {
+			return fmt.Errorf("parent: %w", err)
+		}
 	}
 	if !ns.Relation.Valid() {
 		return store.Invalid("relation", "unknown relation %q", ns.Relation)

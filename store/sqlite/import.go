@@ -1,0 +1,94 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// ImportSession implements store.Store.
+func (db *DB) ImportSession(ctx context.Context, s store.Session, prompt string, ms []store.Message) error {
+	err := db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error {
+		if err := db.importTx(ctx, tx, s, prompt, ms); err != nil {
+			return err
+		}
+		return db.indexNow(ctx, tx)
+	})
+	if err != nil {
+		return fmt.Errorf("import session %s: %w", s.ID, err)
+	}
+	return nil
+}
+
+// ImportBundle implements store.BundleImporter: every session fill puts lands in one
+// transaction, or none does.
+func (db *DB) ImportBundle(ctx context.Context, fill func(put store.PutSession) error) error {
+	return db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error {
+		err := fill(func(s store.Session, prompt string, ms []store.Message) error {
+			return db.importTx(ctx, tx, s, prompt, ms) // Import names the session
+		})
+		if err != nil {
+			return err
+		}
+		return db.indexNow(ctx, tx)
+	})
+}
+
+// importTx inserts one exported session inside tx; an existing id returns ErrExists before
+// anything is written.
+func (db *DB) importTx(ctx context.Context, tx *sql.Tx, s store.Session, prompt string, ms []store.Message) error {
+	ns := store.NewSession{ID: s.ID, Source: s.Source, UserID: s.UserID, SessionKey: s.SessionKey, Title: s.Title,
+		Model: s.Model, ModelConfig: s.ModelConfig, ParentID: s.ParentID, Relation: s.Relation,
+		StartedAt: s.StartedAt, Cwd: s.Cwd, GitBranch: s.GitBranch}
+	if ns.Source == "" {
+		ns.Source = "cli"
+	}
+	if ns.StartedAt.IsZero() {
+		return store.Invalid("started_at", "missing")
+	}
+	if err := validateNewSession(&ns); err != nil {
+		return err
+	}
+	enc, _, err := encodeMessages(ms)
+	if err != nil {
+		return err
+	}
+	if existsOr(ctx, tx, ns.ID) == nil {
+		return fmt.Errorf("session %s: %w", ns.ID, store.ErrExists)
+	}
+	if ns.ParentID != "" && existsOr(ctx, tx, ns.ParentID) != nil {
+		ns.ParentID, ns.Relation = "", store.RelationNone // the parent was not imported
+	}
+	if ns.Title != "" {
+		t, err := freeTitle(ctx, tx, ns.Title)
+		if err != nil {
+			return err
+		}
+		ns.Title = t
+	}
+	if err := createSessionTx(ctx, tx, ns); err != nil {
+		return err
+	}
+	u := s.Usage
+	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET ended_at = ?, end_reason = ?, input_tokens = ?,
+		output_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?, reasoning_tokens = ?,
+		api_call_count = ?, cost_usd = ? WHERE id = ?`,
+		nullMicros(s.EndedAt), s.EndReason, u.InputTokens, u.OutputTokens, u.CacheReadTokens,
+		u.CacheWriteTokens, u.ReasoningTokens, u.APICalls, u.CostUSD, ns.ID); err != nil {
+		return err
+	}
+	if prompt != "" {
+		p := store.CleanText(prompt)
+		if err := setPromptTx(ctx, tx, ns.ID, p, PromptHash(p)); err != nil {
+			return err
+		}
+	}
+	for _, e := range enc {
+		if _, err := db.insertMessage(ctx, tx, ns.ID, e, e.m.Active, e.m.Compacted); err != nil {
+			return err
+		}
+	}
+	return recount(ctx, tx, ns.ID)
+}
