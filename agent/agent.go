@@ -61,6 +61,9 @@ type Config struct {
 	Source string
 	// CacheTTL is the provider's cache lifetime for break explanations (DefaultCacheTTL).
 	CacheTTL time.Duration
+	// Hints name the user's remedies (compact by hand, start over) in the words of the entry
+	// point, for the messages that end a turn or pause compaction.
+	Hints compress.Hints
 }
 
 // Deps are an agent's collaborators.
@@ -193,14 +196,26 @@ type Result struct {
 	// Calls is how many model calls the turn made and ToolCalls how many tools it ran.
 	Calls     int `json:"model_calls"`
 	ToolCalls int `json:"tool_calls"`
-	// Compactions counts compactions committed during the turn.
-	Compactions int `json:"compactions,omitempty"`
+	// Compactions counts compactions committed during the turn; CompactionLog says what each did.
+	Compactions   int          `json:"compactions,omitempty"`
+	CompactionLog []Compaction `json:"compaction_log,omitempty"`
 	// Breaks are the cache breaks recorded for the turn's calls.
 	Breaks []store.CacheBreak `json:"cache_breaks,omitempty"`
 	// Messages are the messages the turn appended, in order (ids are zero).
 	Messages []store.Message `json:"-"`
 	// Interrupted is set when the turn's context ended before a final answer.
 	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// Compaction is one committed compaction, measured as whole requests (system prompt and tools
+// included): TokensAfter is at or under Target unless even the last rung could not get there.
+type Compaction struct {
+	Messages     int    `json:"messages"`
+	TokensBefore int    `json:"tokens_before"`
+	TokensAfter  int    `json:"tokens_after"`
+	Target       int    `json:"target"`
+	Rung         string `json:"rung,omitempty"`
+	Fallback     bool   `json:"fallback,omitempty"`
 }
 
 // Model is the model the agent calls.

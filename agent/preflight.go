@@ -10,10 +10,14 @@ import (
 
 	"github.com/spoolhq/spool/compress"
 	"github.com/spoolhq/spool/prompt"
+	"github.com/spoolhq/spool/provider"
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/tokens"
 )
 
-func (a *Agent) gate() compress.Gate { return compress.Gate{Config: a.cfg.Compression, Now: a.now} }
+func (a *Agent) gate() compress.Gate {
+	return compress.Gate{Config: a.cfg.Compression, Now: a.now, Hints: a.cfg.Hints}
+}
 
 // preflight runs the compaction gate before a model call and reports whether to compact first.
 // est is the rough size of the request about to be sent.
@@ -26,15 +30,18 @@ func (r *run) preflight(ctx context.Context, est, attempts int, overflow, force 
 	if !reflect.DeepEqual(before, r.state) {
 		r.stateDirty = true
 	}
-	r.notice(d.UserMessage)
 	switch d.Action {
 	case compress.Compact:
+		r.notice(d.UserMessage)
 		if r.a.engine == nil {
 			break
 		}
 		return true, nil
 	case compress.Deferred, compress.FailClosed, compress.BudgetExceeded:
+		// The message ends the turn: it is said once, by the error.
 		return false, fmt.Errorf("%w: %s", ErrContextFull, cmp.Or(d.UserMessage, d.Reason))
+	default:
+		r.notice(d.UserMessage)
 	}
 	if overflow {
 		return false, fmt.Errorf("%w: the provider refused the prompt as too long and it cannot be compacted now (%s)", ErrContextFull, d.Reason)
@@ -57,7 +64,7 @@ func (r *run) compact(ctx context.Context, force bool) error {
 		}
 		plan, err = r.a.engine.Compress(pctx, compress.Request{
 			SessionID: r.sess.ID, Messages: hist, Model: r.a.compressModel(), Threshold: &r.a.threshold,
-			State: &st, Focus: r.opts.Focus, Force: force,
+			State: &st, Focus: r.opts.Focus, Force: force, FixedTokens: r.fixedTokens(),
 		})
 		return err
 	}
@@ -110,12 +117,27 @@ func (r *run) compact(ctx context.Context, force bool) error {
 	for _, n := range plan.Notices {
 		r.notice(n)
 	}
-	r.notice(fmt.Sprintf("Compacted %d messages into a summary (~%d → ~%d tokens).", plan.Compacted, plan.TokensBefore, plan.TokensAfter))
+	r.res.CompactionLog = append(r.res.CompactionLog, Compaction{
+		Messages: plan.Compacted, TokensBefore: plan.FixedTokens + plan.TokensBefore, TokensAfter: plan.ActiveTokens(),
+		Target: plan.TargetTokens, Rung: string(plan.Rung), Fallback: plan.Fallback,
+	})
+	r.notice(fmt.Sprintf("Compacted %d messages (~%d → ~%d tokens with the system prompt and tools; target %d).",
+		plan.Compacted, plan.FixedTokens+plan.TokensBefore, plan.ActiveTokens(), plan.TargetTokens))
 	if r.history, err = r.a.st.Conversation(ctx, r.sess.ID, store.ViewActive); err != nil {
 		return fmt.Errorf("reload history of %s after compaction: %w", r.sess.ID, err)
 	}
 	r.base = 0 // every row is new to the provider's cache now
 	return r.rebuildPrompt(ctx)
+}
+
+// fixedTokens estimates the part of the next request outside the messages: the system prompt
+// (with the compaction note the first compaction adds to it) and the tool schemas.
+func (r *run) fixedTokens() int {
+	n := tokens.EstimateRequest(provider.Request{System: r.prompt.Text(), Tools: r.tools})
+	if r.state.CompressionCount == 0 {
+		n += tokens.EstimateText("\n\n" + compress.SystemNote)
+	}
+	return n
 }
 
 // rebuildPrompt builds the prompt again after a compaction and persists it only if its bytes

@@ -68,7 +68,7 @@ func (a *app) chatCommand() *cobra.Command {
 			ctx := context.WithoutCancel(cmd.Context())
 			c := &chat{a: a, tty: isTerminal(a.stdin)}
 			c.in = newLineReader(a.stdin)
-			ag, st, notice, err := a.newAgent(ctx, f, c.approve, true)
+			ag, st, notice, err := a.newAgent(ctx, f, c.approve, true, chatHints)
 			if err != nil {
 				return err
 			}

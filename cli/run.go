@@ -129,8 +129,17 @@ func (a *app) dial(p config.Provider, keys configKeys) (c provider.Client, name,
 }
 
 // newAgent wires the configured store, provider and tools into an agent.
+// Remedies in the words of each agent command (see compress.Hints).
+var (
+	chatHints = compress.Hints{Compact: "/compress <topic>", Fresh: "/new"}
+	runHints  = compress.Hints{
+		Compact: "`spool chat --resume SESSION` then /compress <topic>",
+		Fresh:   "`spool run` without --continue/--resume",
+	}
+)
+
 // approver decides commands, writes when confirmWrites, and file access outside the workspace.
-func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approver, confirmWrites bool) (*agent.Agent, store.Store, string, error) {
+func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approver, confirmWrites bool, hints compress.Hints) (*agent.Agent, store.Store, string, error) {
 	cfg, err := a.config()
 	if err != nil {
 		return nil, nil, "", err
@@ -164,6 +173,7 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 		Prompt:        prompt.Env{Home: cfg.Home, WorkDir: wd, Platform: "cli"},
 		Lease:         leaseOptions(cfg),
 		Source:        "cli",
+		Hints:         hints,
 	}})
 	if err != nil {
 		return nil, nil, "", err
@@ -202,15 +212,17 @@ func (a *app) sessionRef(ctx context.Context, st store.Store, f modelFlags) (str
 
 // runJSON is `spool run --json`'s answer.
 type runJSON struct {
-	SessionID    string             `json:"session_id"`
-	Reply        string             `json:"reply"`
-	Model        string             `json:"model"`
-	FinishReason string             `json:"finish_reason,omitempty"`
-	Usage        store.Usage        `json:"usage"`
-	ModelCalls   int                `json:"model_calls"`
-	ToolCalls    int                `json:"tool_calls"`
-	Compactions  int                `json:"compactions"`
-	CacheBreaks  []store.CacheBreak `json:"cache_breaks"`
+	SessionID    string      `json:"session_id"`
+	Reply        string      `json:"reply"`
+	Model        string      `json:"model"`
+	FinishReason string      `json:"finish_reason,omitempty"`
+	Usage        store.Usage `json:"usage"`
+	ModelCalls   int         `json:"model_calls"`
+	ToolCalls    int         `json:"tool_calls"`
+	Compactions  int         `json:"compactions"`
+	// CompactionLog is each compaction's size before and after against its target.
+	CompactionLog []agent.Compaction `json:"compaction_log,omitempty"`
+	CacheBreaks   []store.CacheBreak `json:"cache_breaks"`
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -236,7 +248,7 @@ func (a *app) runCommand() *cobra.Command {
 			if strings.TrimSpace(input) == "" {
 				return &usageError{errors.New("the prompt is empty")}
 			}
-			ag, st, notice, err := a.newAgent(ctx, f, tools.Deny("spool run cannot ask for approval; pass --yes to allow it"), false)
+			ag, st, notice, err := a.newAgent(ctx, f, tools.Deny("spool run cannot ask for approval; pass --yes to allow it"), false, runHints)
 			if err != nil {
 				return err
 			}
@@ -278,7 +290,7 @@ func (a *app) runCommand() *cobra.Command {
 			if a.json {
 				return a.printJSON(runJSON{
 					SessionID: res.SessionID, Reply: res.Reply, Model: ag.Model(), FinishReason: res.FinishReason,
-					Usage: res.Usage, ModelCalls: res.Calls, ToolCalls: res.ToolCalls, Compactions: res.Compactions,
+					Usage: res.Usage, ModelCalls: res.Calls, ToolCalls: res.ToolCalls, Compactions: res.Compactions, CompactionLog: res.CompactionLog,
 					CacheBreaks: nonNil(res.Breaks),
 				})
 			}

@@ -38,11 +38,17 @@ type summarySection struct {
 // which recovers it from the original turns. It returns the body and how many items it
 // trimmed now; an untouched body comes back byte for byte.
 func boundSummary(body string, budget int, est Estimator, sessionID string) (string, int) {
+	return boundSummaryBy(body, budget, summaryTrimFactor, est, sessionID)
+}
+
+// boundSummaryBy is boundSummary trimming a body over factor × budget (the ladder's shorter
+// rungs trim anything over the budget itself).
+func boundSummaryBy(body string, budget, factor int, est Estimator, sessionID string) (string, int) {
 	if est == nil {
 		est = CharEstimator{}
 	}
 	tokens := est.Message(store.Message{Role: store.RoleUser, Content: body})
-	if budget <= 0 || tokens <= summaryTrimFactor*budget {
+	if budget <= 0 || tokens <= factor*budget {
 		return body, 0
 	}
 	target := int(float64(len(body)) * float64(budget) / float64(tokens))

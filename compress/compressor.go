@@ -60,7 +60,9 @@ func (c *Compressor) Select(ctx context.Context, req Request) ([]store.Message, 
 
 var errEmptySummary = errors.New("summary model returned an empty summary")
 
-// Compress implements Engine.
+// Compress implements Engine, in phases: resolve the budgets, split the history
+// (splitHistory), ask for a summary (summarizeMiddle), climb the ladder until a rung reaches the
+// target (ladder), then update the bookkeeping.
 func (c *Compressor) Compress(ctx context.Context, req Request) (Plan, error) {
 	st := req.State
 	if st == nil {
@@ -69,167 +71,39 @@ func (c *Compressor) Compress(ctx context.Context, req Request) (Plan, error) {
 	if req.Force {
 		st.CooldownUntil, st.CooldownClass = time.Time{}, ""
 	}
-	var res Resolution
-	if req.Threshold != nil {
-		res = *req.Threshold
-	} else {
-		r, err := Resolve(c.Config, req.Model)
-		if err != nil {
-			return Plan{}, fmt.Errorf("compress session %s: %w", req.SessionID, err)
-		}
-		res = r
-	}
-	orig := req.Messages
-	n := len(orig)
-	sys := 0
-	if n > 0 && orig[0].Role == store.RoleSystem {
-		sys = 1
-	}
-	hasPrev := st.CompressionCount > 0
-	for i := sys; i < n && !hasPrev; i++ {
-		hasPrev = isSummary(orig[i])
-	}
-	headN := sys
-	if !hasPrev {
-		headN += max(c.Config.ProtectFirstN, 0)
-	}
-	if n <= headN+4 {
-		st.IneffectiveCount++
-		return Plan{}, ErrNothingToCompress
-	}
-
-	est := c.estimator()
-	work := append([]store.Message(nil), orig...)
-	tok := make([]int, n)
-	before := 0
-	for i, m := range work {
-		tok[i] = est.Message(m)
-		before += tok[i]
-	}
-	protectLastN := c.Config.ProtectLastN
-	if protectLastN <= 0 {
-		protectLastN = DefaultProtectLastN
-	}
-	// Each message is decoded and scanned at most once, by whichever phase needs it first.
-	hist := newHistory(orig)
-	pruneHistory(work, hist, tok, res.TailBudget, protectLastN, req.SessionID)
-	for i, m := range work {
-		tok[i] = est.Message(m)
-	}
-
-	start := alignForward(work, headN)
-	end := findTailCut(work, tok, start, tailParams{
-		Budget: res.TailBudget, Soft: res.TailSoftCeiling,
-		ProtectLastN: protectLastN, MinTailUsers: c.Config.minTailUsers(),
-	})
-	// A summary must never survive in the tail next to the new one.
-	for i := n - 1; i >= end; i-- {
-		if isSummary(work[i]) {
-			end = alignForward(work, i+1)
-			break
-		}
-	}
-	if start >= end || end > n {
-		st.IneffectiveCount++
-		return Plan{}, ErrNothingToCompress
-	}
-
-	// Iterative re-compaction: the newest summary in the middle is updated, not restarted.
-	turnsStart, previous := start, ""
-	var carrier *parsedSummary
-	for i := end - 1; i >= start; i-- {
-		if isSummary(orig[i]) {
-			if p, ok := parseSummary(orig[i].Content); ok {
-				previous, carrier = p.Body, &p
-				turnsStart = i + 1
-			}
-			break
-		}
-	}
-	turnsOrig := orig[turnsStart:end]
-	turnsPruned := work[turnsStart:end]
-	if carrier != nil {
-		// Text that shared a message with the old summary is a turn of its own.
-		var carried []store.Message
-		id := orig[turnsStart-1].ID
-		if carrier.Prior != "" {
-			carried = append(carried, store.Message{Role: orig[turnsStart-1].Role, Content: carrier.Prior, ID: id})
-		}
-		if carrier.Trailing != "" {
-			carried = append(carried, store.Message{Role: store.RoleUser, Content: carrier.Trailing, ID: id})
-		}
-		turnsOrig = append(carried, turnsOrig...)
-		turnsPruned = append(append([]store.Message(nil), carried...), turnsPruned...)
-	}
-
-	scans := hist.scanRange(start, end)
-	var ledger Ledger
-	ledger.merge(ledgerEntries(orig[start:end], scans))
-	ledger.bound()
-
-	focus, auto := req.Focus, false
-	if focus == "" {
-		focus, auto = autoFocus(orig), true
-	}
-	content := 0
-	for i := turnsStart; i < end; i++ {
-		content += tok[i]
-	}
-	prevNoLedger := removeSection(previous, LedgerHeading)
-	budget := summaryBudget(content, res.MaxSummaryTokens)
-	in := promptInput{
-		Previous:      prevNoLedger,
-		Focus:         focus,
-		AutoFocus:     auto,
-		Budget:        budget,
-		MemoryContext: req.MemoryContext,
-		Now:           c.now(),
-	}
-	in.Turns = serializeTurns(turnsPruned, c.summaryInputCap(req.Model, budget, len(buildPrompt(in))))
-	prompt := buildPrompt(in)
-
-	plan := Plan{SessionID: req.SessionID, TokensBefore: before, Compacted: end - start}
-	raw, model, notices, err := c.summarize(ctx, prompt, req.Model.Name)
-	plan.Notices = append(plan.Notices, notices...)
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return Plan{}, fmt.Errorf("compress session %s: %w", req.SessionID, ctxErr)
-	}
-	var body string
+	res, err := c.resolve(req)
 	if err != nil {
-		class := Classify(err)
-		if errors.Is(err, errEmptySummary) {
-			class = FailEmpty
-		}
-		if class == FailTimeout {
-			st.TimeoutStrikes++
-		}
-		cool := max(class.cooldown(st.TimeoutStrikes), c.Config.ContextTimeout)
-		st.CooldownUntil, st.CooldownClass, st.LastFailure = c.now().Add(cool), class, err.Error()
-		if class.Aborts() || c.Config.AbortOnSummaryFailure {
-			return Plan{}, &AbortError{Class: class, Cooldown: cool, Err: err}
-		}
-		plan.Fallback, plan.FailureClass = true, class
-		plan.Notices = append(plan.Notices, fmt.Sprintf("The summary model failed (%s: %v); a basic summary was built mechanically and automatic compaction pauses for %s.", class, err, cool))
-		turnScans := append(scanMessages(turnsOrig[:len(turnsOrig)-(end-turnsStart)]), scans[turnsStart-start:]...)
-		body = fallbackSummary(turnsOrig, turnScans, prevNoLedger)
-	} else {
-		plan.SummaryModel = model
-		body = postProcess(raw, turnsOrig)
+		return Plan{}, err
 	}
-	// The budget is only asked for in the prompt; a summary far over it is cut back here, or
-	// re-compaction would carry it forward and grow it every time.
-	body, plan.SummaryItemsTrimmed = boundSummary(strings.TrimSpace(body), budget, est, req.SessionID)
-	body += "\n\n" + ledger.render(req.SessionID, c.askBudget())
-	plan.Summary, plan.Ledger = body, ledger
-
-	out, origins := c.assemble(work, orig, start, end, summaryContent(body), req.SessionID)
-	plan.Messages, plan.Origins = out, origins
-	plan.NeedsSystemNote = sys == 0
-	for _, m := range orig {
+	b := NewBudgets(c.Config, res, req.FixedTokens)
+	sp, err := c.splitHistory(req, st, b)
+	if err != nil {
+		st.IneffectiveCount++
+		return Plan{}, err
+	}
+	sum, err := c.summarizeMiddle(ctx, req, st, sp, b)
+	if err != nil {
+		return Plan{}, err
+	}
+	k, err := c.ladder(req, sp, sum, b)
+	if err != nil {
+		st.IneffectiveCount++
+		return Plan{}, err
+	}
+	plan := Plan{
+		SessionID: req.SessionID, Messages: k.msgs, Origins: k.origins,
+		Summary: k.body, Ledger: k.ledger, SummaryModel: sum.model, Fallback: sum.fallback,
+		SummaryItemsTrimmed: k.trimmed, FailureClass: sum.class, Compacted: k.end - sp.start,
+		TokensBefore: sp.before, TokensAfter: k.tokens, TargetTokens: b.Target, FixedTokens: b.Fixed,
+		Rung: k.rung, NeedsSystemNote: sp.sys == 0, Notices: sum.notices,
+	}
+	if k.rung == RungPointer {
+		plan.Notices = append(plan.Notices, fmt.Sprintf("The context window is too small for a summary: %d older messages were archived with a pointer only (session_search finds them).", plan.Compacted))
+	}
+	for _, m := range req.Messages {
 		plan.Watermark = max(plan.Watermark, m.ID)
 	}
-	plan.TailCount = verbatimTail(out, origins, orig)
-	plan.TokensAfter = EstimateTokens(est, out)
+	plan.TailCount = verbatimTail(plan.Messages, plan.Origins, req.Messages)
 
 	st.CompressionCount++
 	st.VerifyCompaction, st.AwaitingRealUsage = true, true
@@ -245,14 +119,69 @@ func (c *Compressor) Compress(ctx context.Context, req Request) (Plan, error) {
 	return plan, nil
 }
 
-func (c *Compressor) askBudget() int {
-	if c.Config.tailMode() == TailLegacy {
-		return 0
+func (c *Compressor) resolve(req Request) (Resolution, error) {
+	if req.Threshold != nil {
+		return *req.Threshold, nil
 	}
-	if c.Config.UserAsksBudget > 0 {
-		return c.Config.UserAsksBudget
+	r, err := Resolve(c.Config, req.Model)
+	if err != nil {
+		return Resolution{}, fmt.Errorf("compress session %s: %w", req.SessionID, err)
 	}
-	return DefaultConfig().UserAsksBudget
+	return r, nil
+}
+
+// summarizeMiddle asks the summary model for the middle's summary, or decides on the
+// deterministic fallback: while a summary cooldown runs (unless forced), or when the model
+// fails in a way that falls back. A failure that must leave the history untouched returns
+// *AbortError.
+func (c *Compressor) summarizeMiddle(ctx context.Context, req Request, st *State, sp *split, b Budgets) (summaryResult, error) {
+	var out summaryResult
+	if !req.Force && !st.CooldownUntil.IsZero() && c.now().Before(st.CooldownUntil) {
+		// Only a provider-proven overflow gets here during a cooldown: the summary model is
+		// not asked again, the compaction is mechanical.
+		out.fallback, out.class = true, st.CooldownClass
+		return out, nil
+	}
+	est := c.estimator()
+	md := sp.middleTo(sp.end, est)
+	focus, auto := req.Focus, false
+	if focus == "" {
+		focus, auto = autoFocus(sp.orig), true
+	}
+	budget := summaryBudgetFor(md.content, b.Summary)
+	in := promptInput{
+		Previous:      sp.previous,
+		Focus:         focus,
+		AutoFocus:     auto,
+		Budget:        budget,
+		MemoryContext: req.MemoryContext,
+		Now:           c.now(),
+	}
+	in.Turns = serializeTurns(md.pruned, c.summaryInputCap(req.Model, budget, len(buildPrompt(in))))
+	raw, model, notices, err := c.summarize(ctx, buildPrompt(in), req.Model.Name, st)
+	out.notices = notices
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return out, fmt.Errorf("compress session %s: %w", req.SessionID, ctxErr)
+	}
+	if err == nil {
+		out.model, out.body = model, strings.TrimSpace(postProcess(raw, md.orig))
+		return out, nil
+	}
+	class := Classify(err)
+	if errors.Is(err, errEmptySummary) {
+		class = FailEmpty
+	}
+	if class == FailTimeout {
+		st.TimeoutStrikes++
+	}
+	cool := max(class.cooldown(st.TimeoutStrikes), c.Config.ContextTimeout)
+	st.CooldownUntil, st.CooldownClass, st.LastFailure = c.now().Add(cool), class, err.Error()
+	if class.Aborts() || c.Config.AbortOnSummaryFailure {
+		return out, &AbortError{Class: class, Cooldown: cool, Err: err}
+	}
+	out.fallback, out.class = true, class
+	out.notices = append(out.notices, fmt.Sprintf("The summary model failed (%s: %v); a basic summary was built mechanically and automatic compaction pauses for %s.", class, err, cool))
+	return out, nil
 }
 
 // summaryInputCap is how many characters of serialized history the summary call may carry:
@@ -278,15 +207,25 @@ func (c *Compressor) summaryInputCap(main Model, budget, frame int) int {
 	return max(min(fit, SummaryInputCap), minSummaryInput)
 }
 
+// SummaryModelPause is how long compactions stay on the main model after the summary model
+// failed and the main model wrote the summary instead: no retry of the failing model, no
+// repeated notice, until it has passed.
+const SummaryModelPause = 10 * time.Minute
+
 // summarize calls the summary model, and the main model once when the summary model fails.
-func (c *Compressor) summarize(ctx context.Context, prompt, mainModel string) (text, model string, notices []string, err error) {
+// After such a fallback the summary model is skipped for SummaryModelPause (st records it).
+func (c *Compressor) summarize(ctx context.Context, prompt, mainModel string, st *State) (text, model string, notices []string, err error) {
 	if c.Summarizer == nil {
 		return "", "", nil, ErrNoSummarizer
 	}
 	models := []string{mainModel}
-	if sm := c.Config.SummaryModel; sm != "" && sm != mainModel {
-		models = []string{sm, mainModel}
+	sm := c.Config.SummaryModel
+	if sm != "" && sm != mainModel {
+		if st.SummaryModelPausedUntil.IsZero() || !c.now().Before(st.SummaryModelPausedUntil) {
+			models = []string{sm, mainModel}
+		}
 	}
+	var smErr error
 	for i, m := range models {
 		out, callErr := c.Summarizer.Summarize(ctx, m, prompt)
 		if ctx.Err() != nil {
@@ -296,12 +235,22 @@ func (c *Compressor) summarize(ctx context.Context, prompt, mainModel string) (t
 			callErr = errEmptySummary
 		}
 		if callErr == nil {
+			switch {
+			case m == sm:
+				st.SummaryModelPausedUntil = time.Time{}
+			case smErr != nil:
+				st.SummaryModelPausedUntil = c.now().Add(SummaryModelPause)
+				notices = append(notices, fmt.Sprintf("Summary model %s failed (%s: %v); the main model %s wrote the summary and writes them for the next %s.", sm, Classify(smErr), smErr, m, SummaryModelPause))
+			}
 			return out, m, notices, nil
 		}
 		err = callErr
 		if i+1 < len(models) {
-			notices = append(notices, fmt.Sprintf("Summary model %s failed (%s: %v); retried on the main model %s.", m, Classify(callErr), callErr, models[i+1]))
+			smErr = callErr
 		}
+	}
+	if smErr != nil {
+		notices = append(notices, fmt.Sprintf("Summary model %s failed (%s: %v), and so did the main model %s.", sm, Classify(smErr), smErr, mainModel))
 	}
 	return "", "", notices, err
 }
@@ -360,12 +309,17 @@ func (c *Compressor) assemble(work, orig []store.Message, start, end int, summar
 	if merge {
 		m := work[end]
 		if isRealUser(m) {
-			// Summary first, the user's words after the end marker: they stay the message to answer.
+			// Summary first, the user's words after the end marker: they stay the message to
+			// answer. Their wire text (recall, per-turn context) follows the summary the same way.
 			m.Content = summary + "\n\n" + m.Content
+			if m.APIContent != "" {
+				m.APIContent = summary + "\n\n" + m.APIContent
+			}
 		} else {
 			m.Content = PriorContextOpen + "\n" + m.Content + "\n\n" + PriorContextClose + "\n\n" + summary
+			m.APIContent = ""
 		}
-		m.APIContent, m.Summary = "", true
+		m.Summary = true
 		items = append(items, item{m, orig[end].ID})
 		tailFrom++
 	} else {

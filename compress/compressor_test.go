@@ -169,8 +169,15 @@ func TestRecompactionUpdatesPreviousSummary(t *testing.T) {
 	if strings.Contains(previous, LedgerHeading) || strings.Contains(previous, SummaryPrefix) {
 		t.Fatal("the ledger or prefix was sent to the summariser; it is re-rendered mechanically")
 	}
-	if strings.Contains(p[newIdx:], "Fix the failing migration") {
+	if strings.Contains(p[newIdx:], "Step 0: continue") {
 		t.Fatal("turns already in the previous summary were summarised again")
+	}
+	// The first exchange was kept verbatim by the first compaction, not summarised; its
+	// protection decays now, so it must reach the summariser before it leaves the context.
+	for _, fact := range []string{"Fix the failing migration", "Looking at HEAD 3f9a2c1d4e5b"} {
+		if !strings.Contains(p[newIdx:], fact) {
+			t.Errorf("the first exchange left the active context without being summarised: %q is not in the new turns", fact)
+		}
 	}
 	if why := Validate(plan2.Messages); why != "" {
 		t.Fatal(why)
@@ -333,7 +340,7 @@ func TestTimeoutLadderAndForce(t *testing.T) {
 		}
 		clk.Advance(time.Hour)
 	}
-	if blocked, why := c.Gate().Blocked(st); !blocked || !strings.Contains(why, "/compress") {
+	if blocked, why := c.Gate().Blocked(st); !blocked || !strings.Contains(why, "fallback") {
 		t.Fatalf("4 fallbacks should trip anti-thrash: %v %q", blocked, why)
 	}
 	// Manual compaction with a focus topic clears the cooldown and, on success, resets the ladder.

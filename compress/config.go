@@ -62,6 +62,11 @@ type Config struct {
 	// (auxiliary.compression.context_length); 0 looks the model up in the known-model table.
 	// The history sent to be summarized is cut to fit it (reference §10.2 step 7).
 	SummaryContextLength int `yaml:"-" json:"summary_context_length,omitempty"`
+	// TargetFill is the share of the room between the request's fixed part (system prompt,
+	// tools) and the trigger that the conversation fills right after a compaction
+	// (compression.target_fill, default DefaultTargetFill, clamped to [0.1, 0.9]). Every
+	// compaction ends at or under it; summary, ledger, head and tail budgets follow from it.
+	TargetFill float64 `yaml:"target_fill" json:"target_fill,omitempty"`
 	// UserAsksBudget bounds, in characters, the verbatim user messages quoted in the ledger (lean).
 	UserAsksBudget int `yaml:"-" json:"user_asks_budget"`
 }

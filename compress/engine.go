@@ -42,6 +42,9 @@ type Request struct {
 	Force bool
 	// MemoryContext is optional reference text from a memory provider, shown to the summariser.
 	MemoryContext string
+	// FixedTokens is the estimate of the request outside Messages (system prompt, tool
+	// schemas): the compaction's target counts it (see Budgets). 0 when unknown.
+	FixedTokens int
 }
 
 // StateConfigKey is the model_config key under which Plan.CompactRequest persists State.
@@ -71,9 +74,16 @@ type Plan struct {
 	// FailureClass is why the summary model failed, when it did.
 	FailureClass FailureClass
 	// Compacted is how many input messages the summary replaces.
-	Compacted    int
+	Compacted int
+	// TokensBefore and TokensAfter are the estimates of the messages before and after.
 	TokensBefore int
 	TokensAfter  int
+	// TargetTokens is the whole-request size this compaction had to reach and FixedTokens the
+	// part of it outside the messages (Request.FixedTokens): ActiveTokens() ≤ TargetTokens
+	// unless even the last rung could not get there (Rung says which rung was taken).
+	TargetTokens int
+	FixedTokens  int
+	Rung         Rung
 	// NeedsSystemNote is true when the history carries no system message: the prompt layer
 	// appends SystemNote to the system prompt once.
 	NeedsSystemNote bool
@@ -82,6 +92,10 @@ type Plan struct {
 	// State is the session state after this compaction, persisted with the commit.
 	State State
 }
+
+// ActiveTokens is the estimated size of the next request after this compaction: the fixed part
+// plus the new messages.
+func (p Plan) ActiveTokens() int { return p.FixedTokens + p.TokensAfter }
 
 // CompactRequest is the in-place commit of p; the session state rides along in model_config so
 // it lands in the same transaction.

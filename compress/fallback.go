@@ -23,6 +23,11 @@ const (
 // is bounded on its own). scans[i] is the scan of turns[i], shared with the ledger: the files and
 // errors listed here are those the ledger found in the same text.
 func fallbackSummary(turns []store.Message, scans []msgScan, previous string) string {
+	return fallbackSummaryWithin(turns, scans, previous, FallbackSummaryCap)
+}
+
+// fallbackSummaryWithin is fallbackSummary capped at capChars instead of FallbackSummaryCap.
+func fallbackSummaryWithin(turns []store.Message, scans []msgScan, previous string, capChars int) string {
 	carry := func(heading string) string {
 		_, sec, ok := cutSection(previous, heading)
 		if !ok {
@@ -130,8 +135,17 @@ func fallbackSummary(turns []store.Message, scans []msgScan, previous string) st
 	sections["## Historical Remaining Work"] = joinOr(carry("## Historical Remaining Work"), nil, "None recorded.")
 	sections["## Critical Context"] = joinOr(carry("## Critical Context"), nil, "None recorded.")
 
+	// Under a small cap, sections with nothing to say are left out: the words go to the turns.
+	compact := capChars < FallbackSummaryCap/2
+	placeholder := func(s string) bool {
+		return s == "None recorded." || s == "None detected." || strings.HasPrefix(s, "Not determined:") ||
+			strings.HasPrefix(s, "See the ") || strings.HasPrefix(s, "Unknown after a fallback")
+	}
 	var b strings.Builder
 	for _, h := range templateHeadings {
+		if compact && h != "## Historical Task Snapshot" && placeholder(sections[h]) {
+			continue
+		}
 		fmt.Fprintf(&b, "%s\n%s\n\n", h, sections[h])
 	}
 	head := redact(b.String())
@@ -149,14 +163,14 @@ func fallbackSummary(turns []store.Message, scans []msgScan, previous string) st
 		dropped = append(dropped, fmt.Sprintf("[%s]: %s", strings.ToUpper(m.Role), truncateRunes(strings.TrimSpace(text), fallbackTurnCap)))
 	}
 	tail := "## Last Dropped Turns\n" + redact(strings.Join(dropped, "\n\n"))
-	for len(head)+len(tail) > FallbackSummaryCap && len(dropped) > 1 {
+	for len(head)+len(tail) > capChars && len(dropped) > 1 {
 		dropped = dropped[1:]
 		tail = "## Last Dropped Turns\n" + redact(strings.Join(dropped, "\n\n"))
 	}
 	out := head + tail
-	if len(out) > FallbackSummaryCap {
+	if len(out) > capChars {
 		const mark = "\n...[truncated]"
-		out = cutBytes(out, FallbackSummaryCap-len(mark)) + mark
+		out = cutBytes(out, max(capChars-len(mark), 0)) + mark
 	}
 	return strings.TrimSpace(out)
 }

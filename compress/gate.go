@@ -32,9 +32,14 @@ type State struct {
 	AwaitingRealUsage bool `json:"awaiting_real_usage,omitempty"`
 	VerifyCompaction  bool `json:"verify_compaction,omitempty"`
 	// OverflowBypassUsed records that a provider-proven overflow already ignored the cooldown once.
-	OverflowBypassUsed bool   `json:"overflow_bypass_used,omitempty"`
-	WarnedOverWindow   bool   `json:"warned_over_window,omitempty"`
-	LastFailure        string `json:"last_failure,omitempty"`
+	OverflowBypassUsed bool `json:"overflow_bypass_used,omitempty"`
+	WarnedOverWindow   bool `json:"warned_over_window,omitempty"`
+	// WarnedBlocked: the user was told automatic compaction is blocked (once per blocked stretch).
+	WarnedBlocked bool `json:"warned_blocked,omitempty"`
+	// SummaryModelPausedUntil: the summary model failed and the main model wrote the summary;
+	// until then compactions ask the main model directly (SummaryModelPause).
+	SummaryModelPausedUntil time.Time `json:"summary_model_paused_until,omitzero"`
+	LastFailure             string    `json:"last_failure,omitempty"`
 }
 
 // Action is what the agent does before a model call.
@@ -46,8 +51,8 @@ const (
 	Send Action = iota
 	// Compact first, then re-measure and run the gate again.
 	Compact
-	// Deferred ends the turn without a model call: the context overflows but compaction is
-	// cooling down.
+	// Deferred ends the turn without a model call. The default gate no longer defers: an
+	// overflow during a summary cooldown compacts mechanically instead.
 	Deferred
 	// FailClosed ends the turn: the context overflows and no compaction attempt is left.
 	FailClosed
@@ -93,6 +98,29 @@ type Gate struct {
 	Config Config
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Hints name the remedies in the user messages, in the words of the command showing them.
+	Hints Hints
+}
+
+// Hints are what a user of one command types to compact by hand or to start over: spool chat
+// says "/compress <topic>" and "/new"; a one-shot command says something else. Empty fields
+// leave the remedy out of the message.
+type Hints struct {
+	Compact string
+	Fresh   string
+}
+
+// remedy is the sentence naming h's remedies, with a leading space ("" when there are none).
+func (h Hints) remedy() string {
+	switch {
+	case h.Compact != "" && h.Fresh != "":
+		return fmt.Sprintf(" To go on: %s compacts by hand, %s starts a fresh session (this one stays searchable).", h.Compact, h.Fresh)
+	case h.Compact != "":
+		return fmt.Sprintf(" To go on: %s compacts by hand.", h.Compact)
+	case h.Fresh != "":
+		return fmt.Sprintf(" To go on: %s starts a fresh session (this one stays searchable).", h.Fresh)
+	}
+	return ""
 }
 
 func (g Gate) now() time.Time {
@@ -125,18 +153,18 @@ func (g Gate) Blocked(st *State) (bool, string) {
 		return true, fmt.Sprintf("summary failed (%s): automatic compaction paused until %s", st.CooldownClass, until.Format(time.TimeOnly))
 	}
 	if st.IneffectiveCount >= AntiThrashTrips || st.FallbackStreak >= AntiThrashTrips {
-		return true, AntiThrashMessage(st)
+		return true, AntiThrashMessage(st, g.Hints)
 	}
 	return false, ""
 }
 
 // AntiThrashMessage tells the user why automatic compaction stopped and what to do.
-func AntiThrashMessage(st *State) string {
+func AntiThrashMessage(st *State, h Hints) string {
 	why := fmt.Sprintf("the last %d compactions did not bring the conversation under its compaction threshold", st.IneffectiveCount)
 	if st.FallbackStreak >= AntiThrashTrips {
 		why = fmt.Sprintf("the summary model failed %d times in a row, so only a basic fallback summary was kept", st.FallbackStreak)
 	}
-	return "Automatic compaction is paused: " + why + ". Run /compress <topic> to compact by hand (optionally focused on a topic), or /new to start a fresh session; this one stays searchable."
+	return "Automatic compaction is paused: " + why + "; it resumes when the conversation overflows the window." + h.remedy()
 }
 
 // ShouldDefer reports whether a rough estimate at or over the trigger should wait for the
@@ -181,7 +209,7 @@ func (g Gate) Preflight(st *State, in PreflightInput) Decision {
 	if in.Attempts >= g.Config.maxAttempts() {
 		if in.ProviderOverflow {
 			d.Action, d.Reason = FailClosed, "context_length_exceeded after every compaction attempt"
-			d.UserMessage = fmt.Sprintf("The conversation still exceeds the model's window after %d compaction attempts. Run /compress <topic> to compact around what matters, or /new to start a fresh session.", in.Attempts)
+			d.UserMessage = fmt.Sprintf("The conversation still exceeds the model's window after %d compaction attempts.", in.Attempts) + g.Hints.remedy()
 		} else {
 			d.Reason = "compaction attempts exhausted for this turn"
 		}
@@ -192,26 +220,29 @@ func (g Gate) Preflight(st *State, in PreflightInput) Decision {
 		return d
 	}
 	if in.ProviderOverflow {
-		if on, until := g.CooldownActive(st); on {
-			if st.OverflowBypassUsed {
-				d.Action, d.Reason = Deferred, "provider-proven overflow during a summary cooldown"
-				d.UserMessage = fmt.Sprintf("The conversation is too long for the model and compaction is paused until %s after a summary failure. Run /compress to retry now, or /new to start a fresh session.", until.Format(time.TimeOnly))
-				return d
-			}
-			st.OverflowBypassUsed = true
-			d.Action, d.Reason = Compact, "provider-proven overflow: one attempt despite the cooldown"
-			return d
-		}
+		// The turn cannot go on without a smaller context, cooldown or not: during a summary
+		// cooldown the compressor summarises mechanically instead of asking the model again.
 		d.Action, d.Reason = Compact, "provider-proven overflow"
+		if on, _ := g.CooldownActive(st); on {
+			st.OverflowBypassUsed = true
+			d.Reason = "provider-proven overflow during a summary cooldown: mechanical summary"
+		}
 		return d
 	}
 	if blocked, why := g.Blocked(st); blocked {
+		if w := in.Threshold.EffectiveWindow; w > 0 && tokens >= w {
+			// Blocked or not, a request over the window would only be refused.
+			d.Action, d.Reason = Compact, fmt.Sprintf("blocked (%s), but %d tokens (%s) ≥ the %d-token window", why, tokens, source, w)
+			return d
+		}
 		d.Reason = "blocked: " + why
-		if over {
+		if over && !st.WarnedBlocked {
+			st.WarnedBlocked = true
 			d.UserMessage = why
 		}
 		return d
 	}
+	st.WarnedBlocked = false
 	if g.ShouldDefer(st, thr, in.Estimate) {
 		d.Reason = "deferred to the provider's real usage"
 		return d

@@ -11,7 +11,7 @@ import (
 func TestPreflight(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	thr := Resolution{Tokens: 100_000, Model: Model{Name: "m", ContextLength: 200_000}}
+	thr := Resolution{Tokens: 100_000, EffectiveWindow: 200_000, Model: Model{Name: "m", ContextLength: 200_000}}
 	cool := State{CooldownUntil: t0.Add(time.Minute), CooldownClass: FailTimeout}
 	tests := []struct {
 		name     string
@@ -46,8 +46,14 @@ func TestPreflight(t *testing.T) {
 			in: PreflightInput{Estimate: 10, ProviderOverflow: true}, action: Compact},
 		{name: "provider overflow ignores a cooldown once", st: cool, in: PreflightInput{Estimate: 10, ProviderOverflow: true}, action: Compact,
 			stAfter: func(s State) bool { return s.OverflowBypassUsed && !s.CooldownUntil.IsZero() }},
-		{name: "second overflow during the cooldown is deferred", st: func() State { s := cool; s.OverflowBypassUsed = true; return s }(),
-			in: PreflightInput{Estimate: 10, ProviderOverflow: true}, action: Deferred, msgHas: []string{"/compress", "/new"}},
+		{name: "second overflow during the cooldown compacts mechanically, never ends the turn", st: func() State { s := cool; s.OverflowBypassUsed = true; return s }(),
+			in: PreflightInput{Estimate: 10, ProviderOverflow: true}, action: Compact, reasonIs: "mechanical"},
+		{name: "blocked but over the window: compacts", st: State{FallbackStreak: 2},
+			in: PreflightInput{Estimate: 210_000}, action: Compact, reasonIs: "window"},
+		{name: "blocked during a cooldown but over the window: compacts", st: cool,
+			in: PreflightInput{Estimate: 210_000}, action: Compact, reasonIs: "window"},
+		{name: "told once that compaction is blocked", st: State{FallbackStreak: 2, WarnedBlocked: true},
+			in: PreflightInput{Estimate: 150_000}, action: Send, stAfter: func(s State) bool { return s.WarnedBlocked }},
 		{name: "attempts exhausted with overflow: fail closed", in: PreflightInput{Estimate: 150_000, ProviderOverflow: true, Attempts: 3},
 			action: FailClosed, msgHas: []string{"/compress", "/new"}},
 		{name: "attempts exhausted without overflow: send and let the provider judge", in: PreflightInput{Estimate: 150_000, Attempts: 3}, action: Send},
@@ -65,7 +71,7 @@ func TestPreflight(t *testing.T) {
 			if tt.cfg != nil {
 				tt.cfg(&cfg)
 			}
-			g := Gate{Config: cfg, Now: func() time.Time { return t0 }}
+			g := Gate{Config: cfg, Now: func() time.Time { return t0 }, Hints: Hints{Compact: "/compress <topic>", Fresh: "/new"}}
 			st := tt.st
 			in := tt.in
 			in.Threshold = thr
@@ -86,6 +92,9 @@ func TestPreflight(t *testing.T) {
 			}
 			if tt.reasonIs != "" && !strings.Contains(d.Reason, tt.reasonIs) {
 				t.Errorf("reason %q lacks %q", d.Reason, tt.reasonIs)
+			}
+			if tt.msgHas == nil && d.UserMessage != "" && tt.name == "told once that compaction is blocked" {
+				t.Errorf("told again: %q", d.UserMessage)
 			}
 			if tt.stAfter != nil && !tt.stAfter(st) {
 				t.Errorf("state after: %+v", st)
@@ -128,7 +137,7 @@ func TestAfterResponseAntiThrash(t *testing.T) {
 	}
 	compacted()
 	g.AfterResponse(&st, thr, 110_000, 500, 100_000)
-	if blocked, why := g.Blocked(&st); !blocked || !strings.Contains(why, "/new") {
+	if blocked, why := g.Blocked(&st); !blocked || !strings.Contains(why, "did not bring") {
 		t.Fatalf("two ineffective compactions not blocking: %v %q", blocked, why)
 	}
 	// A prompt under the trigger resets the counter.
@@ -188,5 +197,37 @@ func TestStateRoundTrip(t *testing.T) {
 	}
 	if _, err := StateFromModelConfig(json.RawMessage(`[1]`)); err == nil {
 		t.Fatal("bad model_config accepted")
+	}
+}
+
+// A message names only the remedies of the command that shows it: a one-shot command has no
+// slash commands to offer.
+func TestGateMessagesFitTheCommand(t *testing.T) {
+	t.Parallel()
+	thr := Resolution{Tokens: 100_000, EffectiveWindow: 200_000, Model: Model{Name: "m", ContextLength: 200_000}}
+	in := PreflightInput{Threshold: thr, Messages: 10, Estimate: 150_000, ProviderOverflow: true, Attempts: 3}
+	for _, tt := range []struct {
+		hints     Hints
+		has, lack []string
+	}{
+		{Hints{Compact: "/compress <topic>", Fresh: "/new"}, []string{"/compress <topic>", "/new"}, nil},
+		{Hints{Fresh: "`spool run` without --continue"}, []string{"spool run` without --continue"}, []string{"/compress", "/new"}},
+		{Hints{}, nil, []string{"/compress", "/new", "To go on"}},
+	} {
+		st := State{}
+		d := Gate{Config: DefaultConfig(), Hints: tt.hints}.Preflight(&st, in)
+		if d.Action != FailClosed {
+			t.Fatalf("action %s", d.Action)
+		}
+		for _, s := range tt.has {
+			if !strings.Contains(d.UserMessage, s) {
+				t.Errorf("%+v: %q lacks %q", tt.hints, d.UserMessage, s)
+			}
+		}
+		for _, s := range tt.lack {
+			if strings.Contains(d.UserMessage, s) {
+				t.Errorf("%+v: %q has %q", tt.hints, d.UserMessage, s)
+			}
+		}
 	}
 }

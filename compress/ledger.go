@@ -172,7 +172,16 @@ func idTag(id int64) string { return "[m" + strconv.FormatInt(id, 10) + "]" }
 // (an ask quoted verbatim stays within the budget when others go, one already cut to an excerpt
 // stays one), so sizes are known up front and the ledger is written once.
 func (l *Ledger) render(sessionID string, askBudget int) string {
+	return l.renderWithin(sessionID, askBudget, MaxLedgerChars)
+}
+
+// renderWithin is render with maxChars instead of MaxLedgerChars as the bound. A bound too
+// small for the header and one entry renders nothing.
+func (l *Ledger) renderWithin(sessionID string, askBudget, maxChars int) string {
 	header := ledgerHeader(sessionID)
+	if maxChars < len(header)+64 {
+		return ""
+	}
 	lines := l.formatLines(askBudget)
 	kindCount := map[EntryKind]int{}
 	size := len(header)
@@ -196,10 +205,10 @@ func (l *Ledger) render(sessionID string, askBudget int) string {
 	// What is written ends in at least one and at most maxNL newlines; only in between is the
 	// last line written looked up.
 	fits := func() bool {
-		if size-1 <= MaxLedgerChars {
+		if size-1 <= maxChars {
 			return true
 		}
-		if size-maxNL > MaxLedgerChars {
+		if size-maxNL > maxChars {
 			return false
 		}
 		last := header
@@ -213,7 +222,7 @@ func (l *Ledger) render(sessionID string, askBudget int) string {
 				}
 			}
 		}
-		return size-trailingNewlines(last) <= MaxLedgerChars
+		return size-trailingNewlines(last) <= maxChars
 	}
 	if !fits() {
 		for _, i := range l.trimSequence() {

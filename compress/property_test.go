@@ -155,7 +155,7 @@ func TestPropertyAnyHistoryGivesValidHistory(t *testing.T) {
 					}
 				}
 				if !found {
-					t.Fatalf("newest ask %q lost", ask)
+					t.Fatalf("newest ask %q lost (rung %s)\nin %s\nout %s\n%+v", ask, plan.Rung, roles(in), roles(plan.Messages), plan.Messages)
 				}
 				break
 			}

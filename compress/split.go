@@ -1,0 +1,212 @@
+package compress
+
+import (
+	"github.com/spoolhq/spool/store"
+)
+
+// split is a history cut into head / middle / tail, with what the later phases read of it.
+// orig is the input (never modified); work is a copy with old tool output pruned and every
+// summary carrier taken apart again (see unmerge), which is what the tail is copied from.
+type split struct {
+	orig, work []store.Message
+	tok        []int // estimate of each work message
+	hist       *history
+	sys        int // 1 when the history starts with a system message
+	start, end int // the middle is [start, end)
+	before     int // estimate of the whole input
+	// previous is the newest earlier summary's body without its ledger, prevLedger that
+	// summary's ledger entries when the summary sat in the tail (a middle one is read by
+	// ledgerEntries itself).
+	previous   string
+	prevLedger []LedgerEntry
+	newest     int // index of the newest summary (-1: none)
+	// minEnd is the smallest tail the ladder may fall back to: from the newest real user
+	// message on (see minimalTailCut).
+	minEnd int
+	mids   map[int]*middle // middleTo's results by end
+}
+
+// splitHistory runs the phases before the summary call: head size from the budget, prune,
+// unmerge earlier summaries, tail cut. It returns ErrNothingToCompress when no middle is left.
+func (c *Compressor) splitHistory(req Request, st *State, b Budgets) (*split, error) {
+	orig := req.Messages
+	n := len(orig)
+	sp := &split{orig: orig}
+	if n > 0 && orig[0].Role == store.RoleSystem {
+		sp.sys = 1
+	}
+	est := c.estimator()
+	sp.work = append([]store.Message(nil), orig...)
+	sp.tok = make([]int, n)
+	for i, m := range sp.work {
+		sp.tok[i] = est.Message(m)
+		sp.before += sp.tok[i]
+	}
+
+	// The first exchange is protected on the first compaction only, and only as far as the
+	// head's share of the budget goes.
+	hasPrev := st.CompressionCount > 0
+	for i := sp.sys; i < n && !hasPrev; i++ {
+		hasPrev = isSummary(orig[i])
+	}
+	headN := sp.sys
+	if !hasPrev {
+		used := 0
+		for k := 0; k < max(c.Config.ProtectFirstN, 0) && sp.sys+k < n; k++ {
+			if used+sp.tok[sp.sys+k] > b.Head {
+				break
+			}
+			used += sp.tok[sp.sys+k]
+			headN++
+		}
+	}
+	// A history over its target is compacted however short it is; otherwise the reference's
+	// rule: at least four messages beyond the head.
+	minRest := 4
+	if sp.before+b.Fixed > b.Target {
+		minRest = 1
+	}
+	if n <= headN+minRest {
+		return nil, ErrNothingToCompress
+	}
+
+	protectLastN := c.Config.ProtectLastN
+	if protectLastN <= 0 {
+		protectLastN = DefaultProtectLastN
+	}
+	// Each message is decoded and scanned at most once, by whichever phase needs it first.
+	sp.hist = newHistory(orig)
+	pruneHistory(sp.work, sp.hist, sp.tok, b.Tail, protectLastN, req.SessionID)
+	for i, m := range sp.work {
+		sp.tok[i] = est.Message(m)
+	}
+	sp.unmerge(est)
+
+	sp.start = alignForward(sp.work, headN)
+	sp.end = findTailCut(sp.work, sp.tok, sp.start, tailParams{
+		Budget: b.Tail, Soft: b.TailSoft,
+		ProtectLastN: protectLastN, MinTailUsers: c.Config.minTailUsers(),
+	})
+	sp.end = sp.pastSummaries(sp.end)
+	if sp.start >= sp.end || sp.end > n {
+		return nil, ErrNothingToCompress
+	}
+	sp.minEnd = sp.pastSummaries(sp.minimalTailCut())
+	if sp.minEnd < sp.end {
+		sp.minEnd = sp.end
+	}
+	return sp, nil
+}
+
+// pastSummaries moves a tail start past any pure summary at or after it: a summary never
+// survives in the tail next to the new one.
+func (sp *split) pastSummaries(end int) int {
+	for i := len(sp.work) - 1; i >= end; i-- {
+		if isSummary(sp.work[i]) {
+			return alignForward(sp.work, i+1)
+		}
+	}
+	return end
+}
+
+// unmerge takes every summary carrier apart: a message the summary was merged into gets its
+// own text (and wire text, recall included) back, so it can stay in the tail or be summarised
+// as the turn it is. The newest summary's body becomes previous; pure summaries stay in work
+// (the middle skips them, the tail cut moves past them).
+func (sp *split) unmerge(est Estimator) {
+	sp.newest = -1
+	for i := sp.sys; i < len(sp.work); i++ {
+		if !isSummary(sp.work[i]) {
+			continue
+		}
+		p, ok := parseSummary(sp.work[i].Content)
+		if !ok {
+			continue
+		}
+		sp.newest = i
+		sp.previous = removeSection(p.Body, LedgerHeading)
+		sp.prevLedger = parseLedger(p.Body).Entries
+		text := p.Trailing
+		if text == "" {
+			text = p.Prior
+		}
+		if text == "" {
+			continue
+		}
+		m := sp.work[i]
+		m.Content, m.Summary = text, false
+		if m.APIContent != "" {
+			m.APIContent = ""
+			if pa, ok := parseSummary(sp.orig[i].APIContent); ok {
+				if w := pa.Trailing + pa.Prior; w != "" && w != text {
+					m.APIContent = w
+				}
+			}
+		}
+		sp.work[i] = m
+		sp.tok[i] = est.Message(m)
+	}
+}
+
+// minimalTailCut is the smallest tail that still answers the turn: from the newest real user
+// message on (else from the newest assistant message), never inside the head or a tool group.
+func (sp *split) minimalTailCut() int {
+	cut := nthLastRealUser(sp.work, sp.start, 1)
+	if cut < 0 {
+		cut = alignBackward(sp.work, lastAssistant(sp.work, sp.start))
+	}
+	if cut < 0 {
+		cut = len(sp.work) - 1
+	}
+	return alignForward(sp.work, max(cut, sp.start+1))
+}
+
+// middle is what leaves the active context for a tail starting at end: every message of
+// [start, end) but the pure summaries (their body is previous), in the form the summariser
+// reads (pruned) and in the original form (for the snapshot and the fallback), with scans.
+type middle struct {
+	orig, pruned []store.Message
+	scans        []msgScan
+	content      int // tokens of pruned
+	ledger       Ledger
+}
+
+func (sp *split) middleTo(end int, est Estimator) middle {
+	if md, ok := sp.mids[end]; ok {
+		return *md
+	}
+	var md middle
+	scans := sp.hist.scanRange(sp.start, end)
+	for i := sp.start; i < end; i++ {
+		o := sp.orig[i]
+		if isSummary(o) {
+			w := sp.work[i]
+			if isSummary(w) {
+				continue // a pure summary: its body is in previous
+			}
+			// A carrier: the text merged into it is a turn of its own.
+			w.ID = o.ID
+			md.orig = append(md.orig, w)
+			md.pruned = append(md.pruned, w)
+			md.scans = append(md.scans, scanMessage(w))
+			md.content += est.Message(w)
+			continue
+		}
+		md.orig = append(md.orig, o)
+		md.pruned = append(md.pruned, sp.work[i])
+		md.scans = append(md.scans, scans[i-sp.start])
+		md.content += sp.tok[i]
+	}
+	// The ledger reads earlier ledgers out of the summaries in the middle itself; one that sat
+	// in the tail (its carrier stays) is merged first.
+	if sp.newest >= end {
+		md.ledger.merge(sp.prevLedger)
+	}
+	md.ledger.merge(ledgerEntries(sp.orig[sp.start:end], scans))
+	md.ledger.bound()
+	if sp.mids == nil {
+		sp.mids = map[int]*middle{}
+	}
+	sp.mids[end] = &md
+	return md
+}
