@@ -12,13 +12,13 @@ type chart struct {
 }
 
 type bar struct {
-	X, W              int
-	CachedY, CachedH  int
-	UncachedY, UncH   int
-	Label, Title      string
-	ShowLabel         bool
-	LabelX, LabelY    int
-	OutputY, OutputH  int
+	X, W             int
+	CachedY, CachedH int
+	UncachedY, UncH  int
+	Label, Title     string
+	ShowLabel        bool
+	LabelX, LabelY   int
+	OutputY, OutputH int
 }
 
 const (

@@ -24,11 +24,11 @@ type item struct {
 
 type msgView struct {
 	store.Message
-	Calls   []callView
-	Nested  bool // a tool result shown inside its call
-	Ledger  string
-	Body    string // a summary's text without its ledger
-	CSRF    string // for the branch-here form
+	Calls  []callView
+	Nested bool // a tool result shown inside its call
+	Ledger string
+	Body   string // a summary's text without its ledger
+	CSRF   string // for the branch-here form
 }
 
 type callView struct {

@@ -115,7 +115,7 @@ func TestPages(t *testing.T) {
 		{"/ui/?q=PARSER", []string{"Refactor the parser"}},
 		{"/ui/?model=gpt-4o&cwd=/home/dev/parser", []string{"Refactor the parser"}},
 		{"/ui/sessions/" + f.demo, []string{
-			"archived message", // the archived span
+			"archived message",                                 // the archived span
 			"⟳ Compaction", "Fix the zebra bug in the parser.", // the marker and its summary
 			"Working set", "src/file_a.go", // the ledger
 			"read_file", "src/file_d.go", // a tool call and its arguments
