@@ -43,6 +43,9 @@ func (s *Server) funcs() template.FuncMap {
 		"add64":   func(a, b int64) int64 { return a + b },
 		"prefix":  func() string { return s.opts.Prefix },
 		"list":    func(v ...string) []string { return v },
+		"ledgerBody": func(l string) string {
+			return strings.TrimSpace(strings.TrimPrefix(l, ledgerHeading))
+		},
 		"roleOK":  func(r string) bool { return r == store.RoleUser || r == store.RoleAssistant || r == store.RoleTool },
 		"explain": explainBreak,
 	}

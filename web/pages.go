@@ -173,6 +173,7 @@ type searchData struct {
 	baseData
 	Q, Role, Source string
 	Hits            []store.SearchHit
+	Titles          map[string]string // session id → title, for the hits' sessions
 	Page            int
 	Prev, Next      string
 	Searched        bool
@@ -207,6 +208,18 @@ func (s *Server) searchPage(w http.ResponseWriter, r *http.Request, v viewer) er
 			hits = hits[:searchPageSize]
 		}
 		d.Hits = hits
+		d.Titles = map[string]string{}
+		for _, h := range hits {
+			if _, ok := d.Titles[h.SessionID]; ok {
+				continue
+			}
+			sess, err := s.st.GetSession(r.Context(), h.SessionID)
+			if err != nil {
+				d.Titles[h.SessionID] = ""
+				continue
+			}
+			d.Titles[h.SessionID] = sess.Title
+		}
 		link := func(page int) string {
 			return s.opts.Prefix + "/search" + queryString("q", d.Q, "role", d.Role, "source", d.Source, "page", strconv.Itoa(page))
 		}

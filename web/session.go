@@ -20,6 +20,7 @@ const transcriptPage = 200
 type item struct {
 	Msg      *msgView
 	Archived []msgView // a run of rows archived by compaction, shown on demand
+	Count    int       // rows in Archived, tool results shown inside their calls included
 }
 
 type msgView struct {
@@ -188,15 +189,19 @@ func buildItems(ms []store.Message, csrf string) ([]item, int) {
 		if m.Summary && m.Active {
 			compactions++
 		}
+		archived := !m.Active && m.Compacted
+		if archived {
+			if n := len(out); n > 0 && out[n-1].Msg == nil {
+				out[n-1].Count++
+			} else {
+				out = append(out, item{Count: 1})
+			}
+		}
 		if m.Nested {
 			continue
 		}
-		if !m.Active && m.Compacted {
-			if n := len(out); n > 0 && out[n-1].Msg == nil {
-				out[n-1].Archived = append(out[n-1].Archived, *m)
-			} else {
-				out = append(out, item{Archived: []msgView{*m}})
-			}
+		if archived {
+			out[len(out)-1].Archived = append(out[len(out)-1].Archived, *m)
 			continue
 		}
 		out = append(out, item{Msg: m})

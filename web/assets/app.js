@@ -84,6 +84,7 @@
   var box = document.querySelector("#messages[data-live]");
   if (box && window.EventSource) {
     var src = new EventSource(box.getAttribute("data-live"));
+    src.addEventListener("open", function () { box.setAttribute("data-stream", "open"); });
     src.addEventListener("messages", function (e) {
       var empty = box.querySelector(".empty");
       if (empty) empty.remove();

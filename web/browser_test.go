@@ -1,0 +1,339 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// chromiumPath finds the browser: $SPOOL_CHROMIUM, else Debian's chromium on PATH.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("SPOOL_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("chromium not found: .ci/run installs it (apt-get install -y chromium); the browser tests must run in CI")
+	}
+	t.Skip("chromium not found: install it (apt-get install -y chromium) or set SPOOL_CHROMIUM to run the browser tests")
+	return ""
+}
+
+// newBrowser starts a real headless Chromium with a fresh profile; its context ends with the test.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	exe := chromiumPath(t)
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelB := chromedp.NewContext(actx)
+	// A hang guard for the whole browser session, not a verdict on speed.
+	ctx, cancelT := context.WithTimeout(ctx, 5*time.Minute)
+	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
+	if err := chromedp.Run(ctx); err != nil {
+		t.Fatalf("start chromium %s: %v", exe, err)
+	}
+	// Any JavaScript dialog means hostile content executed (or the page misbehaved).
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			t.Errorf("a JavaScript dialog opened: %q", d.Message)
+			go func() { _ = chromedp.Run(ctx, page.HandleJavaScriptDialog(true)) }()
+		}
+	})
+	return ctx
+}
+
+func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
+	t.Helper()
+	if err := chromedp.Run(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// waitJS waits until a JavaScript expression is true: a condition, not a timer. It keeps asking
+// across navigations (an expression evaluated while a page unloads fails and is asked again).
+func waitJS(expr string) chromedp.ActionFunc {
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 90*time.Second) // a hang guard
+		defer cancel()
+		var last error
+		for {
+			var ok bool
+			err := chromedp.Evaluate(expr, &ok).Do(ctx)
+			if err == nil && ok {
+				return nil
+			}
+			if err != nil {
+				last = err
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for %s: %w (last error: %v)", shorten(expr, 80), ctx.Err(), last)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}
+
+func TestBrowser(t *testing.T) {
+	ctx := newBrowser(t)
+	f := newFixture(t)
+	_, base := newServer(t, f.st, Options{PollInterval: 50 * time.Millisecond})
+	var text string
+	var ok bool
+
+	if dir := os.Getenv("SPOOL_SCREENSHOTS"); dir != "" {
+		// First, so the pages show the fixture as seeded.
+		t.Run("screenshots", func(t *testing.T) { screenshots(t, ctx, base, f, dir) })
+	}
+
+	t.Run("list", func(t *testing.T) {
+		run(t, ctx, "open the list", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible("table.sessions"),
+			chromedp.Text("table.sessions", &text))
+		for _, want := range []string{"Refactor the parser", "↳ branch", "Try the other fix", "⎇ main", "71%"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("list lacks %q", want)
+			}
+		}
+		// Type to search: htmx swaps the rows in place.
+		run(t, ctx, "type to search", chromedp.SendKeys("#filter-q", "bold"),
+			waitJS(`!document.querySelector("#rows").textContent.includes("Refactor the parser")`),
+			chromedp.Text("#rows", &text))
+		if !strings.Contains(text, "<b>bold title</b>") {
+			t.Errorf("filtered rows = %q", shorten(text, 300))
+		}
+		// Keyboard: j selects the first row, Enter opens it.
+		run(t, ctx, "keyboard", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible("table.sessions"),
+			chromedp.KeyEvent("j"), waitJS(`document.querySelector("tr.sel") !== null`),
+			chromedp.KeyEvent("\r"), waitJS(`location.pathname.startsWith("/ui/sessions/")`))
+	})
+
+	t.Run("search and jump to a hit", func(t *testing.T) {
+		run(t, ctx, "search", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible("#global-q"),
+			chromedp.SendKeys("#global-q", "zebra\r"), chromedp.WaitVisible("ol.hits"))
+		// An archived hit: the page opens its collapsed span and scrolls it into view.
+		run(t, ctx, "jump to an archived hit",
+			chromedp.Click(`//li[.//span[contains(@class,"archived-tag")]]/a`, chromedp.BySearch),
+			waitJS(`location.hash.startsWith("#m") && document.getElementById(location.hash.slice(1)) !== null`),
+			chromedp.Evaluate(`(function(){var el=document.getElementById(location.hash.slice(1));
+				var d=el.closest("details.archived"); var r=el.getBoundingClientRect();
+				return d!==null && d.open && r.height>0 && r.top>=0 && r.top<innerHeight})()`, &ok))
+		if !ok {
+			t.Error("the archived hit is not shown: its span stayed closed or it is off screen")
+		}
+	})
+
+	t.Run("session with compactions and branches", func(t *testing.T) {
+		run(t, ctx, "open", chromedp.Navigate(base+"/ui/sessions/"+f.demo), chromedp.WaitVisible(".compaction"),
+			chromedp.Text(".side .tree", &text))
+		if !strings.Contains(text, "Try the other fix") || !strings.Contains(text, "branch") {
+			t.Errorf("lineage = %q", text)
+		}
+		// The archived span is closed until asked for.
+		run(t, ctx, "expand the archived span",
+			chromedp.Evaluate(`document.querySelector("details.archived").open`, &ok))
+		if ok {
+			t.Error("archived span open before it was asked for")
+		}
+		run(t, ctx, "expand the archived span", chromedp.Click("details.archived > summary"),
+			chromedp.WaitVisible("details.archived article.msg"),
+			chromedp.Text("details.archived", &text))
+		if !strings.Contains(text, "file B") {
+			t.Errorf("archived span = %q", shorten(text, 200))
+		}
+		sel := fmt.Sprintf("#m%d details.call", f.toolCall)
+		run(t, ctx, "expand a tool call", chromedp.Click(sel+" > summary"), chromedp.WaitVisible(sel+" pre.args"),
+			chromedp.Text(sel, &text))
+		if !strings.Contains(text, "src/file_d.go") || !strings.Contains(text, "func zebra()") {
+			t.Errorf("tool call = %q", text)
+		}
+		run(t, ctx, "cache break", chromedp.Text(".breakwhy", &text))
+		if !strings.Contains(text, "a compaction rewrote the history") || !strings.Contains(text, "10,000 cached tokens lost") {
+			t.Errorf("cache break = %q", text)
+		}
+		run(t, ctx, "follow the tree to the branch",
+			chromedp.Click(`//section[contains(@class,"tree")]//a[contains(., "Try the other fix")]`, chromedp.BySearch),
+			waitJS(`location.pathname.endsWith("/`+f.branch+`")`), chromedp.Text("h1#title", &text))
+		if text != "Try the other fix" {
+			t.Errorf("branch title = %q", text)
+		}
+	})
+
+	t.Run("hostile content does not execute", func(t *testing.T) {
+		run(t, ctx, "open", chromedp.Navigate(base+"/ui/sessions/"+f.evil), chromedp.WaitVisible(".side"),
+			chromedp.Evaluate(`document.querySelectorAll("script").length === 2 &&
+				document.querySelector("img, svg, [onerror], [onload], a[href^='javascript']") === null &&
+				document.querySelector("main").textContent.includes("<script>alert('pwned')</script>")`, &ok))
+		if !ok {
+			t.Error("hostile content became markup")
+		}
+	})
+
+	t.Run("rename and export", func(t *testing.T) {
+		dl := t.TempDir()
+		done := make(chan string, 1)
+		chromedp.ListenTarget(ctx, func(ev any) {
+			if e, ok := ev.(*browser.EventDownloadProgress); ok && e.State == browser.DownloadProgressStateCompleted {
+				select {
+				case done <- e.GUID:
+				default:
+				}
+			}
+		})
+		run(t, ctx, "rename", chromedp.Navigate(base+"/ui/sessions/"+f.demo), chromedp.WaitVisible("#actions"),
+			chromedp.Click("#actions > summary"), chromedp.WaitVisible("#rename-title"),
+			chromedp.SetValue("#rename-title", "Renamed in the browser"), chromedp.Submit("#rename-title"),
+			waitJS(`document.querySelector("h1#title").textContent === "Renamed in the browser"`))
+		if s, _ := f.st.GetSession(bg, f.demo); s.Title != "Renamed in the browser" {
+			t.Errorf("stored title = %q", s.Title)
+		}
+		run(t, ctx, "export",
+			browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllowAndName).WithDownloadPath(dl).WithEventsEnabled(true),
+			chromedp.Click("#actions > summary"), chromedp.WaitVisible("#export-btn"), chromedp.Click("#export-btn"))
+		var guid string
+		select {
+		case guid = <-done:
+		case <-ctx.Done():
+			t.Fatal("the export never finished downloading")
+		}
+		b, err := os.ReadFile(filepath.Join(dl, guid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _, _ := strings.Cut(string(b), "\n")
+		if !strings.HasPrefix(first, `{"spool_export":1`) || !strings.Contains(string(b), "Renamed in the browser") {
+			t.Errorf("downloaded bundle starts %q", shorten(string(b), 120))
+		}
+	})
+
+	t.Run("live turn streams in", func(t *testing.T) {
+		run(t, ctx, "open", chromedp.Navigate(base+"/ui/sessions/"+f.branch), chromedp.WaitVisible("#messages[data-live]"),
+			// Wait for the event stream to be open (app.js marks it).
+			waitJS(`document.querySelector("#messages").getAttribute("data-stream") === "open"`))
+		l, err := f.st.AcquireLease(bg, f.branch, "pid=99:host=turn-runner:start=1:nonce=z", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustAppend(t, f.st, f.branch, store.Message{Role: store.RoleUser, Content: "streamed **question**"},
+			store.Message{Role: store.RoleAssistant, Content: "running it", ToolCalls: []store.ToolCall{{ID: "lv", Type: "function",
+				Function: store.ToolFunction{Name: "terminal", Arguments: `{"cmd":"go test ./..."}`}}}})
+		run(t, ctx, "see it", waitJS(`document.querySelector("#messages").textContent.includes("streamed question") &&
+			document.querySelector("#messages").textContent.includes("terminal") &&
+			document.querySelector("#live-badge").textContent.includes("live")`))
+		all, _ := f.st.Conversation(bg, f.branch, store.ViewActive)
+		if _, err := f.st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: f.branch, Watermark: all[len(all)-1].ID,
+			Messages: []store.Message{{Role: store.RoleUser, Content: "## Goal\nstreamed compaction", Summary: true}}}, store.WithLease(l)); err != nil {
+			t.Fatal(err)
+		}
+		run(t, ctx, "see the compaction", waitJS(`document.querySelector("#messages .compaction:last-of-type") !== null &&
+			document.querySelector("#messages").textContent.includes("Compaction")`))
+		if err := f.st.ReleaseLease(bg, l); err != nil {
+			t.Fatal(err)
+		}
+		run(t, ctx, "badge goes", waitJS(`!document.querySelector("#live-badge").textContent.includes("live")`))
+	})
+
+}
+
+// screenshots saves the main pages at desktop and phone width, light and dark
+// (SPOOL_SCREENSHOTS=docs/screenshots go test ./web -run TestBrowser).
+func screenshots(t *testing.T, ctx context.Context, base string, f *fixture, dir string) {
+	addShowcase(t, f)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pages := []struct{ name, path, wait string }{
+		{"sessions", "/ui/", "table.sessions"},
+		{"session", "/ui/sessions/" + f.demo, ".compaction"},
+		{"search", "/ui/search?q=zebra", "ol.hits"},
+		{"usage", "/ui/usage", "figure.chart"},
+	}
+	for _, v := range []struct {
+		name          string
+		width, height int64
+		mobile        bool
+		dark          bool
+	}{{"desktop", 1280, 900, false, false}, {"phone", 390, 844, true, false}, {"desktop-dark", 1280, 900, false, true}} {
+		scheme := "light"
+		if v.dark {
+			scheme = "dark"
+		}
+		run(t, ctx, "emulate "+v.name,
+			emulation.SetDeviceMetricsOverride(v.width, v.height, 2, v.mobile),
+			emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}))
+		for _, p := range pages {
+			if v.dark && p.name != "session" && p.name != "sessions" {
+				continue
+			}
+			var png []byte
+			run(t, ctx, "shoot "+p.name, chromedp.Navigate(base+p.path), chromedp.WaitVisible(p.wait),
+				chromedp.Evaluate(`document.querySelectorAll(".compaction > details").forEach(function(d){d.open=true})`, nil),
+				chromedp.CaptureScreenshot(&png))
+			if err := os.WriteFile(filepath.Join(dir, p.name+"-"+v.name+".png"), png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run(t, ctx, "reset", emulation.ClearDeviceMetricsOverride())
+}
+
+// addShowcase adds a few sessions and days of usage so the screenshots show a lived-in store.
+func addShowcase(t *testing.T, f *fixture) {
+	st := f.st
+	now := time.Now()
+	specs := []struct{ title, source, model, cwd, branch, prompt string }{
+		{"Migrate the billing service to pgx", "cli", "claude-sonnet-4", "/home/dev/billing", "pgx-migration", "move the billing queries from lib/pq to pgx"},
+		{"", "telegram", "gpt-4o-mini", "", "", "what's on my calendar tomorrow?"},
+		{"Nightly triage", "api", "gpt-4o", "/srv/triage", "", "triage the failing CI jobs from last night"},
+		{"Flaky lease test", "cli", "claude-sonnet-4", "/home/dev/spool", "fix-lease-flake", "TestLeases fails once in 50 runs on CI"},
+		{"Release notes v0.4", "cli", "gpt-4o", "/home/dev/spool", "main", "draft the release notes from the changelog"},
+	}
+	for i, sp := range specs {
+		s, err := st.CreateSession(bg, store.NewSession{Title: sp.title, Source: sp.source, Model: sp.model, Cwd: sp.cwd,
+			GitBranch: sp.branch, StartedAt: now.Add(-time.Duration(i+3) * 26 * time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustAppend(t, st, s.ID, store.Message{Role: store.RoleUser, Content: sp.prompt, Timestamp: now.Add(-time.Duration(i+3) * 25 * time.Hour)},
+			store.Message{Role: store.RoleAssistant, Content: "On it.", Timestamp: now.Add(-time.Duration(i+3) * 25 * time.Hour)})
+		for d := 0; d < 12; d++ {
+			in := int64(20000 + 7000*((d*7+i*3)%5))
+			u := store.Usage{InputTokens: in, CacheReadTokens: in * int64(60+(d*13+i*7)%35) / 100, OutputTokens: 900 + int64(d*40), CostUSD: float64(in) / 1e6 * 2.5}
+			if err := st.RecordRequest(bg, s.ID, store.RequestRecord{At: now.Add(-time.Duration(d*2+i) * 24 * time.Hour), Model: sp.model, Usage: u}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := st.AcquireLease(bg, f.demo, "pid=4242:host=devbox:start=1:nonce=9f", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+}
