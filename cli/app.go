@@ -16,6 +16,7 @@ import (
 
 	"github.com/spoolhq/spool/config"
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/postgres"
 	"github.com/spoolhq/spool/store/sqlite"
 )
 
@@ -56,12 +57,29 @@ func (a *app) openStore(ctx context.Context) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Database.URL != "" {
+		db, err := postgres.Open(ctx, cfg.Database.URL, postgres.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("open database: %w", err)
+		}
+		a.st, a.closer = db, db
+		return db, nil
+	}
 	db, err := openSQLite(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	a.st, a.closer = db, db
 	return db, nil
+}
+
+// databaseName names the configured database for messages: the SQLite file, or the
+// PostgreSQL URL without its password.
+func databaseName(cfg config.Config) string {
+	if cfg.Database.URL != "" {
+		return postgres.Redact(cfg.Database.URL)
+	}
+	return cfg.Database.Path
 }
 
 // openSQLite opens the SQLite store cfg describes, creating its directory (mode 0700) first.

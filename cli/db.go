@@ -35,10 +35,10 @@ func (a *app) dbCheckCommand() *cobra.Command {
 				if problems == nil {
 					problems = []string{}
 				}
-				return a.printJSON(map[string]any{"ok": len(problems) == 0, "path": cfg.Database.Path, "problems": problems})
+				return a.printJSON(map[string]any{"ok": len(problems) == 0, "path": databaseName(cfg), "problems": problems})
 			}
 			if len(problems) == 0 {
-				fmt.Fprintf(a.stdout, "ok: %s\n", cfg.Database.Path)
+				fmt.Fprintf(a.stdout, "ok: %s\n", databaseName(cfg))
 				return nil
 			}
 			for _, p := range problems {
@@ -48,7 +48,7 @@ func (a *app) dbCheckCommand() *cobra.Command {
 			if len(problems) == 1 {
 				noun = "problem"
 			}
-			fmt.Fprintf(a.stderr, "spool: %d %s found in %s\n", len(problems), noun, cfg.Database.Path)
+			fmt.Fprintf(a.stderr, "spool: %d %s found in %s\n", len(problems), noun, databaseName(cfg))
 			return nil
 		},
 	}

@@ -29,6 +29,10 @@ type Config struct {
 type Database struct {
 	// Path of the SQLite file; relative paths are relative to Home.
 	Path string `yaml:"path"`
+	// URL, when set (postgres://user:pass@host:5432/db?sslmode=...), selects the PostgreSQL
+	// backend instead of the SQLite file; Path, Synchronous and JournalMode are then unused.
+	// SPOOL_DATABASE_URL keeps a password out of the file.
+	URL string `yaml:"url"`
 	// Synchronous is "normal" (WAL default: a commit survives a process crash, the last few may
 	// be lost on power loss) or "full" (fsync on every commit).
 	Synchronous string `yaml:"synchronous" enum:"normal,full"`

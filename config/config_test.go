@@ -235,6 +235,7 @@ func TestErrors(t *testing.T) {
 		{"bad float", "compression:\n  threshold: half\n", nil, []string{"config.yaml:2", "compression.threshold", `"half" is not a number`}},
 		{"out of range", "compression:\n  threshold: 1.5\n", nil, []string{"config.yaml:2", "compression.threshold", "out of range"}},
 		{"bad enum", "database:\n  synchronous: extra\n", nil, []string{"config.yaml:2", "database.synchronous", `"extra" is not one of normal, full`}},
+		{"database url not postgres", "database:\n  url: mysql://x/y\n", nil, []string{"config.yaml:2", "database.url", "postgres://"}},
 		{"bad provider", "provider:\n  name: gemini\n", nil, []string{"config.yaml:2", "provider.name", "gemini"}},
 		{"bad bool", "compression:\n  in_place: maybe\n", nil, []string{"config.yaml:2", "compression.in_place", "not a boolean"}},
 		{"bad int", "sessions:\n  max_resume_messages: 1.5\n", nil, []string{"config.yaml:2", "sessions.max_resume_messages", "not a whole number"}},

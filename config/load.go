@@ -440,6 +440,9 @@ func (c *Config) validate(sources map[string]string) error {
 	if c.Database.Path == "" {
 		return bad("database.path", "is empty")
 	}
+	if u := c.Database.URL; u != "" && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+		return bad("database.url", "must start with postgres:// or postgresql:// (the SQLite file is database.path)")
+	}
 	if c.Leases.RenewEvery >= c.Leases.TTL {
 		return bad("leases.renew_every", "%s must be shorter than leases.ttl (%s)", c.Leases.RenewEvery, c.Leases.TTL)
 	}

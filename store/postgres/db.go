@@ -78,6 +78,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", Redact(dsn), err)
 	}
 	db := &DB{pool: pool, url: dsn, opts: opts, log: opts.Logger}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open %s: connect: %w", Redact(dsn), err)
+	}
 	if err := db.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open %s: %w", Redact(dsn), err)
