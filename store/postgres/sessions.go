@@ -508,18 +508,22 @@ func (db *DB) RecordRequest(ctx context.Context, id string, r store.RequestRecor
 		brk = &s
 	}
 	err := db.write(ctx, routineBudget, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE sessions SET
+		var root string
+		err := tx.QueryRow(ctx, `UPDATE sessions SET
 			input_tokens = input_tokens + $1, output_tokens = output_tokens + $2,
 			cache_read_tokens = cache_read_tokens + $3, cache_write_tokens = cache_write_tokens + $4,
 			reasoning_tokens = reasoning_tokens + $5, api_call_count = api_call_count + $6,
-			cost_usd = cost_usd + $7 WHERE id = $8`,
+			cost_usd = cost_usd + $7 WHERE id = $8 RETURNING root_id`,
 			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens,
-			u.APICalls, u.CostUSD, id)
+			u.APICalls, u.CostUSD, id).Scan(&root)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("session", id)
+		}
 		if err != nil {
 			return err
 		}
-		if tag.RowsAffected() == 0 {
-			return notFound("session", id)
+		if err := checkLease(ctx, tx, root, r.Lease); err != nil {
+			return err // rolls the usage back too
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO requests (session_id, at, model, task, input_tokens, output_tokens,
 			cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cache_break)
