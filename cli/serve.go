@@ -18,6 +18,7 @@ import (
 	"github.com/spoolhq/spool/gateway"
 	"github.com/spoolhq/spool/gateway/openai"
 	"github.com/spoolhq/spool/prompt"
+	"github.com/spoolhq/spool/web"
 )
 
 const serveLong = `Serve spool's long sessions behind the OpenAI API, on the same $SPOOL_HOME (database) as the
@@ -26,7 +27,8 @@ other way round.
 
 Routes: POST /v1/chat/completions (streamed and not), GET /v1/models ("spool" is the default
 model: the configured provider's, else the offline model), GET /health, GET /ready, GET /metrics
-(Prometheus). Errors use OpenAI's JSON error shape.
+(Prometheus), and the session browser under /ui/ (scoped to the key's principal). Errors use
+OpenAI's JSON error shape.
 
 Sessions: X-Spool-Session-Id continues a session (its live tip after compaction);
 X-Spool-Session-Key names a stable lane the client picks; with neither, the session is derived
@@ -167,8 +169,17 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 			origins = append(origins, o)
 		}
 	}
+	// The session browser, scoped to the key's principal (all sessions without keys, as spool ui).
+	ui := web.New(st, web.Options{Prefix: "/ui", Principal: func(r *http.Request) (web.Principal, error) {
+		p, ok := openai.PrincipalFor(keys, r)
+		if !ok {
+			return web.Principal{}, errors.New("missing or unknown API key (send Authorization: Bearer <key>)")
+		}
+		return web.Principal{UserID: p, Scoped: keys.Enabled()}, nil
+	}})
+	defer ui.Close()
 	api := openai.New(g, openai.Options{Keys: keys, Models: []string{model}, MaxBodyBytes: int64(sc.MaxRequestBytes),
-		CORSOrigins: origins, KeepAlive: sc.KeepAlive})
+		CORSOrigins: origins, KeepAlive: sc.KeepAlive, Mount: map[string]http.Handler{"/ui": ui, "/ui/": ui}})
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", listen, err)
@@ -192,6 +203,7 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	fmt.Fprintf(a.stderr, "spool serve: draining (running turns get %s)\n", sc.DrainTimeout)
 	dctx, cancel := context.WithTimeout(context.Background(), sc.DrainTimeout)
 	defer cancel()
+	ui.Close() // end the browser's live streams so Shutdown does not wait on them
 	drained := make(chan error, 1)
 	go func() { drained <- g.Drain(dctx) }()
 	// Shutdown closes the listener at once and waits for the handlers; the turns they run

@@ -256,7 +256,10 @@ func (g *Gateway) Turn(ctx context.Context, req Request, sink Sink) (Reply, erro
 
 func (g *Gateway) runTurn(ctx context.Context, r Runner, p plan, guard *guarded) (agent.Result, error) {
 	if len(p.prelude) > 0 {
-		if _, err := g.st.AppendBatch(ctx, p.sessionID, p.prelude); err != nil {
+		start := time.Now()
+		_, err := g.st.AppendBatch(ctx, p.sessionID, p.prelude)
+		g.observe("append_history", start)
+		if err != nil {
 			return agent.Result{SessionID: p.sessionID}, fmt.Errorf("store the resent history of %s: %w", p.sessionID, err)
 		}
 	}

@@ -78,3 +78,8 @@ func (m *Metrics) observeTurn(res agent.Result, err error, d time.Duration) {
 	m.promptTokens.Add(float64(res.Usage.InputTokens))
 	m.cachedTokens.Add(float64(res.Usage.CacheReadTokens))
 }
+
+// observe records the latency of one of the gateway's store operations.
+func (g *Gateway) observe(op string, start time.Time) {
+	g.m.storeLatency.WithLabelValues(op).Observe(time.Since(start).Seconds())
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spoolhq/spool/store"
 )
@@ -97,7 +98,9 @@ func (g *Gateway) resolve(ctx context.Context, req Request) (plan, error) {
 		p.sessionID = cur // a stateful client sends only what is new
 		return p, nil
 	}
+	start := time.Now()
 	hist, err := g.st.Conversation(ctx, cur, store.ViewActive)
+	g.observe("conversation", start)
 	if err != nil {
 		return plan{}, fmt.Errorf("load session %s: %w", cur, err)
 	}
@@ -123,7 +126,9 @@ func (g *Gateway) resolve(ctx context.Context, req Request) (plan, error) {
 
 // owned is the live tip of a session the principal owns.
 func (g *Gateway) owned(ctx context.Context, principal, id string) (string, error) {
+	start := time.Now()
 	s, err := g.st.GetSession(ctx, id)
+	g.observe("get_session", start)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}
@@ -142,7 +147,9 @@ func (g *Gateway) owned(ctx context.Context, principal, id string) (string, erro
 
 // routed is the live tip a route names, "" when there is none (or it is not the principal's).
 func (g *Gateway) routed(ctx context.Context, principal, key string) (string, error) {
+	start := time.Now()
 	r, err := g.st.GetRoute(ctx, key)
+	g.observe("get_route", start)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", nil
 	}
@@ -164,7 +171,9 @@ func (g *Gateway) Owned(ctx context.Context, principal, id string) (string, erro
 
 func (g *Gateway) create(ctx context.Context, principal string, ns store.NewSession) (store.Session, error) {
 	ns.Source, ns.UserID, ns.Model = Source, principal, g.cfg.Model
+	start := time.Now()
 	s, err := g.st.CreateSession(ctx, ns)
+	g.observe("create_session", start)
 	if err != nil {
 		return store.Session{}, fmt.Errorf("create session: %w", err)
 	}
@@ -175,7 +184,10 @@ func (g *Gateway) putRoute(ctx context.Context, key, sessionID string) error {
 	if key == "" {
 		return nil
 	}
-	if err := g.st.PutRoute(ctx, store.Route{Key: key, SessionID: sessionID}); err != nil {
+	start := time.Now()
+	err := g.st.PutRoute(ctx, store.Route{Key: key, SessionID: sessionID})
+	g.observe("put_route", start)
+	if err != nil {
 		return fmt.Errorf("route %s: %w", sessionID, err)
 	}
 	return nil

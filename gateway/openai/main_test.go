@@ -60,6 +60,26 @@ type server struct {
 	cmd    *exec.Cmd
 	stderr *syncBuffer
 	waited chan error
+	lines  chan string // stderr lines after the listening one
+}
+
+// waitLine waits for a stderr line containing sub.
+func (s *server) waitLine(t *testing.T, sub string) {
+	t.Helper()
+	timeout := time.After(2 * time.Minute)
+	for {
+		select {
+		case l, ok := <-s.lines:
+			if !ok {
+				t.Fatalf("spool serve ended without printing %q:\n%s", sub, s.stderr.String())
+			}
+			if strings.Contains(l, sub) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("spool serve never printed %q:\n%s", sub, s.stderr.String())
+		}
+	}
 }
 
 type syncBuffer struct {
@@ -94,7 +114,7 @@ func startServe(t *testing.T, home, config string, args ...string) *server {
 	cmd.Env = cleanEnv()
 	cmd.Env = append(cmd.Env, "UPSTREAM_KEY=test-upstream-key")
 	pr, pw := io.Pipe()
-	s := &server{home: home, cmd: cmd, stderr: &syncBuffer{}, waited: make(chan error, 1)}
+	s := &server{home: home, cmd: cmd, stderr: &syncBuffer{}, waited: make(chan error, 1), lines: make(chan string, 256)}
 	cmd.Stderr = io.MultiWriter(s.stderr, pw)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -107,14 +127,24 @@ func startServe(t *testing.T, home, config string, args ...string) *server {
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
+		listening := false
 		for sc.Scan() {
-			if m := listenRe.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-				break
+			if !listening {
+				if m := listenRe.FindStringSubmatch(sc.Text()); m != nil {
+					listening = true
+					found <- m[1]
+				}
+				continue
+			}
+			select {
+			case s.lines <- sc.Text():
+			default: // nobody is waiting for lines this far
 			}
 		}
-		close(found)
-		io.Copy(io.Discard, pr)
+		if !listening {
+			close(found)
+		}
+		close(s.lines)
 	}()
 	u, ok := <-found
 	if !ok {
@@ -272,3 +302,5 @@ func (u *upstream) open(name string) {
 func (u *upstream) providerConfig() string {
 	return fmt.Sprintf("provider:\n  name: openai\n  model: fake-model\n  base_url: %s/v1\n  api_key_env: UPSTREAM_KEY\n", u.URL)
 }
+
+var sigterm = syscall.SIGTERM

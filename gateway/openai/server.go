@@ -25,7 +25,8 @@ type Options struct {
 	// WriteTimeout bounds one write to a client (0: 30s): a client that stops reading is
 	// dropped, its turn goes on.
 	WriteTimeout time.Duration
-	// Mount adds more handlers (the session browser) on the same mux, behind the same auth.
+	// Mount adds more handlers (the session browser) on the same mux, by pattern; each does
+	// its own authentication (PrincipalFor helps).
 	Mount map[string]http.Handler
 }
 
@@ -66,7 +67,7 @@ func New(g *gateway.Gateway, o Options) *Server {
 	s.handle("GET /v1/models/{id}", "model", s.model)
 	s.handle("POST /v1/chat/completions", "chat_completions", s.chat)
 	for pattern, h := range o.Mount {
-		s.mux.Handle(pattern, s.authed(pattern, func(w http.ResponseWriter, r *http.Request, _ string) { h.ServeHTTP(w, r) }))
+		s.mux.Handle(pattern, h)
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, newError(http.StatusNotFound, "invalid_request_error", "unknown_url",
@@ -84,6 +85,19 @@ func PrincipalOf(ctx context.Context) string {
 	return p
 }
 
+// PrincipalFor authenticates a request as the API does: the Bearer key's principal, or
+// gateway.Local when no keys are configured. ok is false for a missing or unknown key.
+func PrincipalFor(keys gateway.Keys, r *http.Request) (principal string, ok bool) {
+	if !keys.Enabled() {
+		return gateway.Local, true
+	}
+	key, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !found {
+		return "", false
+	}
+	return keys.Authenticate(strings.TrimSpace(key))
+}
+
 // handle registers an authenticated route.
 func (s *Server) handle(pattern, route string, h func(w http.ResponseWriter, r *http.Request, principal string)) {
 	s.mux.Handle(pattern, s.authed(route, h))
@@ -95,16 +109,11 @@ func (s *Server) authed(route string, h func(w http.ResponseWriter, r *http.Requ
 		defer func() {
 			s.g.Metrics().Requests.WithLabelValues(route, strconv.Itoa(sw.code())).Inc()
 		}()
-		principal := gateway.Local
-		if s.o.Keys.Enabled() {
-			key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			p, found := s.o.Keys.Authenticate(strings.TrimSpace(key))
-			if !ok || !found {
-				writeError(sw, newError(http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
-					"missing or unknown API key (send Authorization: Bearer <key>)").noRetry())
-				return
-			}
-			principal = p
+		principal, ok := PrincipalFor(s.o.Keys, r)
+		if !ok {
+			writeError(sw, newError(http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
+				"missing or unknown API key (send Authorization: Bearer <key>)").noRetry())
+			return
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, s.o.MaxBodyBytes)
 		h(sw, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)), principal)
