@@ -1,9 +1,11 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spoolhq/spool/store"
@@ -13,16 +15,18 @@ import (
 
 const defaultPageLimit = 200
 
-// ConversationPage implements store.Store.
+// ConversationPage implements store.Store. Each visibility is read as its own range of the
+// (session_id, active, id) index, already in id order, and the ranges are merged: one query with
+// "active = 1 OR compacted = 1" would read and sort every row of the session for each page.
 func (db *DB) ConversationPage(ctx context.Context, sessionID string, q store.PageQuery) ([]store.Message, error) {
-	var vis string
+	var ranges []string
 	switch q.View {
 	case store.ViewActive:
-		vis = "m.active = 1"
+		ranges = []string{"m.active = 1"}
 	case store.ViewDisplay:
-		vis = "(m.active = 1 OR m.compacted = 1)"
+		ranges = []string{"m.active = 1", "m.active = 0 AND m.compacted = 1"}
 	case store.ViewAll:
-		vis = "1"
+		ranges = []string{"m.active = 1", "m.active = 0"}
 	default:
 		return nil, fmt.Errorf("conversation page %s: %w", sessionID, store.Invalid("view", "unknown view %d", q.View))
 	}
@@ -38,36 +42,42 @@ func (db *DB) ConversationPage(ctx context.Context, sessionID string, q store.Pa
 	}
 	// The last rows before BeforeID when no AfterID is given (a window ending at a message),
 	// else the first rows after AfterID; both come back in id order.
+	desc := q.AfterID == 0 && q.BeforeID > 0
 	order := "ASC"
-	if q.AfterID == 0 && q.BeforeID > 0 {
+	if desc {
 		order = "DESC"
 	}
-	query := "SELECT " + messageCols + " FROM messages m WHERE m.session_id = ? AND " + vis +
-		" AND m.id > ? AND m.id < ? ORDER BY m.id " + order + " LIMIT ?"
 	var ms []store.Message
-	err := db.readRows(ctx, query, []any{sessionID, q.AfterID, before, q.Limit}, func(r rowScanner) error {
-		var content, head string
-		var calls, extra sql.NullString
-		if err := r.Scan(&content, &head, &calls, &extra); err != nil {
-			return err
-		}
-		var x *string
-		if extra.Valid {
-			x = &extra.String
-		}
-		m, err := decodeMessage(sessionID, content, head, calls.String, x)
+	for _, vis := range ranges {
+		query := "SELECT " + messageCols + " FROM messages m WHERE m.session_id = ? AND " + vis +
+			" AND m.id > ? AND m.id < ? ORDER BY m.id " + order + " LIMIT ?"
+		err := db.readRows(ctx, query, []any{sessionID, q.AfterID, before, q.Limit}, func(r rowScanner) error {
+			var content, head string
+			var calls, extra sql.NullString
+			if err := r.Scan(&content, &head, &calls, &extra); err != nil {
+				return err
+			}
+			var x *string
+			if extra.Valid {
+				x = &extra.String
+			}
+			m, err := decodeMessage(sessionID, content, head, calls.String, x)
+			if err != nil {
+				return err
+			}
+			ms = append(ms, m)
+			return nil
+		})
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("conversation page %s: %w", sessionID, err)
 		}
-		ms = append(ms, m)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("conversation page %s: %w", sessionID, err)
 	}
-	if order == "DESC" {
-		for i, j := 0, len(ms)-1; i < j; i, j = i+1, j-1 {
-			ms[i], ms[j] = ms[j], ms[i]
+	slices.SortFunc(ms, func(a, b store.Message) int { return cmp.Compare(a.ID, b.ID) })
+	if len(ms) > q.Limit {
+		if desc {
+			ms = ms[len(ms)-q.Limit:]
+		} else {
+			ms = ms[:q.Limit]
 		}
 	}
 	if len(ms) == 0 {
