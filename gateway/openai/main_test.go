@@ -227,6 +227,18 @@ func newUpstream(t *testing.T) *upstream {
 	u := &upstream{gates: map[string]*gate{}, started: map[string]bool{}}
 	h := fake.New(fake.Config{}).Handler()
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Gate controls for scripts in other processes (the Node test).
+		if name, ok := strings.CutPrefix(r.URL.Path, "/gate/arrived/"); ok {
+			select {
+			case <-u.gate(name).arrived:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		if name, ok := strings.CutPrefix(r.URL.Path, "/gate/open/"); ok {
+			u.open(name)
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		var req struct {
