@@ -148,11 +148,12 @@ func (a *app) colour() bool {
 	return isTerminal(a.stdout) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
 }
 
-// confirm asks a yes/no question on a terminal. Without a terminal on stdin it answers yes:
-// scripts that pipe input have no one to ask.
+// confirm asks a yes/no question on a terminal. Without a terminal on stdin there is no one to
+// ask, and a destructive default is wrong: it fails with a one-line error naming --yes.
 func (a *app) confirm(question string) (bool, error) {
 	if !isTerminal(a.stdin) {
-		return true, nil
+		// Nobody can answer: a script must say so itself rather than delete by default.
+		return false, errors.New("stdin is not a terminal, so nobody can confirm: pass --yes")
 	}
 	fmt.Fprintf(a.stderr, "%s [y/N] ", question)
 	line, err := bufio.NewReader(a.stdin).ReadString('\n')

@@ -175,6 +175,8 @@ type searchHit struct {
 	Snippet   string `json:"snippet"`
 	Source    string `json:"source"`
 	Active    bool   `json:"active"`
+	ToolName  string `json:"tool_name"`
+	Summary   bool   `json:"summary"`
 }
 
 func TestSearch(t *testing.T) {
@@ -217,6 +219,18 @@ func TestSearch(t *testing.T) {
 	lim := decode[[]searchHit](t, spool(t, home, "search", "tokenizer", "--limit", "1", "--json").ok(t, "search --limit"))
 	if len(lim) != 1 {
 		t.Errorf("--limit 1 gave %d hits", len(lim))
+	}
+	// Tool hits name their tool; summaries say they are one.
+	tools := decode[[]searchHit](t, spool(t, home, "search", "tokenize", "--role", "tool", "--json").ok(t, "search --role tool"))
+	if len(tools) != 1 || tools[0].ToolName != "read_file" {
+		t.Errorf("tool hit without its tool name: %+v", tools)
+	}
+	sums := decode[[]searchHit](t, spool(t, home, "search", "summary", "--json").ok(t, "search summary"))
+	if len(sums) == 0 || !sums[0].Summary {
+		t.Errorf("summary hit not labelled: %+v", sums)
+	}
+	if out := spool(t, home, "search", "tokenize", "--role", "tool").ok(t, "search --role tool").stdout; !strings.Contains(out, "tool read_file") {
+		t.Errorf("human tool hit does not name the tool:\n%s", out)
 	}
 	// Text the FTS engine would choke on is still a valid query.
 	spool(t, home, "search", `"unbalanced AND (`, "--json").ok(t, "search odd syntax")
@@ -316,9 +330,23 @@ func TestPruneStatsDeleteCheck(t *testing.T) {
 	if human := spool(t, home, "sessions", "stats").ok(t, "stats").stdout; !strings.Contains(human, "Sessions:") {
 		t.Errorf("stats output %q", human)
 	}
+	// The message breakdown covers every row.
+	if n := stats["messages"].(float64); n != stats["active_messages"].(float64)+stats["archived_messages"].(float64)+stats["superseded_messages"].(float64) {
+		t.Errorf("stats do not add up: %v", stats)
+	}
 
 	// Only the ended session from over a year ago is older than 30 days.
-	pr := decode[map[string]any](t, spool(t, home, "sessions", "prune", "--older-than", "30d", "--json").ok(t, "prune"))
+	// Without a terminal nobody can confirm: --yes is required, and nothing goes without it.
+	for _, argv := range [][]string{{"sessions", "prune", "--older-than", "30d"}, {"sessions", "delete", idAPI}} {
+		r := spool(t, home, argv...)
+		if r.code == 0 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "--yes") {
+			t.Errorf("%v without --yes and without a terminal: exit %d, stderr %q", argv, r.code, r.stderr)
+		}
+	}
+	spool(t, home, "sessions", "show", idOld).ok(t, "show after a refused prune")
+	spool(t, home, "sessions", "show", idAPI).ok(t, "show after a refused delete")
+
+	pr := decode[map[string]any](t, spool(t, home, "sessions", "prune", "--older-than", "30d", "--json", "--yes").ok(t, "prune"))
 	if pr["pruned"] != float64(1) {
 		t.Errorf("prune = %v, want 1", pr)
 	}
@@ -330,8 +358,7 @@ func TestPruneStatsDeleteCheck(t *testing.T) {
 		spool(t, home, "sessions", "prune", "--older-than", d, "--yes").ok(t, "prune "+d)
 	}
 
-	// stdin is not a terminal, so delete does not ask.
-	del := decode[map[string]any](t, spool(t, home, "sessions", "delete", idAPI, "--json").ok(t, "delete"))
+	del := decode[map[string]any](t, spool(t, home, "sessions", "delete", idAPI, "--json", "--yes").ok(t, "delete"))
 	if del["deleted"] != idAPI {
 		t.Errorf("delete --json = %v", del)
 	}

@@ -27,8 +27,17 @@ type searchHitJSON struct {
 	Timestamp      *time.Time   `json:"timestamp"`
 	Active         bool         `json:"active"`
 	Compacted      bool         `json:"compacted"`
+	ToolName       string       `json:"tool_name,omitempty"`
+	Summary        bool         `json:"summary,omitempty"`
+	Copies         []copyJSON   `json:"copies,omitempty"`
 	Before         *contextJSON `json:"before,omitempty"`
 	After          *contextJSON `json:"after,omitempty"`
+}
+
+// copyJSON is a verbatim compaction copy of a hit's message (the hit is the original).
+type copyJSON struct {
+	MessageID int64 `json:"message_id"`
+	Active    bool  `json:"active"`
 }
 
 type contextJSON struct {
@@ -97,12 +106,17 @@ func (a *app) searchCommand() *cobra.Command {
 			if a.json {
 				out := make([]searchHitJSON, 0, len(hits))
 				for _, h := range hits {
-					out = append(out, searchHitJSON{
+					j := searchHitJSON{
 						MessageID: h.MessageID, SessionID: h.SessionID, Role: h.Role, Snippet: h.Snippet,
 						Source: h.Source, Model: h.Model, SessionStarted: jsonTime(h.SessionStarted),
 						Timestamp: jsonTime(h.Timestamp), Active: h.Active, Compacted: h.Compacted,
+						ToolName: h.ToolName, Summary: h.Summary,
 						Before: toContextJSON(h.Before), After: toContextJSON(h.After),
-					})
+					}
+					for _, c := range h.Copies {
+						j.Copies = append(j.Copies, copyJSON{MessageID: c.MessageID, Active: c.Active})
+					}
+					out = append(out, j)
 				}
 				return a.printJSON(out)
 			}
@@ -119,12 +133,8 @@ func (a *app) searchCommand() *cobra.Command {
 				if i > 0 {
 					fmt.Fprintln(a.stdout)
 				}
-				tag := ""
-				if !h.Active {
-					tag = " [archived]"
-				}
-				fmt.Fprintf(a.stdout, "%s%s #%d %s · %s · %s%s%s\n", dim, h.SessionID, h.MessageID, h.Role,
-					h.Source, formatTime(h.Timestamp), tag, reset)
+				fmt.Fprintf(a.stdout, "%s%s #%d %s · %s · %s%s%s\n", dim, h.SessionID, h.MessageID, hitHead(h),
+					h.Source, formatTime(h.Timestamp), hitTags(h), reset)
 				if h.Before != nil {
 					fmt.Fprintf(a.stdout, "%s    %s: %s%s\n", dim, h.Before.Role, truncate(h.Before.Content, 100), reset)
 				}
@@ -153,4 +163,35 @@ func renderSnippet(s string, colour bool) string {
 	}
 	s = strings.ReplaceAll(s, markOpen, "\x1b[1;33m")
 	return strings.ReplaceAll(s, markClose, "\x1b[0m")
+}
+
+// hitHead is a hit's role, with the tool's name for a tool row.
+func hitHead(h store.SearchHit) string {
+	if h.ToolName != "" {
+		return h.Role + " " + oneLine(h.ToolName)
+	}
+	return h.Role
+}
+
+// hitTags labels what kind of row a hit is: a compaction summary, an archived row, and the
+// copies of it that compactions carried forward (listed once, here, instead of as more hits).
+func hitTags(h store.SearchHit) string {
+	var tags []string
+	if h.Summary {
+		tags = append(tags, "summary")
+	}
+	if !h.Active {
+		tags = append(tags, "archived")
+	}
+	if n := len(h.Copies); n > 0 {
+		live := ""
+		if h.Copies[n-1].Active {
+			live = fmt.Sprintf(", live as #%d", h.Copies[n-1].MessageID)
+		}
+		tags = append(tags, fmt.Sprintf("carried through %d compactions%s", n, live))
+	}
+	if len(tags) == 0 {
+		return ""
+	}
+	return " [" + strings.Join(tags, ", ") + "]"
 }

@@ -366,7 +366,7 @@ func (a *app) sessionsDeleteCommand() *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
 		Use:   "delete ID",
-		Short: "Delete a session and its messages (asks first on a terminal)",
+		Short: "Delete a session and its messages (asks first; without a terminal, pass --yes)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx := cmd.Context()
@@ -421,7 +421,7 @@ func (a *app) sessionsPruneCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "prune --older-than DURATION",
-		Short: "Delete ended sessions that started longer ago than DURATION (30d, 12h, 90m)",
+		Short: "Delete sessions with no activity for longer than DURATION (30d, 12h, 90m), ended or not",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if olderThan == "" {
@@ -432,7 +432,7 @@ func (a *app) sessionsPruneCommand() *cobra.Command {
 				return fmt.Errorf("bad --older-than: %w", err)
 			}
 			if d <= 0 {
-				return fmt.Errorf("bad --older-than: %q would prune every ended session; give a positive duration", olderThan)
+				return fmt.Errorf("bad --older-than: %q would prune every session; give a positive duration", olderThan)
 			}
 			ctx := cmd.Context()
 			st, err := a.openStore(ctx)
@@ -441,7 +441,7 @@ func (a *app) sessionsPruneCommand() *cobra.Command {
 			}
 			cutoff := time.Now().Add(-d)
 			if !yes {
-				ok, err := a.confirm(fmt.Sprintf("Delete every ended session started before %s?", formatTime(cutoff)))
+				ok, err := a.confirm(fmt.Sprintf("Delete every session with no activity since %s?", formatTime(cutoff)))
 				if err != nil {
 					return err
 				}
@@ -456,7 +456,7 @@ func (a *app) sessionsPruneCommand() *cobra.Command {
 			if a.json {
 				return a.printJSON(map[string]any{"pruned": n, "cutoff": cutoff.UTC()})
 			}
-			fmt.Fprintf(a.stdout, "Pruned %d ended sessions started before %s.\n", n, formatTime(cutoff))
+			fmt.Fprintf(a.stdout, "Pruned %d sessions with no activity since %s.\n", n, formatTime(cutoff))
 			return nil
 		},
 	}
@@ -488,7 +488,8 @@ func (a *app) sessionsStatsCommand() *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintf(tw, "Sessions:\t%d (%d open)\n", s.Sessions, s.OpenSessions)
-			fmt.Fprintf(tw, "Messages:\t%d (%d active, %d archived)\n", s.Messages, s.ActiveMessages, s.ArchivedMessages)
+			fmt.Fprintf(tw, "Messages:\t%d (%d active, %d archived, %d superseded)\n", s.Messages, s.ActiveMessages,
+				s.ArchivedMessages, s.SupersededMessages)
 			fmt.Fprintf(tw, "System prompts:\t%d\n", s.SystemPrompts)
 			fmt.Fprintf(tw, "Database size:\t%s\n", humanBytes(s.Bytes))
 			u := s.Usage

@@ -258,7 +258,7 @@ func Discover(ctx context.Context, st Store, req Request) (Discovery, error) {
 			return Discovery{}, err
 		}
 		c := candidate{hit: h, sess: s, root: root, key: copyKey(h)}
-		c.live = !(!h.Active && h.Compacted) && lin.inLiveContext(s, root)
+		c.live = inModelView(h) && lin.inLiveContext(s, root)
 		if c.live {
 			liveKeys[c.key] = true
 		}
@@ -303,6 +303,24 @@ func Discover(ctx context.Context, st Store, req Request) (Discovery, error) {
 			"pass session_id and around_message_id to scroll, or session_id alone to read a session.", out.Count, window)
 	}
 	return out, nil
+}
+
+// inModelView reports whether the model still sees the hit's message: the row is active, or a
+// compaction carried it forward verbatim and that copy is (a hit is the original; the store
+// lists its copies).
+func inModelView(h store.SearchHit) bool {
+	if n := len(h.Copies); n > 0 {
+		return h.Copies[n-1].Active
+	}
+	return !(!h.Active && h.Compacted)
+}
+
+// shownID is the row the display view shows for a hit: its newest compaction copy, if any.
+func shownID(h store.SearchHit) int64 {
+	if n := len(h.Copies); n > 0 {
+		return h.Copies[n-1].MessageID
+	}
+	return h.MessageID
 }
 
 func copyKey(h store.SearchHit) string {
@@ -372,9 +390,9 @@ func titleResult(ctx context.Context, st Store, s store.Session, window, budget 
 
 func hitResult(ctx context.Context, st Store, s store.Session, h store.SearchHit, window int, roles []string, full bool, budget int) (Result, error) {
 	r := Result{SessionID: s.ID, Title: s.Title, When: when(h.Timestamp), Source: s.Source, Snippet: h.Snippet,
-		MatchMessageID: h.MessageID, MatchedRole: h.Role, Archived: !h.Active && h.Compacted,
+		MatchMessageID: shownID(h), MatchedRole: h.Role, Archived: !inModelView(h),
 		Detail: "compact", BookendStart: []Message{}, BookendEnd: []Message{}}
-	compact := []Message{{ID: h.MessageID, Role: h.Role, When: when(h.Timestamp), Content: h.Snippet,
+	compact := []Message{{ID: shownID(h), Role: h.Role, When: when(h.Timestamp), Content: h.Snippet,
 		Anchor: true, Archived: r.Archived}}
 	if !full {
 		r.Messages = compact
@@ -384,7 +402,7 @@ func hitResult(ctx context.Context, st Store, s store.Session, h store.SearchHit
 	if err != nil {
 		return Result{}, err
 	}
-	anchor := slices.IndexFunc(conv, func(m store.Message) bool { return m.ID == h.MessageID })
+	anchor := slices.IndexFunc(conv, func(m store.Message) bool { return m.ID == shownID(h) })
 	if anchor < 0 { // changed since the search; the snippet is all there is
 		r.Messages = compact
 		return r, nil

@@ -8,11 +8,13 @@ import (
 
 // Errors callers branch on with errors.Is. Backends wrap them with context.
 var (
-	ErrNotFound        = errors.New("not found")
-	ErrExists          = errors.New("already exists")
-	ErrInvalid         = errors.New("invalid input")
-	ErrTitleInUse      = errors.New("title already in use")
-	ErrSessionClosed   = errors.New("session ended by compression")
+	ErrNotFound      = errors.New("not found")
+	ErrExists        = errors.New("already exists")
+	ErrInvalid       = errors.New("invalid input")
+	ErrTitleInUse    = errors.New("title already in use")
+	ErrSessionClosed = errors.New("session ended by compression")
+	// ErrSessionEnded refuses to continue a session that was ended deliberately (a reset, /new).
+	ErrSessionEnded    = errors.New("session ended deliberately")
 	ErrCompressionBusy = errors.New("compression lock not held")
 	ErrBusy            = errors.New("database busy")
 	// ErrReadOnly: the store was opened on a database this process cannot write (read-only

@@ -111,7 +111,10 @@ type Store interface {
 	// so a retry runs again); a finished entry is left alone.
 	ReleaseIdempotencyKey(ctx context.Context, scope, key string) error
 
-	// Prune deletes ended sessions that started before cutoff and returns how many.
+	// Prune deletes the sessions idle since before cutoff, ended or not, and returns how many.
+	// Idle means the session's last activity (newest message, else its start) and its
+	// compression chain's newest activity are both before cutoff; a conversation whose turn
+	// lease is held now is kept.
 	Prune(ctx context.Context, cutoff time.Time) (int, error)
 	Stats(ctx context.Context) (Stats, error)
 	// Check verifies the database's integrity and returns a description of each problem.

@@ -37,9 +37,26 @@ func (r Relation) Valid() bool {
 // End reasons with a meaning to the store itself.
 const (
 	EndCompression = "compression" // the session was rotated into a continuation child
-	EndNewSession  = "new_session"
-	EndUserExit    = "user_exit"
+	EndNewSession  = "new_session" // deliberate: the user started over (/new)
+	EndReset       = "session_reset"
+	EndUserExit    = "user_exit"    // automatic: the interactive process exited
+	EndProcessExit = "process_exit" // automatic: the process that ran the session exited
+	EndIdle        = "idle_timeout" // automatic: nobody wrote for a while
 )
+
+// automaticEnds are the end stamps a process or a timer writes on its own: they record that a
+// process stopped, not that the conversation is over, so a continuation may clear them.
+var automaticEnds = map[string]bool{
+	EndUserExit: true, EndProcessExit: true, EndIdle: true,
+	"cli_close": true, "tui_close": true, "tui_shutdown": true, "agent_close": true,
+	"ws_disconnect": true, "ws_orphan_reap": true, "lru_evict": true,
+	"superseded_by_resume": true, "startup_orphan_reap": true,
+}
+
+// AutomaticEnd reports whether reason is an automatic end stamp (a process exit, an idle
+// timeout). Every other reason, unknown ones included, is deliberate: a reset, /new, a
+// compression rotation.
+func AutomaticEnd(reason string) bool { return automaticEnds[reason] }
 
 // ToolCall is one function call requested by an assistant message, in the OpenAI shape that every
 // provider adapter converts to and from.
@@ -234,8 +251,24 @@ type SearchHit struct {
 	Timestamp      time.Time
 	Active         bool
 	Compacted      bool
-	Before         *ContextLine // the previous message in the session, if any
-	After          *ContextLine // the next message in the session, if any
+	// ToolName is the tool of a tool row (its result), empty for other roles.
+	ToolName string
+	// Summary marks a hit in a compaction summary (a restatement written by the compactor, not
+	// something a person or a tool said).
+	Summary bool
+	// Copies are the verbatim copies of this message that later compactions re-inserted (a
+	// protected head carried into the next generation), oldest first. A search returns the
+	// original once, as this hit, rather than one hit per generation; the display view
+	// (ViewDisplay) shows the newest copy in its place.
+	Copies []SearchCopy
+	Before *ContextLine // the previous message in the session, if any
+	After  *ContextLine // the next message in the session, if any
+}
+
+// SearchCopy is one compaction copy of a search hit's message, in the hit's session.
+type SearchCopy struct {
+	MessageID int64
+	Active    bool // the copy is in the model's view
 }
 
 // ContextLine is a neighbour of a search hit, truncated to 200 characters.
@@ -309,15 +342,18 @@ type RotateRequest struct {
 
 // Stats summarises a store.
 type Stats struct {
-	Sessions         int            `json:"sessions"`
-	OpenSessions     int            `json:"open_sessions"`
-	Messages         int            `json:"messages"`
-	ActiveMessages   int            `json:"active_messages"`
-	ArchivedMessages int            `json:"archived_messages"`
-	SystemPrompts    int            `json:"system_prompts"`
-	BySource         map[string]int `json:"sessions_by_source"`
-	Bytes            int64          `json:"bytes"`
-	Usage            Usage          `json:"usage"`
+	Sessions         int `json:"sessions"`
+	OpenSessions     int `json:"open_sessions"`
+	Messages         int `json:"messages"`
+	ActiveMessages   int `json:"active_messages"`
+	ArchivedMessages int `json:"archived_messages"`
+	// SupersededMessages are hidden rows (undone, or originals of a compaction's verbatim
+	// tail): Messages = ActiveMessages + ArchivedMessages + SupersededMessages.
+	SupersededMessages int            `json:"superseded_messages"`
+	SystemPrompts      int            `json:"system_prompts"`
+	BySource           map[string]int `json:"sessions_by_source"`
+	Bytes              int64          `json:"bytes"`
+	Usage              Usage          `json:"usage"`
 }
 
 // RequestRecord is the accounting of one model call: what it cost and, when the provider's

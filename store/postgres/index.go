@@ -192,10 +192,14 @@ func cjkText(role, content string) *string {
 }
 
 // rowIndex computes a message's index columns.
+// Tool calls (calls, the stored JSON) are indexed as SQLite indexes them: names and argument
+// values, not the JSON envelope.
 func rowIndex(m store.Message, calls *string) (tsv string, cjk *string) {
 	c := ""
 	if calls != nil {
-		c = *calls
+		if tcs, err := store.DecodeToolCalls(*calls); err == nil {
+			c = sqlite.CallsText(tcs)
+		}
 	}
 	return buildTSV(m.Role, m.Content, m.ToolName, c), cjkText(m.Role, m.Content)
 }

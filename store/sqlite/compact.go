@@ -53,6 +53,12 @@ func (db *DB) ArchiveAndCompact(ctx context.Context, req store.CompactRequest, o
 		if err != nil {
 			return err
 		}
+		// The rows about to be archived that inserted messages may copy verbatim (read while
+		// they are still active).
+		sources, err := compactionSources(ctx, tx, sid, watermark, rewind, enc)
+		if err != nil {
+			return err
+		}
 		// Superseded rows are hidden; everything else that was active is archived (searchable).
 		for _, id := range append(rewind, tail...) {
 			if _, err := tx.ExecContext(ctx, "UPDATE messages SET active = 0, compacted = 0 WHERE id = ?", id); err != nil {
@@ -62,18 +68,22 @@ func (db *DB) ArchiveAndCompact(ctx context.Context, req store.CompactRequest, o
 		if _, err := tx.ExecContext(ctx, "UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1", sid); err != nil {
 			return err
 		}
-		for _, e := range enc {
-			if _, err := db.insertMessage(ctx, tx, sid, e, true, false); err != nil {
+		ids := make([]int64, len(enc))
+		for i, e := range enc {
+			if ids[i], err = db.insertMessage(ctx, tx, sid, e, true, false); err != nil {
 				return err
 			}
+		}
+		if err := linkCompactionCopies(ctx, tx, sources, enc, ids); err != nil {
+			return err
 		}
 		// Messages appended during the summary call follow the compacted set, in order.
 		for _, id := range tail {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, role, content, api_content,
 				tool_calls, tool_call_id, tool_name, reasoning, reasoning_details, finish_reason, token_count,
-				timestamp, summary, active, compacted, cjk)
+				timestamp, summary, active, compacted, cjk, call_text)
 				SELECT session_id, role, content, api_content, tool_calls, tool_call_id, tool_name, reasoning,
-					reasoning_details, finish_reason, token_count, timestamp, summary, 1, 0, cjk
+					reasoning_details, finish_reason, token_count, timestamp, summary, 1, 0, cjk, call_text
 				FROM messages WHERE id = ?`, id); err != nil {
 				return err
 			}
@@ -141,14 +151,15 @@ func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opt
 			return err
 		}
 		var ended sql.NullInt64
-		if err := tx.QueryRowContext(ctx, "SELECT ended_at FROM sessions WHERE id = ?", pid).Scan(&ended); err != nil {
+		var reason string
+		if err := tx.QueryRowContext(ctx, "SELECT ended_at, end_reason FROM sessions WHERE id = ?", pid).Scan(&ended, &reason); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return notFound("session", pid)
 			}
 			return err
 		}
-		if ended.Valid && !w.AllowClosed {
-			return fmt.Errorf("session %s has ended: %w", pid, store.ErrSessionClosed)
+		if err := continuable(pid, ended.Valid, reason, w); err != nil {
+			return err
 		}
 		if err := checkWritable(ctx, tx, pid, w); err != nil {
 			return err
@@ -178,6 +189,20 @@ func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opt
 		return store.Session{}, fmt.Errorf("rotate %s: %w", pid, err)
 	}
 	return db.GetSession(ctx, child.ID)
+}
+
+// continuable says whether a rotation may continue a parent with this end stamp. An automatic
+// stamp (a process exit, an idle timeout) only records that a process stopped: the rotation
+// replaces it with its own. A rotated parent already has its continuation, and a deliberate end
+// (a reset, /new) means the conversation was left on purpose.
+func continuable(pid string, ended bool, reason string, w store.WriteOptions) error {
+	switch {
+	case !ended || w.AllowClosed || store.AutomaticEnd(reason):
+		return nil
+	case reason == store.EndCompression:
+		return fmt.Errorf("session %s was already continued by an earlier compaction: %w", pid, store.ErrSessionClosed)
+	}
+	return fmt.Errorf("session %s was ended (%s) and is not continued: %w", pid, reason, store.ErrSessionEnded)
 }
 
 // checkWritable refuses writes to a missing or rotated session and enforces the lease fence.

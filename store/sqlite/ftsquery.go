@@ -44,7 +44,8 @@ const maxFTSNots = 128
 //     terms, and the NEAR keyword and distance of NEAR(a b, 3) are dropped, leaving a b.
 //
 // The output is meant for unicode61. The trigram index tokenises differently: Search routes
-// queries with CJK text there with its own terms (cjkTerms) and never through this function.
+// queries with CJK text there with its own terms (cjkGroups); only a group of Latin words in such
+// a query comes back here.
 func sanitizeFTSQuery(q string) string {
 	q = truncateRunes(cleanRunes(q), maxFTSQueryRunes)
 	keepPercent := hasCJK(q)

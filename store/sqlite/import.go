@@ -90,5 +90,9 @@ func (db *DB) importTx(ctx context.Context, tx *sql.Tx, s store.Session, prompt 
 			return err
 		}
 	}
+	// A bundle carries no copy links: infer them, as for rows stored before schema 6.
+	if err := linkStoredCopies(ctx, tx, ns.ID); err != nil {
+		return err
+	}
 	return recount(ctx, tx, ns.ID)
 }

@@ -23,18 +23,18 @@ func indexPending(ctx context.Context, tx *sql.Tx, limit int) error {
 	if top <= upto {
 		return nil
 	}
+	// The content views (schema 6) hold each index's projection and end at upto: advance it,
+	// then index what the views show above the old mark.
+	if _, err := tx.ExecContext(ctx, "UPDATE fts_state SET upto = ?", top); err != nil {
+		return fmt.Errorf("advance index state: %w", err)
+	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO messages_fts (rowid, content, tool_name, tool_calls)
-		SELECT id, CASE WHEN role = 'tool' THEN substr(content, 1, 8192) ELSE content END, tool_name, tool_calls
-		FROM messages WHERE id > ? AND id <= ? ORDER BY id`, upto, top); err != nil {
+		SELECT id, content, tool_name, tool_calls FROM messages_fts_src WHERE id > ? ORDER BY id`, upto); err != nil {
 		return fmt.Errorf("index words: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO messages_trigram (rowid, content)
-		SELECT id, CASE WHEN role = 'tool' THEN substr(content, 1, 8192) ELSE content END
-		FROM messages WHERE cjk = 1 AND id > ? AND id <= ? ORDER BY id`, upto, top); err != nil {
+		SELECT id, content FROM messages_trigram_src WHERE id > ? ORDER BY id`, upto); err != nil {
 		return fmt.Errorf("index substrings: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, "UPDATE fts_state SET upto = ?", top); err != nil {
-		return fmt.Errorf("advance index state: %w", err)
 	}
 	return nil
 }

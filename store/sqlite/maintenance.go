@@ -26,9 +26,16 @@ func freeTitle(ctx context.Context, tx *sql.Tx, title string) (string, error) {
 	}
 }
 
-// Prune implements store.Store: only ended sessions are deleted.
+// Prune implements store.Store. A session is idle when its own last activity (its newest
+// message, else its start) and its compression chain's newest activity (kept on the chain root)
+// are both before cutoff; CLI sessions never end, so an end stamp is not required. A
+// conversation whose turn lease is held is being used and is kept.
 func (db *DB) Prune(ctx context.Context, cutoff time.Time) (int, error) {
-	ids, err := column[string](ctx, db.read(), "SELECT id FROM sessions WHERE ended_at IS NOT NULL AND started_at < ?", micros(cutoff))
+	ids, err := column[string](ctx, db.read(), `SELECT s.id FROM sessions s JOIN sessions r ON r.id = s.root_id
+		WHERE s.last_active < ?1 AND r.last_active < ?1
+		AND NOT EXISTS (SELECT 1 FROM turn_leases l WHERE l.conversation_id = s.root_id
+			AND l.holder IS NOT NULL AND l.expires_at > ?2)
+		ORDER BY s.id`, micros(cutoff), micros(time.Now()))
 	if err != nil {
 		return 0, fmt.Errorf("prune: %w", err)
 	}
@@ -62,7 +69,8 @@ func (db *DB) Stats(ctx context.Context) (store.Stats, error) {
 		return st, fmt.Errorf("stats: %w", err)
 	}
 	err = q.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE active = 1),
-		count(*) FILTER (WHERE active = 0 AND compacted = 1) FROM messages`).Scan(&st.Messages, &st.ActiveMessages, &st.ArchivedMessages)
+		count(*) FILTER (WHERE active = 0 AND compacted = 1), count(*) FILTER (WHERE active = 0 AND compacted = 0)
+		FROM messages`).Scan(&st.Messages, &st.ActiveMessages, &st.ArchivedMessages, &st.SupersededMessages)
 	if err != nil {
 		return st, fmt.Errorf("stats: %w", err)
 	}

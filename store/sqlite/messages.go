@@ -31,7 +31,9 @@ func (db *DB) AppendBatch(ctx context.Context, sessionID string, ms []store.Mess
 type encodedMessage struct {
 	m     store.Message
 	calls sql.NullString
-	cjk   bool
+	// callText is what the word index holds of the calls: names and argument values.
+	callText sql.NullString
+	cjk      bool
 }
 
 func encodeMessages(ms []store.Message) ([]encodedMessage, int, error) {
@@ -48,6 +50,7 @@ func encodeMessages(ms []store.Message) ([]encodedMessage, int, error) {
 				return nil, 0, fmt.Errorf("message %d: encode tool calls: %w", i, err)
 			}
 			e.calls = sql.NullString{String: string(b), Valid: true}
+			e.callText = sql.NullString{String: callsText(m.ToolCalls), Valid: true}
 			toolCalls += len(m.ToolCalls)
 		}
 		out[i] = e
@@ -89,7 +92,7 @@ const (
 		WHERE id = ? RETURNING root_id, ended_at IS NOT NULL AND end_reason = 'compression'`
 	insertMessageSQL = `INSERT INTO messages (session_id, role, content, api_content, tool_calls,
 		tool_call_id, tool_name, reasoning, reasoning_details, finish_reason, token_count, timestamp,
-		summary, active, compacted, cjk) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		summary, active, compacted, cjk, call_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // previewChars is how much of the first user message a session keeps for pickers.
@@ -145,7 +148,7 @@ func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, sessionID string, e
 	// than RETURNING, which buffers its rows in a temporary table (about 3% of an append).
 	res, err := stmt.ExecContext(ctx, sessionID, m.Role, m.Content, nullString(m.APIContent), e.calls, nullString(m.ToolCallID),
 		nullString(m.ToolName), nullString(m.Reasoning), nullJSON(m.ReasoningDetails), nullString(m.FinishReason),
-		m.TokenCount, micros(m.Timestamp), m.Summary, active, compacted, e.cjk)
+		m.TokenCount, micros(m.Timestamp), m.Summary, active, compacted, e.cjk, e.callText)
 	if err != nil {
 		return 0, err
 	}
@@ -159,7 +162,7 @@ func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) 
 	case store.ViewActive:
 		where = "m.active = 1"
 	case store.ViewDisplay:
-		where = "(m.active = 1 OR m.compacted = 1)"
+		where = displayWhere
 	case store.ViewAll:
 		where = "1"
 	default:
@@ -174,9 +177,6 @@ func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) 
 		if _, err := getSession(ctx, q, sessionID); err != nil {
 			return nil, fmt.Errorf("conversation: %w", err)
 		}
-	}
-	if v == store.ViewDisplay {
-		ms = dedupeGenerations(ms)
 	}
 	return ms, nil
 }
@@ -239,34 +239,12 @@ func (db *DB) loadMessagesSQL(ctx context.Context, sessionID, where string) ([]s
 	return ms, rows.Err()
 }
 
-// dedupeGenerations drops archived rows that a later compaction generation copied verbatim
-// (head messages re-inserted as active), keeping for each identical message the row with the
-// highest (active, id), in id order.
-func dedupeGenerations(ms []store.Message) []store.Message {
-	type key struct {
-		role, content, callID, name, calls string
-		ts                                 int64
-	}
-	keyOf := func(m store.Message) key {
-		calls, _ := json.Marshal(m.ToolCalls)
-		return key{m.Role, m.Content, m.ToolCallID, m.ToolName, string(calls), m.Timestamp.UnixMicro()}
-	}
-	winner := make(map[key]int, len(ms))
-	for i, m := range ms {
-		k := keyOf(m)
-		j, ok := winner[k]
-		if !ok || (m.Active && !ms[j].Active) || (m.Active == ms[j].Active && m.ID > ms[j].ID) {
-			winner[k] = i
-		}
-	}
-	out := ms[:0:0]
-	for i, m := range ms {
-		if winner[keyOf(m)] == i {
-			out = append(out, m)
-		}
-	}
-	return out
-}
+// displayWhere selects the display view: live and archived rows, minus every row that a newer
+// visible row copies verbatim (messages.copy_of: compaction re-inserted it), so a message
+// carried through several compactions shows once, as its newest copy, while distinct messages
+// that merely look alike (the same text twice at the same time) all show.
+const displayWhere = `(m.active = 1 OR m.compacted = 1) AND NOT EXISTS (SELECT 1 FROM messages c
+	WHERE c.copy_of = coalesce(m.copy_of, m.id) AND c.id > m.id AND (c.active = 1 OR c.compacted = 1))`
 
 // UndoLastExchange implements store.Store.
 func (db *DB) UndoLastExchange(ctx context.Context, sessionID string, opts ...store.WriteOption) (int, error) {

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/spoolhq/spool/store"
 )
 
 //go:embed migrations/*.sql
@@ -23,9 +25,13 @@ type migration struct {
 	after   func(ctx context.Context, tx *sql.Tx) error
 }
 
+// searchCopiesSchema is the version of migrations/NNNN_search_copies.sql.
+const searchCopiesSchema = 6
+
 // goSteps attaches Go code to a schema version.
 var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
-	2: backfillCJK,
+	2:                  backfillCJK,
+	searchCopiesSchema: relinkAndReindex,
 }
 
 func loadMigrations() ([]migration, error) {
@@ -113,7 +119,9 @@ func (db *DB) migrateTo(ctx context.Context, target int) error {
 	return nil
 }
 
-// backfillCJK flags rows written before the search indexes existed, then indexes every row.
+// backfillCJK flags rows written before the search indexes existed. It indexes nothing: schema 6
+// re-indexes every row with its projection (rows above fts_state.upto are pending, and any
+// build indexes pending rows before it searches).
 func backfillCJK(ctx context.Context, tx *sql.Tx) error {
 	rows, err := tx.QueryContext(ctx, "SELECT id, content FROM messages")
 	if err != nil {
@@ -138,6 +146,52 @@ func backfillCJK(ctx context.Context, tx *sql.Tx) error {
 	for _, id := range ids {
 		if _, err := tx.ExecContext(ctx, "UPDATE messages SET cjk = 1 WHERE id = ?", id); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// relinkAndReindex fills call_text, links the compaction copies already stored (schema 6 records
+// them as they are made; older rows are matched by linkStoredCopies), then indexes every row
+// anew.
+func relinkAndReindex(ctx context.Context, tx *sql.Tx) error {
+	type calls struct {
+		id   int64
+		json string
+	}
+	var all []calls
+	rows, err := tx.QueryContext(ctx, "SELECT id, tool_calls FROM messages WHERE tool_calls IS NOT NULL")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var c calls
+		if err := rows.Scan(&c.id, &c.json); err != nil {
+			rows.Close()
+			return err
+		}
+		all = append(all, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, c := range all {
+		tcs, err := store.DecodeToolCalls(c.json)
+		if err != nil {
+			continue // unreadable calls load as none; they index as nothing
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE messages SET call_text = ? WHERE id = ?", callsText(tcs), c.id); err != nil {
+			return err
+		}
+	}
+	sids, err := column[string](ctx, tx, "SELECT DISTINCT session_id FROM messages WHERE active = 0 AND compacted = 1")
+	if err != nil {
+		return err
+	}
+	for _, sid := range sids {
+		if err := linkStoredCopies(ctx, tx, sid); err != nil {
+			return fmt.Errorf("link copies in %s: %w", sid, err)
 		}
 	}
 	return indexPending(ctx, tx, -1)

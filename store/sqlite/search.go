@@ -1,9 +1,13 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -38,6 +42,9 @@ func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.SearchHi
 		}
 		hits, err = db.searchWords(ctx, match, q)
 	}
+	if err == nil {
+		err = db.addCopies(ctx, hits)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("search %q: %w", q.Text, err)
 	}
@@ -64,8 +71,17 @@ func jsonArray[T any](vals []T) string {
 }
 
 // filters renders the visibility, source, role and session filters on m (messages) and s (sessions).
-func filters(q store.SearchQuery) (string, []any) {
-	conds := []string{"(m.active = 1 OR m.compacted = 1)"}
+// Compaction copies are left out: a search finds the original and lists its copies (addCopies).
+// When the query asks for tool rows, the long ones are left to the full-body scan (scanLongTools)
+// instead of being judged on the prefix the index holds.
+func filters(q store.SearchQuery) (string, []any) { return searchFilters(q, wantsTools(q)) }
+
+// searchFilters is filters, leaving the long tool rows out when skipLongTools is set.
+func searchFilters(q store.SearchQuery, skipLongTools bool) (string, []any) {
+	conds := []string{"(m.active = 1 OR m.compacted = 1)", "m.copy_of IS NULL"}
+	if skipLongTools {
+		conds = append(conds, "NOT ("+longTool+")")
+	}
 	var args []any
 	in := func(col string, vals []string, not bool) {
 		if len(vals) == 0 {
@@ -89,26 +105,32 @@ func filters(q store.SearchQuery) (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
+// orderBy orders hits: by the message's own timestamp for newest and oldest (an imported session's
+// rows are inserted late but dated early), id breaking ties; by rank otherwise.
 func orderBy(sort store.SearchSort, rank string) string {
 	switch sort {
 	case store.SortNewest:
-		return "m.id DESC"
+		return "m.timestamp DESC, m.id DESC"
 	case store.SortOldest:
-		return "m.id ASC"
+		return "m.timestamp ASC, m.id ASC"
 	}
 	return rank
 }
 
-// windowOrder picks which matches enter the ranking window: the oldest when listing oldest first.
-func windowOrder(sort store.SearchSort) string {
-	if sort == store.SortOldest {
-		return "ASC"
-	}
-	return "DESC"
+// wantsTools reports whether q asks for tool rows by role: then tool bodies are searched whole.
+func wantsTools(q store.SearchQuery) bool {
+	return slices.Contains(q.Roles, store.RoleTool)
 }
 
+// indexedToolChars is how much of a tool row's text the full-text indexes hold; longTool is
+// the condition (spelled as the messages_long_tool index spells it) for the rows with more.
+const (
+	indexedToolChars = 8192
+	longTool         = "m.role = 'tool' AND length(m.content) > 8192"
+)
+
 const hitCols = `m.id, m.session_id, m.role, s.source, s.model, s.started_at, m.timestamp, m.active, m.compacted,
-	m.content, coalesce(m.tool_calls, '')`
+	coalesce(m.tool_name, ''), m.summary, m.content, coalesce(m.call_text, '')`
 
 // hit is a search hit with the text its snippet is cut from.
 type hit struct {
@@ -120,7 +142,7 @@ func scanHit(r rowScanner) (hit, error) {
 	var h hit
 	var started, ts int64
 	err := r.Scan(&h.MessageID, &h.SessionID, &h.Role, &h.Source, &h.Model, &started, &ts, &h.Active, &h.Compacted,
-		&h.text, &h.toolText)
+		&h.ToolName, &h.Summary, &h.text, &h.toolText)
 	h.SessionStarted, h.Timestamp = fromMicros(started), fromMicros(ts)
 	return h, err
 }
@@ -155,14 +177,25 @@ func (db *DB) searchWords(ctx context.Context, match string, q store.SearchQuery
 		// Enough survivors, or no more candidates: done. Otherwise the filters ate the
 		// candidates and the filtered set is ranked instead.
 		if ranked = len(hits) >= want || len(ids) < fetch; ranked {
-			hits = hits[min(q.Offset, len(hits)):min(want, len(hits))]
+			hits = hits[:min(want, len(hits))]
 		}
 	}
 	if !ranked {
-		if hits, err = db.searchFiltered(ctx, match, q); err != nil {
+		fq := q
+		fq.Offset, fq.Limit = 0, want
+		if hits, err = db.searchFiltered(ctx, match, fq, rankWindow+q.Offset); err != nil {
 			return nil, err
 		}
 	}
+	if wantsTools(q) {
+		// Both lists run to the page end; merged, they are cut to the page.
+		long, err := db.scanLongTools(ctx, likeGroupsOf(match), q, want)
+		if err != nil {
+			return nil, err
+		}
+		hits = mergeHits(hits, long, q.Sort)
+	}
+	hits = hits[min(q.Offset, len(hits)):min(want, len(hits))]
 	terms := matchTerms(match)
 	for i := range hits {
 		h := &hits[i]
@@ -174,6 +207,159 @@ func (db *DB) searchWords(ctx context.Context, match string, q store.SearchQuery
 		}
 	}
 	return unwrap(hits), nil
+}
+
+// mergeHits puts the full-body scan's hits after the ranked ones (relevance: the scan has no
+// score), or merges both by timestamp.
+func mergeHits(ranked, scanned []hit, sort store.SearchSort) []hit {
+	out := append(ranked, scanned...)
+	if sort == store.SortRelevance {
+		return out
+	}
+	slices.SortStableFunc(out, func(a, b hit) int {
+		c := cmp.Or(a.Timestamp.Compare(b.Timestamp), cmp.Compare(a.MessageID, b.MessageID))
+		if sort == store.SortNewest {
+			return -c
+		}
+		return c
+	})
+	return out
+}
+
+// likeTerm is one literal of a boolean LIKE match: a substring that must (or, negated, must not)
+// occur.
+type likeTerm struct {
+	text string
+	neg  bool
+}
+
+// likeGroupsOf reads a sanitized MATCH expression as the reference's LIKE subset: OR separates
+// groups, NOT negates the next term, AND is implied; quotes and '*' are dropped. A group with no
+// positive term is dropped.
+func likeGroupsOf(match string) [][]likeTerm {
+	var groups [][]likeTerm
+	var cur []likeTerm
+	flush := func() {
+		if slices.ContainsFunc(cur, func(t likeTerm) bool { return !t.neg }) {
+			groups = append(groups, cur)
+		}
+		cur = nil
+	}
+	neg := false
+	for rest := strings.TrimSpace(match); rest != ""; rest = strings.TrimSpace(rest) {
+		var word string
+		if rest[0] == '"' {
+			end := strings.IndexByte(rest[1:], '"')
+			if end < 0 {
+				end = len(rest) - 1
+			}
+			word, rest = rest[1:end+1], rest[min(end+2, len(rest)):]
+		} else {
+			word, rest, _ = strings.Cut(rest, " ")
+		}
+		switch word {
+		case "AND":
+			continue
+		case "OR":
+			flush()
+			neg = false
+			continue
+		case "NOT":
+			neg = true
+			continue
+		}
+		if word = strings.Trim(word, "*"); word != "" {
+			cur = append(cur, likeTerm{text: word, neg: neg})
+		}
+		neg = false
+	}
+	flush()
+	return groups
+}
+
+// likeExpr renders groups as SQL over m: a term occurs in the content or the tool name.
+func likeExpr(groups [][]likeTerm) (string, []any) {
+	var ors []string
+	var args []any
+	for _, g := range groups {
+		var ands []string
+		for _, t := range g {
+			e := `(m.content LIKE ? ESCAPE '\' OR coalesce(m.tool_name, '') LIKE ? ESCAPE '\')`
+			if t.neg {
+				e = "NOT " + e
+			}
+			pat := "%" + likeEscape(t.text) + "%"
+			ands = append(ands, e)
+			args = append(args, pat, pat)
+		}
+		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+	}
+	return "(" + strings.Join(ors, " OR ") + ")", args
+}
+
+// scanLongTools finds matches in the tool rows longer than the indexed prefix by reading their
+// whole bodies (the reference scans every tool body for a tool search; only these rows need
+// it). The rows come from a partial index that holds only them, newest first (oldest first for
+// SortOldest), up to limit.
+func (db *DB) scanLongTools(ctx context.Context, groups [][]likeTerm, q store.SearchQuery, limit int) ([]hit, error) {
+	if len(groups) == 0 {
+		return nil, nil
+	}
+	fq := q
+	fq.Roles = nil // every long row is a tool row, and filters would leave these rows out
+	cond, args := filters(fq)
+	like, largs := likeExpr(groups)
+	order := "m.timestamp DESC, m.id DESC"
+	if q.Sort == store.SortOldest {
+		order = "m.timestamp ASC, m.id ASC"
+	}
+	var hits []hit
+	err := db.readRows(ctx, `SELECT `+hitCols+` FROM messages m INDEXED BY messages_long_tool
+		JOIN sessions s ON s.id = m.session_id
+		WHERE `+longTool+` AND `+cond+` AND `+like+`
+		ORDER BY `+order+` LIMIT ?`, append(append(args, largs...), limit), func(r rowScanner) error {
+		h, err := scanHit(r)
+		hits = append(hits, h)
+		return err
+	})
+	return hits, err
+}
+
+// callsText is what the word index holds of a message's tool calls: tool names and argument
+// values (arguments that are not JSON as they are), not the JSON around them, cut to
+// indexedToolChars like a tool row's text.
+func callsText(calls []store.ToolCall) string {
+	var b strings.Builder
+	for i, c := range calls {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(c.Function.Name)
+		var v any
+		if json.Unmarshal([]byte(c.Function.Arguments), &v) != nil {
+			v = c.Function.Arguments
+		}
+		appendJSONValues(&b, v)
+	}
+	return truncateRunes(b.String(), indexedToolChars)
+}
+
+func appendJSONValues(b *strings.Builder, v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := slices.Sorted(maps.Keys(x))
+		for _, k := range keys {
+			appendJSONValues(b, x[k])
+		}
+	case []any:
+		for _, e := range x {
+			appendJSONValues(b, e)
+		}
+	case string:
+		b.WriteString(" " + x)
+	case float64:
+		b.WriteString(" " + strconv.FormatFloat(x, 'g', -1, 64))
+	}
 }
 
 // rankWindow bounds how many matches are ranked by relevance: the newest rankWindow of them. A
@@ -207,35 +393,75 @@ func (db *DB) describeHits(ctx context.Context, ids []int64, q store.SearchQuery
 	return hits, nil
 }
 
-// searchFiltered ranks (or orders by id) the matches that pass the filters.
-func (db *DB) searchFiltered(ctx context.Context, match string, q store.SearchQuery) ([]hit, error) {
+// searchFiltered ranks the matches that pass the filters (the newest rankWindow of them), or
+// orders all of them by timestamp.
+func (db *DB) searchFiltered(ctx context.Context, match string, q store.SearchQuery, window int) ([]hit, error) {
 	cond, args := filters(q)
 	var hits []hit
+	scan := func(r rowScanner) error {
+		h, err := scanHit(r)
+		hits = append(hits, h)
+		return err
+	}
+	if q.Sort != store.SortRelevance {
+		// Timestamps are not in insertion order (imports), so no window by id: every match is
+		// ordered.
+		err := db.readRows(ctx, `SELECT `+hitCols+` FROM messages_fts f JOIN messages m ON m.id = f.rowid
+			JOIN sessions s ON s.id = m.session_id WHERE messages_fts MATCH ? AND `+cond+`
+			ORDER BY `+orderBy(q.Sort, "")+` LIMIT ? OFFSET ?`, append(append([]any{match}, args...), q.Limit, q.Offset), scan)
+		return hits, err
+	}
 	err := db.readRows(ctx, `SELECT `+hitCols+` FROM (SELECT f.rowid AS id, f.rank AS rank
 		FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
-		WHERE messages_fts MATCH ? AND `+cond+` ORDER BY f.rowid `+windowOrder(q.Sort)+` LIMIT ?) w
+		WHERE messages_fts MATCH ? AND `+cond+` ORDER BY f.rowid DESC LIMIT ?) w
 		JOIN messages m ON m.id = w.id JOIN sessions s ON s.id = m.session_id
-		ORDER BY `+orderBy(q.Sort, "w.rank, m.id")+` LIMIT ? OFFSET ?`,
-		append(append([]any{match}, args...), rankWindow+q.Offset, q.Limit, q.Offset), func(r rowScanner) error {
-			h, err := scanHit(r)
-			hits = append(hits, h)
-			return err
-		})
+		ORDER BY w.rank, m.id LIMIT ? OFFSET ?`,
+		append(append([]any{match}, args...), window, q.Limit, q.Offset), scan)
 	return hits, err
 }
 
-// searchCJK finds substrings: every term of three or more characters goes through the trigram
-// index; shorter terms (two-character words are common in Chinese) are matched with LIKE over the
-// rows flagged as containing CJK, which is a small share of a typical store.
+// addCopies lists, on each hit, the compaction copies of its message that are still visible.
+func (db *DB) addCopies(ctx context.Context, hits []store.SearchHit) error {
+	if len(hits) == 0 {
+		return nil
+	}
+	at := make(map[int64]int, len(hits))
+	ids := make([]int64, len(hits))
+	for i, h := range hits {
+		at[h.MessageID], ids[i] = i, h.MessageID
+	}
+	return db.readRows(ctx, `SELECT copy_of, id, active FROM messages WHERE copy_of IN `+jsonList+`
+		AND (active = 1 OR compacted = 1) ORDER BY id`, []any{jsonArray(ids)}, func(r rowScanner) error {
+		var orig int64
+		var c store.SearchCopy
+		if err := r.Scan(&orig, &c.MessageID, &c.Active); err != nil {
+			return err
+		}
+		if i, ok := at[orig]; ok {
+			hits[i].Copies = append(hits[i].Copies, c)
+		}
+		return nil
+	})
+}
+
+// searchCJK finds substrings. A plain query (terms all required) takes the fast path: every term
+// of three or more characters goes through the trigram index, shorter ones (two-character words
+// are common in Chinese) are matched with LIKE over the rows flagged as containing CJK, which is a
+// small share of a typical store. A query with OR or NOT, or one asking for tool rows (whose
+// bodies are searched whole), takes the boolean path (searchCJKBoolean).
 func (db *DB) searchCJK(ctx context.Context, q store.SearchQuery) ([]store.SearchHit, error) {
-	terms := cjkTerms(q.Text)
-	if len(terms) == 0 {
+	groups := cjkGroups(q.Text)
+	if len(groups) == 0 {
 		return nil, nil
 	}
+	if len(groups) > 1 || len(groups[0].neg) > 0 || wantsTools(q) {
+		return db.searchCJKBoolean(ctx, groups, q)
+	}
+	terms := groups[0].pos
 	var long, short []string
 	for _, t := range terms {
 		if utf8.RuneCountInString(t) >= 3 {
-			long = append(long, `"`+strings.ReplaceAll(t, `"`, `""`)+`"`)
+			long = append(long, trigramPhrase(t))
 		} else {
 			short = append(short, t)
 		}
@@ -269,18 +495,144 @@ func (db *DB) searchCJK(ctx context.Context, q store.SearchQuery) ([]store.Searc
 	return hits, err
 }
 
-// cjkTerms splits a query into literal substrings to find: FTS operators and quotes are dropped.
-func cjkTerms(s string) []string {
-	var out []string
-	for _, f := range strings.Fields(s) {
-		f = strings.Trim(f, `"*()+-^:`)
-		switch strings.ToUpper(f) {
-		case "", "AND", "OR", "NOT", "NEAR":
+func trigramPhrase(t string) string { return `"` + strings.ReplaceAll(t, `"`, `""`) + `"` }
+
+// searchCJKBoolean evaluates groups exactly, as the Latin path's MATCH does: a row matches when
+// one group has all its positive terms and none of its negated ones. A group with CJK text is
+// matched as substrings of the content (rows flagged cjk); a group of Latin words alone goes
+// through the word index, since the rows it finds need not contain CJK at all. The indexes only
+// propose candidates (trigram for terms of three or more characters, the CJK-flagged rows
+// otherwise, the long tool rows when tool rows are asked for); the LIKE predicate decides.
+// Without a score, relevance lists newest first.
+func (db *DB) searchCJKBoolean(ctx context.Context, groups []cjkGroup, q store.SearchQuery) ([]store.SearchHit, error) {
+	var cands, preds []string
+	var candArgs, predArgs []any
+	var wordTerms []snipTerm
+	scanCJK := false
+	like := func(t string) string { return "%" + likeEscape(t) + "%" }
+	for _, g := range groups {
+		if !slices.ContainsFunc(g.pos, hasCJK) {
+			text := strings.Join(g.pos, " ")
+			for _, n := range g.neg {
+				text += " NOT " + n
+			}
+			expr := sanitizeFTSQuery(text)
+			if expr == "" {
+				continue
+			}
+			sub := "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
+			cands, candArgs = append(cands, sub), append(candArgs, expr)
+			preds, predArgs = append(preds, "m.id IN ("+sub+")"), append(predArgs, expr)
+			wordTerms = append(wordTerms, matchTerms(expr)...)
 			continue
 		}
-		out = append(out, f)
+		var long []string
+		pred := []string{"m.cjk = 1"}
+		for _, t := range g.pos {
+			if utf8.RuneCountInString(t) >= 3 {
+				long = append(long, trigramPhrase(t))
+			}
+			pred = append(pred, `m.content LIKE ? ESCAPE '\'`)
+			predArgs = append(predArgs, like(t))
+		}
+		for _, t := range g.neg {
+			pred = append(pred, `m.content NOT LIKE ? ESCAPE '\'`)
+			predArgs = append(predArgs, like(t))
+		}
+		preds = append(preds, "("+strings.Join(pred, " AND ")+")")
+		if len(long) > 0 {
+			cands = append(cands, "SELECT rowid FROM messages_trigram WHERE messages_trigram MATCH ?")
+			candArgs = append(candArgs, strings.Join(long, " "))
+		} else {
+			scanCJK = true
+		}
 	}
-	return out
+	if len(preds) == 0 {
+		return nil, nil
+	}
+	if scanCJK {
+		cands = append(cands, "SELECT id FROM messages WHERE cjk = 1")
+	}
+	if wantsTools(q) {
+		cands = append(cands, "SELECT id FROM messages WHERE role = 'tool' AND length(content) > 8192")
+	}
+	cond, args := searchFilters(q, false)
+	var hits []store.SearchHit
+	err := db.readRows(ctx, `SELECT `+hitCols+` FROM messages m JOIN sessions s ON s.id = m.session_id
+		WHERE m.id IN (`+strings.Join(cands, " UNION ")+`) AND `+cond+` AND (`+strings.Join(preds, " OR ")+`)
+		ORDER BY `+orderBy(q.Sort, "m.timestamp DESC, m.id DESC")+` LIMIT ? OFFSET ?`,
+		append(append(append(candArgs, args...), predArgs...), q.Limit, q.Offset), func(r rowScanner) error {
+			h, err := scanHit(r)
+			h.Snippet = cjkSnippet(h.text, groups, wordTerms)
+			hits = append(hits, h.SearchHit)
+			return err
+		})
+	return hits, err
+}
+
+// cjkSnippet marks the first positive term found in text, else the matched words.
+func cjkSnippet(text string, groups []cjkGroup, words []snipTerm) string {
+	for _, g := range groups {
+		for _, t := range g.pos {
+			if strings.Contains(text, t) {
+				return substringSnippet(text, t)
+			}
+		}
+	}
+	if s, ok := snippet(text, words, snippetTokens); ok {
+		return s
+	}
+	return headSnippet(text, 120)
+}
+
+// cjkGroup is one OR branch of a CJK query: literal substrings that must occur, and ones that
+// must not.
+type cjkGroup struct{ pos, neg []string }
+
+// cjkGroups reads a CJK query with the operators of the Latin path: OR separates groups, NOT
+// excludes the next term, AND (or nothing) requires both. Operators are upper case, as in FTS5;
+// a dangling or doubled one is repaired the same way (repairOperators). Quotes and FTS syntax
+// characters around a term are dropped, and so are lower-case operator words and NEAR. A group
+// with nothing positive in it is dropped.
+func cjkGroups(s string) []cjkGroup {
+	var items []ftsItem
+	for _, f := range strings.Fields(cleanRunes(truncateRunes(s, maxFTSQueryRunes))) {
+		f = strings.Trim(f, `"*()+-^:`)
+		switch {
+		case f == "AND" || f == "OR" || f == "NOT":
+			items = append(items, ftsItem{text: f, op: true, opWord: true})
+		case f == "", isOperatorWord(f), strings.EqualFold(f, "NEAR"):
+		default:
+			items = append(items, ftsItem{text: f})
+		}
+	}
+	items = repairOperators(items)
+	var groups []cjkGroup
+	var cur cjkGroup
+	flush := func() {
+		if len(cur.pos) > 0 {
+			groups = append(groups, cur)
+		}
+		cur = cjkGroup{}
+	}
+	neg := false
+	for _, it := range items {
+		switch {
+		case it.op && it.text == "OR":
+			flush()
+		case it.op && it.text == "NOT":
+			neg = true
+			continue
+		case it.op:
+		case neg:
+			cur.neg = append(cur.neg, it.text)
+		default:
+			cur.pos = append(cur.pos, it.text)
+		}
+		neg = false
+	}
+	flush()
+	return groups
 }
 
 func likeEscape(s string) string {

@@ -1,6 +1,10 @@
 package sqlite
 
-import "github.com/spoolhq/spool/store"
+import (
+	"encoding/json"
+
+	"github.com/spoolhq/spool/store"
+)
 
 // The search language of spool is defined here, next to the FTS5 index it was written for, and
 // store/postgres reuses it so both backends accept the same queries and find the same rows: the
@@ -18,8 +22,33 @@ func SanitizeQuery(q string) string { return sanitizeFTSQuery(q) }
 // substring matching, and writers flag such rows).
 func HasCJK(s string) bool { return hasCJK(s) }
 
-// CJKTerms splits a CJK query into the literal substrings to find.
-func CJKTerms(q string) []string { return cjkTerms(q) }
+// CJKTerms splits a CJK query into the literal substrings to find, all required: the positive
+// terms of a query without OR or NOT. (The SQLite backend now reads OR and NOT in CJK queries:
+// CJKGroups.)
+func CJKTerms(q string) []string {
+	var out []string
+	for _, g := range cjkGroups(q) {
+		out = append(out, g.pos...)
+	}
+	return out
+}
+
+// CJKGroup is one OR branch of a CJK query: substrings that must occur, and ones that must not.
+type CJKGroup struct{ Pos, Neg []string }
+
+// CJKGroups reads a CJK query with the Latin path's operators: OR separates groups, NOT excludes
+// the next term (SearchCJKOperators in store/storetest).
+func CJKGroups(q string) []CJKGroup {
+	var out []CJKGroup
+	for _, g := range cjkGroups(q) {
+		out = append(out, CJKGroup{Pos: g.pos, Neg: g.neg})
+	}
+	return out
+}
+
+// CallsText is what the word index holds of a message's tool calls: tool names and argument
+// values, not the JSON envelope (SearchToolCallEnvelope in store/storetest).
+func CallsText(calls []store.ToolCall) string { return callsText(calls) }
 
 // Tokens splits s as the word index does (unicode61: letters, digits, marks, private use),
 // case-folded, in order.
@@ -66,6 +95,36 @@ const PreviewChars = previewChars
 // TruncateRunes cuts s to at most n characters.
 func TruncateRunes(s string, n int) string { return truncateRunes(s, n) }
 
-// DedupeGenerations is the display view's filter: archived rows that a later compaction copied
-// verbatim are dropped, keeping for each identical message the row with the highest (active, id).
-func DedupeGenerations(ms []store.Message) []store.Message { return dedupeGenerations(ms) }
+// DedupeGenerations is the display view's old filter: archived rows that a later compaction
+// copied verbatim are dropped, keeping for each identical message the row with the highest
+// (active, id).
+//
+// Deprecated: it also folds distinct messages that merely look alike (the same text twice at
+// the same time; issue 10, item 4). The SQLite backend links copies instead (messages.copy_of,
+// set by ArchiveAndCompact, inferred for imports by linkStoredCopies) and shows every row that
+// no newer visible row copies (DisplayKeepsIdenticalMessages, CompactionCopies in storetest).
+func DedupeGenerations(ms []store.Message) []store.Message {
+	type key struct {
+		role, content, callID, name, calls string
+		ts                                 int64
+	}
+	keyOf := func(m store.Message) key {
+		calls, _ := json.Marshal(m.ToolCalls)
+		return key{m.Role, m.Content, m.ToolCallID, m.ToolName, string(calls), m.Timestamp.UnixMicro()}
+	}
+	winner := make(map[key]int, len(ms))
+	for i, m := range ms {
+		k := keyOf(m)
+		j, ok := winner[k]
+		if !ok || (m.Active && !ms[j].Active) || (m.Active == ms[j].Active && m.ID > ms[j].ID) {
+			winner[k] = i
+		}
+	}
+	out := ms[:0:0]
+	for i, m := range ms {
+		if winner[keyOf(m)] == i {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -69,21 +69,24 @@ func testPrune(t *testing.T, h Harness) {
 	mustCreate(t, st, store.NewSession{ID: "old-ended", StartedAt: old})
 	mustCreate(t, st, store.NewSession{ID: "old-open", StartedAt: old})
 	mustCreate(t, st, store.NewSession{ID: "new-ended"})
-	for _, id := range []string{"old-ended", "old-open", "new-ended"} {
-		mustAppend(t, st, id, user("hello "+id))
+	for _, id := range []string{"old-ended", "old-open"} {
+		mustAppend(t, st, id, store.Message{Role: store.RoleUser, Content: "hello " + id, Timestamp: old.Add(time.Minute)})
 	}
+	mustAppend(t, st, "new-ended", user("hello new-ended"))
 	for _, id := range []string{"old-ended", "new-ended"} {
 		if err := st.EndSession(bg, id, store.EndUserExit); err != nil {
 			t.Fatal(err)
 		}
 	}
 	n, err := st.Prune(bg, time.Now().Add(-30*24*time.Hour))
-	if err != nil || n != 1 {
-		t.Fatalf("prune = %d, %v; want 1", n, err)
+	if err != nil || n != 2 {
+		t.Fatalf("prune = %d, %v; want 2", n, err)
 	}
 	_, err = st.GetSession(bg, "old-ended")
 	wantErr(t, err, store.ErrNotFound, "pruned session")
-	mustSession(t, st, "old-open")
+	// A session that never ended (every CLI session) is pruned by its last activity.
+	_, err = st.GetSession(bg, "old-open")
+	wantErr(t, err, store.ErrNotFound, "pruned open session")
 	mustSession(t, st, "new-ended")
 	expectHealthy(t, st)
 }

@@ -1,0 +1,108 @@
+package sqlite
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// TestMigrationLinksStoredCopies: a database written before schema 6 (compaction copies without
+// links, tool calls indexed as raw JSON) upgrades to one where the display view and search show
+// each carried-over message once, identical messages stay distinct, and the tool-call envelope
+// is no longer searchable.
+func TestMigrationLinksStoredCopies(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "v4.db")
+	old := openAt(t, path, searchCopiesSchema-1)
+	mustExec(t, old, `INSERT INTO sessions (id, root_id, started_at, last_active, message_count) VALUES ('s', 's', 1, 1, 5)`)
+	// Generation 1 (archived): the port fact, "ok" twice, a tool call; generation 2 (active):
+	// the same head copied verbatim, a summary, a new "ok" (another time: not a copy).
+	mustExec(t, old, `INSERT INTO messages (session_id, role, content, tool_calls, timestamp, active, compacted, summary) VALUES
+		('s', 'user', 'the database listens on port 5433', NULL, 10, 0, 1, 0),
+		('s', 'user', 'ok', NULL, 11, 0, 1, 0),
+		('s', 'user', 'ok', NULL, 11, 0, 1, 0),
+		('s', 'assistant', '', '[{"id":"call_1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"main.go\"}"}}]', 12, 0, 1, 0),
+		('s', 'user', 'the database listens on port 5433', NULL, 10, 1, 0, 0),
+		('s', 'user', 'ok', NULL, 11, 1, 0, 0),
+		('s', 'user', 'ok', NULL, 11, 1, 0, 0),
+		('s', 'user', '[CONTEXT COMPACTION] port 5433', NULL, 20, 1, 0, 1),
+		('s', 'user', 'ok', NULL, 30, 1, 0, 0)`)
+	old.Close()
+
+	db, err := Open(bg, path, Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	display, err := db.Conversation(bg, "s", store.ViewDisplay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range display {
+		got = append(got, m.Content)
+	}
+	want := []string{"", "the database listens on port 5433", "ok", "ok", "[CONTEXT COMPACTION] port 5433", "ok"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("display view after the upgrade = %q, want %q", got, want)
+	}
+	hits, err := db.Search(bg, store.SearchQuery{Text: "listens", NoContext: true})
+	if err != nil || len(hits) != 1 || len(hits[0].Copies) != 1 || !hits[0].Copies[0].Active {
+		t.Fatalf("search after the upgrade: %v %+v", err, hits)
+	}
+	for q, n := range map[string]int{"function": 0, "call_1": 0, "read_file": 1, "main.go": 1, "ok": 3} {
+		hits, err := db.Search(bg, store.SearchQuery{Text: q, NoContext: true})
+		if err != nil || len(hits) != n {
+			t.Errorf("search %q after the upgrade: %d hits (%v), want %d", q, len(hits), err, n)
+		}
+	}
+	if problems, err := db.Check(bg); err != nil || len(problems) > 0 {
+		t.Fatalf("check after the upgrade: %v %v", problems, err)
+	}
+}
+
+// TestLikeGroupsOf: the LIKE reading of a sanitized MATCH expression keeps its operators.
+func TestLikeGroupsOf(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ match, want string }{
+		{"a b", "[+a +b]"},
+		{"a OR b", "[+a] [+b]"},
+		{"a NOT b OR c", "[+a -b] [+c]"},
+		{`"my-app.config.ts" deploy*`, "[+my-app.config.ts +deploy]"},
+		{`"two words" AND x`, "[+two words +x]"},
+	} {
+		var parts []string
+		for _, g := range likeGroupsOf(c.match) {
+			var ts []string
+			for _, term := range g {
+				sign := "+"
+				if term.neg {
+					sign = "-"
+				}
+				ts = append(ts, sign+term.text)
+			}
+			parts = append(parts, "["+strings.Join(ts, " ")+"]")
+		}
+		if got := strings.Join(parts, " "); got != c.want {
+			t.Errorf("likeGroupsOf(%q) = %s, want %s", c.match, got, c.want)
+		}
+	}
+}
+
+// TestCallsText: the index sees tool names and argument values, never the envelope.
+func TestCallsText(t *testing.T) {
+	t.Parallel()
+	got := callsText([]store.ToolCall{
+		{ID: "call_9", Type: "function", Function: store.ToolFunction{Name: "grep", Arguments: `{"pattern":"x y","opts":{"n":3,"i":true},"paths":["a","b"]}`}},
+		{ID: "call_10", Type: "function", Function: store.ToolFunction{Name: "shell", Arguments: `ls -la {`}},
+	})
+	if want := "grep 3 a b x y shell ls -la {"; got != want {
+		t.Fatalf("callsText = %q, want %q", got, want)
+	}
+	long := callsText([]store.ToolCall{{Function: store.ToolFunction{Name: "w", Arguments: strings.Repeat("z", 20000)}}})
+	if len(long) != indexedToolChars {
+		t.Fatalf("callsText of a huge argument is %d characters, want %d", len(long), indexedToolChars)
+	}
+}
