@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/agent"
+	"github.com/spoolhq/spool/compress"
 	"github.com/spoolhq/spool/prompt"
 	"github.com/spoolhq/spool/provider"
 	"github.com/spoolhq/spool/provider/fake"
@@ -425,4 +427,77 @@ func TestProviderOverflowCompactsAndRetries(t *testing.T) {
 	if f := model.Stats().Failed; f != int64(compacted) {
 		t.Errorf("%d refused requests for %d compactions: each refusal should compact once", f, compacted)
 	}
+}
+
+// The recall block of the current user message (its api_content sidecar) is part of what the
+// model must see: when a compaction merges the summary into that message, and again when a
+// later compaction takes that carrier apart, the retried request after the provider's overflow
+// still carries it (issue 10 item 3).
+func TestRecallSurvivesCompactionMidTurn(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	// The provider's window is smaller than the agent believes: only its refusal, in the middle
+	// of a turn's tool calls, starts a compaction, and the tail then starts at the current ask.
+	rec := newRecorder(t, fake.Config{ContextWindow: 8_000})
+	a := newAgent(t, st, openaiClient(t, rec.URL), stdTools(), withCompression(10_000, 0))
+	sid, compactions, merged := "", 0, 0
+	for i := range 40 {
+		recall := fmt.Sprintf("recalled fact %d: the staging database is db-%d.internal", i, i)
+		input := fmt.Sprintf("Turn %d.", i)
+		for _, f := range "abcdefghijklmnop" {
+			input += fmt.Sprintf("\nCALL read {\"path\":\"%c%d\"}", f, i)
+		}
+		before := len(rec.bodies())
+		res, err := a.Run(context.Background(), sid, input, agent.RunOptions{Context: wire.TurnContext{Recall: recall}})
+		if err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+		sid = res.SessionID
+		if res.Compactions == 0 {
+			continue
+		}
+		compactions += res.Compactions
+		bodies := rec.bodies()[before:]
+		last := lastUserContent(t, bodies[len(bodies)-1])
+		if !strings.Contains(last, recall) || !strings.Contains(last, input) {
+			t.Fatalf("turn %d: the request retried after the compaction lost the recall of the current message:\n%s", i, last)
+		}
+		if strings.Contains(last, compress.SummaryEndMarker) {
+			merged++
+		}
+		// What is stored replays the same bytes next time.
+		h := history(t, st, sid)
+		for _, m := range h {
+			if strings.Contains(m.Content, input) && !strings.Contains(m.APIContent, recall) {
+				t.Fatalf("turn %d: the stored current message lost its wire text", i)
+			}
+		}
+	}
+	if compactions < 2 || merged == 0 {
+		t.Fatalf("%d compactions, %d merged into the current message: the test does not reach its case", compactions, merged)
+	}
+}
+
+// lastUserContent is the text of the last user message of an OpenAI request body.
+func lastUserContent(t *testing.T, body []byte) string {
+	t.Helper()
+	var req struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			var s string
+			if json.Unmarshal(req.Messages[i].Content, &s) == nil {
+				return s
+			}
+			return string(req.Messages[i].Content)
+		}
+	}
+	return ""
 }

@@ -64,7 +64,7 @@ func (r *run) compact(ctx context.Context, force bool) error {
 		}
 		plan, err = r.a.engine.Compress(pctx, compress.Request{
 			SessionID: r.sess.ID, Messages: hist, Model: r.a.compressModel(), Threshold: &r.a.threshold,
-			State: &st, Focus: r.opts.Focus, Force: force, FixedTokens: r.fixedTokens(),
+			State: &st, Focus: r.opts.Focus, Force: force, FixedTokens: r.fixedTokens(), RefusedTokens: r.refused,
 		})
 		return err
 	}

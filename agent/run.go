@@ -33,6 +33,7 @@ type run struct {
 
 	prev      *memo // the session's previous model call, for cache forensics
 	compacted bool  // a compaction ran since prev
+	refused   int   // estimate of the request the provider last refused as too long (0: none)
 }
 
 // Run runs one turn of sessionID with the user's input and returns what it did. An empty
@@ -126,8 +127,10 @@ func (r *run) loop(ctx context.Context) error {
 		if err != nil {
 			if provider.ClassOf(err) == provider.ClassContextLength && ctx.Err() == nil && r.a.engine != nil {
 				// The provider proved the prompt too long: the gate compacts (or fails closed
-				// once the turn's attempts are spent) before the call is tried again.
+				// once the turn's attempts are spent) before the call is tried again, sized for
+				// a window no bigger than what was refused.
 				overflow = true
+				r.refused = est
 				calls--
 				continue
 			}

@@ -25,7 +25,7 @@ type windowRun struct {
 
 // TestSmallWindowsKeepWorking drives spool run -c, one process a turn, against a model server
 // that refuses every prompt over its window (4,000 and 6,000 tokens, as a small local model
-// would), far past the first compactions. Every turn answers; every compaction ends at or under
+// would; one of them while spool is told 32,000), far past the first compactions. Every turn answers; every compaction ends at or under
 // its target and smaller than it started; no message suggests spool chat's slash commands to a
 // spool run user or says the same thing twice; and the first message, long archived, is still
 // found by search. Before budgets followed the window, the 6,000-token session died at turn 45
@@ -34,15 +34,17 @@ type windowRun struct {
 func TestSmallWindowsKeepWorking(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
-		t.Skip("117 spool processes; run without -short")
+		t.Skip("183 spool processes; run without -short")
 	}
-	for _, tc := range []struct{ window, turns int }{{6000, 70}, {4000, 45}} {
-		t.Run(strconv.Itoa(tc.window), func(t *testing.T) {
+	// claimed is the window spool is told; 0 means the true one. A local server configured
+	// smaller than the flag says proves its window only by refusing.
+	for _, tc := range []struct{ window, claimed, turns int }{{6000, 0, 70}, {4000, 0, 45}, {4000, 32000, 65}} {
+		t.Run(fmt.Sprintf("%d_told_%d", tc.window, tc.claimed), func(t *testing.T) {
 			t.Parallel()
 			srv := httptest.NewServer(fake.New(fake.Config{ContextWindow: tc.window}).Handler())
 			t.Cleanup(srv.Close)
 			home := t.TempDir()
-			win := []string{"--json", "--context-length", strconv.Itoa(tc.window)}
+			win := []string{"--json", "--context-length", strconv.Itoa(max(tc.window, tc.claimed))}
 			first := "Hello. The database listens on port 5433; we must always use tabs."
 			spool(t, home, viaFake(srv.URL, append(win, first)...)...).ok(t, "first turn")
 			compactions := 0
@@ -65,7 +67,7 @@ func TestSmallWindowsKeepWorking(t *testing.T) {
 				out := decode[windowRun](t, r)
 				for _, c := range out.CompactionLog {
 					compactions++
-					if c.TokensAfter > c.Target || c.TokensAfter >= c.TokensBefore {
+					if c.TokensAfter > c.Target || c.TokensAfter >= c.TokensBefore || c.TokensAfter >= tc.window {
 						t.Errorf("turn %d: compaction %+v did not reach its target or did not shrink", i, c)
 					}
 				}

@@ -120,12 +120,22 @@ func (c *Compressor) Compress(ctx context.Context, req Request) (Plan, error) {
 }
 
 func (c *Compressor) resolve(req Request) (Resolution, error) {
+	r := Resolution{}
 	if req.Threshold != nil {
-		return *req.Threshold, nil
+		r = *req.Threshold
+	} else {
+		var err error
+		if r, err = Resolve(c.Config, req.Model); err != nil {
+			return Resolution{}, fmt.Errorf("compress session %s: %w", req.SessionID, err)
+		}
 	}
-	r, err := Resolve(c.Config, req.Model)
-	if err != nil {
-		return Resolution{}, fmt.Errorf("compress session %s: %w", req.SessionID, err)
+	if req.RefusedTokens > 0 {
+		// The provider proved its window smaller than configured: size everything for that.
+		m := req.Model
+		m.ContextLength, m.MaxTokens = req.RefusedTokens, 0
+		if small, err := Resolve(c.Config, m); err == nil && small.Tokens < r.Tokens {
+			r = small
+		}
 	}
 	return r, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -288,6 +289,13 @@ func TestClassify(t *testing.T) {
 		errors.New("request timed out"):                                FailTimeout,
 		errors.New("model is overloaded"):                              FailOverloaded,
 		errors.New("stream closed before completion"):                  FailDecode,
+		// Plain connection failures are network failures: abort, history untouched.
+		errors.New("peer closed connection without sending complete message body"): FailNetwork,
+		errors.New("read tcp 127.0.0.1:5000: connection reset by peer"):            FailNetwork,
+		fmt.Errorf(`Post "http://127.0.0.1:8080/v1/chat/completions": %w`, io.EOF): FailNetwork,
+		errors.New(`Post "http://127.0.0.1:8080/v1/chat/completions": EOF`):        FailNetwork,
+		fmt.Errorf("dial: %w", syscall.ECONNREFUSED):                               FailNetwork,
+		fmt.Errorf("body: %w", io.ErrUnexpectedEOF):                                FailDecode,
 	} {
 		if got := Classify(err); got != want {
 			t.Errorf("Classify(%v) = %s, want %s", err, got, want)
@@ -321,6 +329,60 @@ func TestSummaryModelFallsBackToMainOnce(t *testing.T) {
 	plan2, err := c2.Compress(context.Background(), Request{SessionID: s.id, Messages: s.active, Model: smallModel, State: &State{}})
 	if err != nil || !plan2.Fallback || len(sum2.models) != 2 {
 		t.Fatalf("err %v fallback %v calls %v", err, plan2.Fallback, sum2.models)
+	}
+}
+
+// After the summary model failed and the main model wrote the summary, the next compactions
+// go straight to the main model for SummaryModelPause, without the notice again; then the
+// summary model is tried once more (issue 10 item 5).
+func TestSummaryModelPausesAfterAFallback(t *testing.T) {
+	t.Parallel()
+	notFound := &provider.Error{Class: provider.ClassBadRequest, StatusCode: 404, Message: "model not found"}
+	sum := &recordingSummarizer{errs: []error{notFound}}
+	c, clk := newTestCompressor(sum, func(c *Config) { c.SummaryModel = "aux-model" })
+	st := &State{}
+	var notices []string
+	for round := range 3 {
+		s := plantedSession(20)
+		plan, err := c.Compress(context.Background(), Request{SessionID: s.id, Messages: s.active, Model: smallModel, State: st})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if plan.SummaryModel != "main-model" {
+			t.Fatalf("round %d: summary by %q", round, plan.SummaryModel)
+		}
+		notices = append(notices, plan.Notices...)
+		clk.Advance(time.Minute)
+	}
+	if want := []string{"aux-model", "main-model", "main-model", "main-model"}; !reflect.DeepEqual(sum.models, want) {
+		t.Fatalf("models asked %v, want %v", sum.models, want)
+	}
+	if len(notices) != 1 {
+		t.Fatalf("notices %q: want the fallback told once", notices)
+	}
+	clk.Advance(SummaryModelPause)
+	s := plantedSession(20)
+	plan, err := c.Compress(context.Background(), Request{SessionID: s.id, Messages: s.active, Model: smallModel, State: st})
+	if err != nil || plan.SummaryModel != "aux-model" || !st.SummaryModelPausedUntil.IsZero() {
+		t.Fatalf("after the pause: err %v, summary by %q, paused until %v", err, plan.SummaryModel, st.SummaryModelPausedUntil)
+	}
+}
+
+// A summarizer whose connection drops aborts the compaction with the history untouched, as
+// every network failure does, instead of falling back to a mechanical summary.
+func TestSummarizerConnectionDropAborts(t *testing.T) {
+	t.Parallel()
+	sum := &recordingSummarizer{errs: []error{errors.New("peer closed connection without sending complete message body")}}
+	c, _ := newTestCompressor(sum, nil)
+	s := plantedSession(20)
+	st := &State{}
+	_, err := c.Compress(context.Background(), Request{SessionID: s.id, Messages: s.active, Model: smallModel, State: st})
+	var ae *AbortError
+	if !errors.As(err, &ae) || ae.Class != FailNetwork {
+		t.Fatalf("err %v: want an abort of class network", err)
+	}
+	if st.FallbackStreak != 0 || st.CompressionCount != 0 {
+		t.Fatalf("state %+v: an abort is not a compaction", st)
 	}
 }
 
@@ -455,5 +517,76 @@ func TestSummaryInputFitsTheSummaryModel(t *testing.T) {
 				t.Errorf("prompt of about %d tokens (cut: %v) for a %d-token window", est, cut, c.window)
 			}
 		})
+	}
+}
+
+// midTurn appends the current ask with its wire text (a recall block) and a tool round too big
+// for the tail budget, so the tail starts at the ask and the summary merges into it.
+func midTurn(s *session, ask, recall string) {
+	s.append(store.Message{Role: store.RoleUser, Content: ask, APIContent: ask + "\n\n" + recall})
+	s.append(store.Message{Role: store.RoleAssistant, Content: "Running the build.", ToolCalls: []store.ToolCall{{ID: "big_" + ask, Type: "function", Function: store.ToolFunction{Name: "terminal", Arguments: `{"command":"make all"}`}}}})
+	s.append(store.Message{Role: store.RoleTool, ToolCallID: "big_" + ask, ToolName: "terminal", Content: strings.Repeat("build output line\n", 3000) + "exit code: 0"})
+}
+
+// A compaction that merges the summary into the current user message keeps that message's
+// wire text (its recall) behind the summary, and a later compaction that finds the carrier in
+// its tail takes it apart and merges again without losing it or stacking summaries (issue 10
+// item 3).
+func TestMergedSummaryKeepsTheWireText(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestCompressor(&recordingSummarizer{}, func(c *Config) { c.ProtectLastN = 3 })
+	s := plantedSession(10)
+	st := &State{CompressionCount: 1} // the head has decayed: the summary leads, as a user message
+	const recall = "<memory-context>\nrecalled: the staging database listens on port 5433\n</memory-context>"
+	for round, ask := range []string{"Now run the whole build.", "And once more, please."} {
+		if round == 1 {
+			// The same turn goes on: another big tool round after the carrier.
+			s.append(store.Message{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{{ID: "again", Type: "function", Function: store.ToolFunction{Name: "terminal", Arguments: `{"command":"make again"}`}}}})
+			s.append(store.Message{Role: store.RoleTool, ToolCallID: "again", ToolName: "terminal", Content: strings.Repeat("more output\n", 4000) + "exit code: 0"})
+			ask = "Now run the whole build."
+		} else {
+			midTurn(s, ask, recall)
+		}
+		plan, err := c.Compress(context.Background(), Request{SessionID: s.id, Messages: s.active, Model: smallModel, State: st})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if why := Validate(plan.Messages); why != "" {
+			t.Fatal(why)
+		}
+		summaries := 0
+		for _, m := range plan.Messages {
+			summaries += strings.Count(m.Content, SummaryPrefix)
+		}
+		if summaries != 1 {
+			t.Fatalf("round %d: %d summaries:\n%s", round, summaries, roles(plan.Messages))
+		}
+		var carrier *store.Message
+		for i := range plan.Messages {
+			if m := &plan.Messages[i]; m.Role == store.RoleUser && strings.HasSuffix(m.Content, ask) {
+				carrier = m
+			}
+		}
+		if round == 1 {
+			// The ask is all that is left of its turn before the new summary: it stays as it
+			// was written and sent.
+			if carrier == nil || carrier.Content != ask || carrier.APIContent != ask+"\n\n"+recall {
+				t.Fatalf("round %d: the current ask lost its text or wire text:\n%s\n%+v", round, roles(plan.Messages), carrier)
+			}
+			break
+		}
+		if carrier == nil || !carrier.Summary {
+			t.Fatalf("round %d: the summary was not merged into the current ask:\n%s", round, roles(plan.Messages))
+		}
+		if !strings.Contains(carrier.APIContent, recall) || !strings.HasPrefix(carrier.APIContent, SummaryPrefix) || !strings.Contains(carrier.APIContent, ask) {
+			t.Fatalf("round %d: the merged ask lost its wire text:\n%q", round, carrier.APIContent)
+		}
+		if n := strings.Count(carrier.Content, SummaryPrefix); n != 1 {
+			t.Fatalf("round %d: %d summaries in the carrier", round, n)
+		}
+		if why := Validate(plan.Messages); why != "" {
+			t.Fatal(why)
+		}
+		s.commit(plan)
 	}
 }

@@ -45,6 +45,9 @@ type Request struct {
 	// FixedTokens is the estimate of the request outside Messages (system prompt, tool
 	// schemas): the compaction's target counts it (see Budgets). 0 when unknown.
 	FixedTokens int
+	// RefusedTokens is the estimate of a request the provider just refused as too long (0:
+	// none). The window is then taken to be at most that big, whatever the configuration says.
+	RefusedTokens int
 }
 
 // StateConfigKey is the model_config key under which Plan.CompactRequest persists State.

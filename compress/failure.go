@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spoolhq/spool/provider"
@@ -100,6 +101,10 @@ func Classify(err error) FailureClass {
 	if errors.As(err, &syn) || errors.As(err, &typ) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return FailDecode
 	}
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) {
+		return FailNetwork
+	}
 	var ne net.Error
 	if errors.As(err, &ne) {
 		if ne.Timeout() {
@@ -121,10 +126,12 @@ func Classify(err error) FailureClass {
 		return FailAuth
 	case containsAny(msg, "timeout", "timed out"):
 		return FailTimeout
-	case containsAny(msg, "connection refused", "connection reset", "no such host", "network is unreachable"):
-		return FailNetwork
 	case containsAny(msg, "json", "stream closed", "premature", "unexpected eof"):
 		return FailDecode
+	case containsAny(msg, "connection refused", "connection reset", "no such host", "network is unreachable",
+		"peer closed connection", "closed connection", "connection closed", "broken pipe", "host is unreachable"),
+		msg == "eof", strings.HasSuffix(msg, ": eof"):
+		return FailNetwork
 	}
 	return FailOther
 }

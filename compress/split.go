@@ -88,13 +88,20 @@ func (c *Compressor) splitHistory(req Request, st *State, b Budgets) (*split, er
 		ProtectLastN: protectLastN, MinTailUsers: c.Config.minTailUsers(),
 	})
 	sp.end = sp.pastSummaries(sp.end)
+	if u := nthLastRealUser(sp.work, sp.start, 1); u == sp.start && u < sp.end {
+		// The ask being answered would leave with its exchange (a second compaction inside
+		// one turn): it stays, verbatim with its wire text, and only what followed it goes.
+		sp.start = alignForward(sp.work, u+1)
+	}
+	sp.minEnd = sp.pastSummaries(sp.minimalTailCut())
+	if sp.start >= sp.end && sp.minEnd > sp.start && sp.minEnd < n {
+		// The anchors left no middle; the smallest tail does.
+		sp.end = sp.minEnd
+	}
 	if sp.start >= sp.end || sp.end > n {
 		return nil, ErrNothingToCompress
 	}
-	sp.minEnd = sp.pastSummaries(sp.minimalTailCut())
-	if sp.minEnd < sp.end {
-		sp.minEnd = sp.end
-	}
+	sp.minEnd = max(sp.minEnd, sp.end)
 	return sp, nil
 }
 
