@@ -30,4 +30,13 @@
 // per window and engine the shares, losses, user asks lost, orphan tool pairs, the active tokens
 // after each compaction against the target, and the failed turns; a missed target (see
 // retentionRules) makes it fail with ErrVerify.
+//
+// RunCache is the prompt-cache benchmark: a scripted tool-heavy session through spool's agent
+// and the real OpenAI and Anthropic adapters against provider/fake over HTTP, on a simulated
+// clock the fake's cache expiry reads. Each call's cached tokens are compared with what an ideal
+// agent could have had cached (idealCeiling): everything already sent in the same order, up to
+// the first byte a compaction had to change, system prompt and tools included while their inputs
+// did not change, nothing after a pause longer than the cache lifetime. Beside spool it runs a
+// naive agent (the time in its prompt every turn) and a rebuild agent (its prompt rendered again
+// at every compaction), which must score lower against the same ceiling.
 package bench
