@@ -147,10 +147,13 @@ type RetentionRun struct {
 	FallbackSummaries int            `json:"fallback_summaries"`
 	TriggerTokens     int            `json:"trigger_tokens"`
 	TargetTokens      int            `json:"target_tokens"`
-	// ActiveTokensAfter* are the prompt tokens of the first request after each compaction.
+	// ActiveTokensAfter* are the size of the first request after each compaction, in the agent's
+	// estimate (tokens.EstimateRequest, the units of the trigger and the target);
+	// ProviderTokensAfterMax is the largest in the provider's count.
 	ActiveTokensAfterP50   int `json:"active_tokens_after_compaction_p50"`
 	ActiveTokensAfterMax   int `json:"active_tokens_after_compaction_max"`
 	ActiveTokensOverTarget int `json:"compactions_over_target"`
+	ProviderTokensAfterMax int `json:"provider_tokens_after_compaction_max"`
 	ProbeRequestTokens     int `json:"probe_request_tokens"`
 
 	FactsTotal              int          `json:"facts_total"`
@@ -171,8 +174,7 @@ type RetentionRun struct {
 	OrphanToolPairs int `json:"orphan_tool_pairs"`
 	SearchCalls     int `json:"search_calls"`
 
-	predicted   int // turns predicted to end right before a compaction
-	activeAfter []int
+	predicted int // turns predicted to end right before a compaction
 }
 
 // Fact statuses.

@@ -24,6 +24,7 @@ import (
 	"github.com/spoolhq/spool/recall"
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/sqlite"
+	"github.com/spoolhq/spool/tokens"
 )
 
 // Engines of the retention benchmark: the default compressor with provider/fake's summarizer,
@@ -128,7 +129,8 @@ type scriptModel struct {
 	orphans  int
 	// afterCompaction is set by the engine wrapper; the next request's size is recorded.
 	afterCompaction bool
-	activeAfter     []int
+	activeAfter     []int // the agent's estimate (tokens.EstimateRequest), the units of the target
+	providerAfter   []int // the provider's count
 }
 
 func (m *scriptModel) Name() string { return "bench-script" }
@@ -158,7 +160,8 @@ func (m *scriptModel) Chat(_ context.Context, req provider.Request, _ func(provi
 	m.lastSize = n
 	if m.afterCompaction {
 		m.afterCompaction = false
-		m.activeAfter = append(m.activeAfter, n)
+		m.activeAfter = append(m.activeAfter, tokens.EstimateRequest(req))
+		m.providerAfter = append(m.providerAfter, n)
 	}
 	if o := orphanToolPairs(wireAsStore(req.Messages)); o > 0 {
 		m.orphans += o
@@ -393,8 +396,10 @@ func runWindow(ctx context.Context, sess retentionSession, window int, engine, d
 	}
 	out.Requests, out.OrphanToolPairs, out.RequestsRefused = model.requests, model.orphans, model.refused
 	after := slices.Clone(model.activeAfter)
+	for _, n := range model.providerAfter {
+		out.ProviderTokensAfterMax = max(out.ProviderTokensAfterMax, n)
+	}
 	model.mu.Unlock()
-	out.activeAfter = after
 	for _, n := range after {
 		out.ActiveTokensAfterMax = max(out.ActiveTokensAfterMax, n)
 		if n > out.TargetTokens {
