@@ -163,6 +163,9 @@ type RetentionRun struct {
 	RecoverablePct          float64      `json:"recoverable_pct"`
 	PresentOrRecoverablePct float64      `json:"present_or_recoverable_pct"`
 	FactsLost               []FactResult `json:"facts_lost"`
+	// LostByPhase and LostByPlace count the lost facts by when and where they were planted.
+	LostByPhase map[string]int `json:"lost_by_phase"`
+	LostByPlace map[string]int `json:"lost_by_place"`
 	// Facts is every planted fact with its status.
 	Facts               []FactResult `json:"facts"`
 	UserAsksTotal       int          `json:"user_asks_total"`

@@ -544,6 +544,7 @@ func scoreRetention(ctx context.Context, db store.Store, sid string, probe provi
 	}
 	out.FactsTotal = len(facts)
 	out.FactsLost = []FactResult{}
+	out.LostByPhase, out.LostByPlace = map[string]int{}, map[string]int{}
 	for _, f := range facts {
 		st, via, err := status(f.Text, f.Key, "user,assistant,tool")
 		if err != nil {
@@ -558,6 +559,8 @@ func scoreRetention(ctx context.Context, db store.Store, sid string, probe provi
 			out.FactsRecoverable++
 		default:
 			out.FactsLost = append(out.FactsLost, fr)
+			out.LostByPhase[f.Phase]++
+			out.LostByPlace[f.Where]++
 		}
 	}
 	out.PresentPct = pct1(out.FactsPresent, out.FactsTotal)
