@@ -25,7 +25,9 @@ const serveLong = `Serve spool's long sessions behind the OpenAI API, on the sam
 CLI: a session made over the API is listed, searched and resumed by ` + "`spool`" + ` (source "api") and the
 other way round.
 
-Routes: POST /v1/chat/completions (streamed and not), GET /v1/models ("spool" is the default
+Routes: POST /v1/chat/completions (streamed and not), POST /v1/responses (previous_response_id
+chains, conversation, streaming) with GET/DELETE /v1/responses/{id}, /cancel and /input_items,
+GET /v1/models ("spool" is the default
 model: the configured provider's, else the offline model), GET /health, GET /ready, GET /metrics
 (Prometheus), and the session browser under /ui/ (scoped to the key's principal). Errors use
 OpenAI's JSON error shape.

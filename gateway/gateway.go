@@ -152,6 +152,15 @@ type Request struct {
 	// Messages are the client's messages, system ones included, the new user message last.
 	Messages []Message
 	Busy     Busy
+	// Append says Messages are all new (the Responses API's input): no history matching; the
+	// ones before the last are stored before the turn.
+	Append bool
+	// After, with SessionID, continues from that message (a previous response, AfterResponse):
+	// the session's latest response continues it, an older one branches there.
+	After         int64
+	AfterResponse string
+	// Locate fills Reply.MessageID and Reply.UserMessageID after the turn.
+	Locate bool
 }
 
 // Sink hears a turn's events. Its functions run on the turn's goroutine; they must not block
@@ -176,6 +185,9 @@ type Reply struct {
 	// Detached is set when the caller's context ended first: the turn runs on and stores its
 	// reply, Result is empty.
 	Detached bool
+	// MessageID is the stored id of the turn's final assistant message and UserMessageID that
+	// of its user message (with Request.Locate).
+	MessageID, UserMessageID int64
 }
 
 // Turn resolves the request's session and runs one turn on it. When ctx ends first (the client
@@ -216,7 +228,7 @@ func (g *Gateway) Turn(ctx context.Context, req Request, sink Sink) (Reply, erro
 		runner = g.queue
 	}
 	type outcome struct {
-		res agent.Result
+		rep Reply
 		err error
 	}
 	done := make(chan outcome, 1)
@@ -232,21 +244,20 @@ func (g *Gateway) Turn(ctx context.Context, req Request, sink Sink) (Reply, erro
 			// The turn continued in a rotated tip: the route follows it.
 			_ = g.putRoute(context.WithoutCancel(ctx), p.routeKey, res.SessionID)
 		}
+		r := reply
+		r.Result = res
+		r.SessionID = cmp.Or(res.SessionID, reply.SessionID)
+		if req.Locate && err == nil {
+			r.MessageID, r.UserMessageID = g.locate(context.WithoutCancel(ctx), r.SessionID)
+		}
 		if sink.OnDone != nil {
-			r := reply
-			r.Result = res
-			r.SessionID = cmp.Or(res.SessionID, reply.SessionID)
 			sink.OnDone(r, err)
 		}
-		done <- outcome{res, err}
+		done <- outcome{r, err}
 	}()
 	select {
 	case o := <-done:
-		reply.Result = o.res
-		if o.res.SessionID != "" {
-			reply.SessionID = o.res.SessionID
-		}
-		return reply, o.err
+		return o.rep, o.err
 	case <-ctx.Done():
 		guard.detach()
 		reply.Detached = true
@@ -266,6 +277,25 @@ func (g *Gateway) runTurn(ctx context.Context, r Runner, p plan, guard *guarded)
 	guard.start(p.sessionID)
 	opts := agent.RunOptions{OnDelta: guard.delta}
 	return r.Run(ctx, p.sessionID, p.input, opts)
+}
+
+// locate finds the last assistant and user messages of a session's active history.
+func (g *Gateway) locate(ctx context.Context, sessionID string) (asst, user int64) {
+	start := time.Now()
+	hist, err := g.st.Conversation(ctx, sessionID, store.ViewActive)
+	g.observe("conversation", start)
+	if err != nil {
+		return 0, 0
+	}
+	for i := len(hist) - 1; i >= 0 && (asst == 0 || user == 0); i-- {
+		switch {
+		case asst == 0 && hist[i].Role == store.RoleAssistant:
+			asst = hist[i].ID
+		case user == 0 && hist[i].Role == store.RoleUser && !hist[i].Summary:
+			user = hist[i].ID
+		}
+	}
+	return asst, user
 }
 
 // classify turns a runner error into the gateway's errors.

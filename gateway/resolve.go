@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -70,6 +71,8 @@ func (g *Gateway) resolve(ctx context.Context, req Request) (plan, error) {
 			return plan{}, err
 		}
 		cur = id
+	case req.Append:
+		// A new conversation (the Responses API without a previous response or conversation).
 	default:
 		first := last.Content
 		if len(prior) > 0 {
@@ -85,6 +88,13 @@ func (g *Gateway) resolve(ctx context.Context, req Request) (plan, error) {
 		}
 	}
 
+	if req.After > 0 && cur != "" {
+		return g.continueAfter(ctx, req, p, cur, prior)
+	}
+	if req.Append && cur != "" {
+		p.sessionID, p.prelude = cur, clientRows(prior)
+		return p, nil
+	}
 	if cur == "" {
 		s, err := g.create(ctx, req.Principal, store.NewSession{})
 		if err != nil {
@@ -122,6 +132,65 @@ func (g *Gateway) resolve(ctx context.Context, req Request) (plan, error) {
 	p.prelude = append(p.prelude, clientRows(prior[cut.visible:])...)
 	g.m.branches.Inc()
 	return p, g.putRoute(ctx, p.routeKey, p.sessionID)
+}
+
+// continueAfter continues a session from one of its messages: the session itself when nothing
+// was said after it, else a branch holding the rows up to it.
+func (g *Gateway) continueAfter(ctx context.Context, req Request, p plan, cur string, prior []Message) (plan, error) {
+	if req.AfterResponse != "" {
+		// The session's latest response continues it, even after a compaction gave its rows
+		// new ids.
+		if rt, err := g.st.GetRoute(ctx, routeKey(req.Principal, "latest", cur)); err == nil {
+			var lr struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(rt.Origin, &lr) == nil && lr.ID == req.AfterResponse {
+				p.sessionID, p.prelude = cur, clientRows(prior)
+				return p, nil
+			}
+		}
+	}
+	start := time.Now()
+	hist, err := g.st.Conversation(ctx, cur, store.ViewActive)
+	g.observe("conversation", start)
+	if err != nil {
+		return plan{}, fmt.Errorf("load session %s: %w", cur, err)
+	}
+	at := -1
+	for i, m := range hist {
+		if m.ID == req.After {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		return plan{}, badRequest("previous_response_id", "that response's message is no longer in the session's active history (compacted or undone); continue from the latest response")
+	}
+	later := false
+	for _, m := range hist[at+1:] {
+		if m.Role == store.RoleUser && !m.Summary {
+			later = true
+			break
+		}
+	}
+	p.prelude = clientRows(prior)
+	if !later {
+		p.sessionID = cur
+		return p, nil
+	}
+	s, err := g.create(ctx, req.Principal, store.NewSession{ParentID: cur, Relation: store.RelationBranch})
+	if err != nil {
+		return plan{}, err
+	}
+	p.sessionID, p.branchedFrom = s.ID, cur
+	rows := make([]store.Message, 0, at+1+len(prior))
+	for _, m := range hist[:at+1] {
+		m.ID, m.SessionID = 0, ""
+		rows = append(rows, m)
+	}
+	p.prelude = append(rows, p.prelude...)
+	g.m.branches.Inc()
+	return p, nil
 }
 
 // owned is the live tip of a session the principal owns.

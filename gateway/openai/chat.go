@@ -393,6 +393,12 @@ func (st *stream) stop() {
 }
 
 func (st *stream) open(sid string) {
+	st.openSSE(sid)
+	st.chunk(choice{Delta: &choiceMessage{Role: "assistant", Content: ptr("")}}, nil)
+}
+
+// openSSE sends the stream's headers.
+func (st *stream) openSSE(sid string) {
 	h := st.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -404,7 +410,6 @@ func (st *stream) open(sid string) {
 	st.mu.Lock()
 	st.opened = true
 	st.mu.Unlock()
-	st.chunk(choice{Delta: &choiceMessage{Role: "assistant", Content: ptr("")}}, nil)
 }
 
 // keepAlive writes a comment whenever the stream was silent for every; it ends with finish.

@@ -1,6 +1,7 @@
 // Package openai is spool's OpenAI-compatible HTTP surface: POST /v1/chat/completions
-// (streamed and not), GET /v1/models, /health, /ready and /metrics, with OpenAI's JSON error
-// shape ({"error":{"message","type","param","code"}}) on every failure. Session logic is asked
+// (streamed and not), the Responses API (POST /v1/responses, GET and DELETE
+// /v1/responses/{id}, /cancel, /input_items), GET /v1/models, /health, /ready and /metrics,
+// with OpenAI's JSON error shape ({"error":{"message","type","param","code"}}) on every failure. Session logic is asked
 // of package gateway; this package only decodes requests and encodes answers.
 //
 // The wire contract is the one the official SDKs parse (openai-python, openai-node,
@@ -16,6 +17,14 @@
 // retry on their own; errors no retry can fix carry x-should-retry: false. Idempotency-Key
 // replays the stored outcome of the same request (same key, method, path, session headers and
 // body); another body is 409 idempotency_key_conflict.
+//
+// Responses: a response id names a position in a session (gateway.ResponseRecord);
+// previous_response_id continues that session when it is the session's latest response and
+// branches at it otherwise; conversation names a session; without either a new session starts.
+// Input items are messages (text parts); the stream is the Responses grammar of `event:
+// response.*` frames with an increasing sequence_number (created, in_progress,
+// output_item.added, content_part.added, output_text.delta*, output_text.done,
+// content_part.done, output_item.done, completed; response.failed on an error).
 //
 // A client that disconnects mid-stream stops receiving; the turn finishes and is stored.
 // Writes have a deadline (a client that stops reading cannot hold a turn), and each open

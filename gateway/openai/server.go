@@ -66,6 +66,11 @@ func New(g *gateway.Gateway, o Options) *Server {
 	s.handle("GET /v1/models", "models", s.models)
 	s.handle("GET /v1/models/{id}", "model", s.model)
 	s.handle("POST /v1/chat/completions", "chat_completions", s.chat)
+	s.handle("POST /v1/responses", "responses", s.responsesCreate)
+	s.handle("GET /v1/responses/{id}", "responses_get", s.responsesGet)
+	s.handle("DELETE /v1/responses/{id}", "responses_delete", s.responsesDelete)
+	s.handle("POST /v1/responses/{id}/cancel", "responses_cancel", s.responsesCancel)
+	s.handle("GET /v1/responses/{id}/input_items", "responses_input_items", s.responsesInputItems)
 	for pattern, h := range o.Mount {
 		s.mux.Handle(pattern, h)
 	}

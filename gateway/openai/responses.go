@@ -1,0 +1,489 @@
+package openai
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spoolhq/spool/gateway"
+	"github.com/spoolhq/spool/provider"
+	"github.com/spoolhq/spool/store"
+)
+
+type responsesRequest struct {
+	Model              string          `json:"model"`
+	Input              json.RawMessage `json:"input"`
+	Instructions       string          `json:"instructions"`
+	PreviousResponseID string          `json:"previous_response_id"`
+	Conversation       json.RawMessage `json:"conversation"`
+	Stream             bool            `json:"stream"`
+	Metadata           json.RawMessage `json:"metadata"`
+	Tools              json.RawMessage `json:"tools"`
+}
+
+// inputMessages reads a Responses input: a string, or a list of message items.
+func inputMessages(raw json.RawMessage) ([]gateway.Message, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, badParam("input", "input is required")
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, badParam("input", "input must be a string or a list of items")
+		}
+		return []gateway.Message{{Role: "user", Content: s}}, nil
+	}
+	var items []struct {
+		Type    string          `json:"type"`
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, badParam("input", "input must be a string or a list of items")
+	}
+	var out []gateway.Message
+	for i, it := range items {
+		switch it.Type {
+		case "", "message":
+		case "compaction":
+			continue // spool's own summary stands in for it; the session already holds it
+		default:
+			return nil, badParam(fmt.Sprintf("input[%d].type", i), fmt.Sprintf("input items of type %q are not supported by spool serve (messages only)", it.Type))
+		}
+		t, err := chatMessage{Content: it.Content}.text(i)
+		if err != nil {
+			return nil, badParam(fmt.Sprintf("input[%d].content", i), err.Error())
+		}
+		out = append(out, gateway.Message{Role: cmp.Or(it.Role, "user"), Content: t})
+	}
+	return out, nil
+}
+
+func badParam(param, msg string) *apiError {
+	return newError(http.StatusBadRequest, "invalid_request_error", "invalid_value", msg).param(param).noRetry()
+}
+
+// responseObject is a Responses API response.
+func responseObject(rec gateway.ResponseRecord, text string) map[string]any {
+	output := []any{}
+	if rec.Status == "completed" {
+		output = append(output, outputItem(rec, text, "completed"))
+	}
+	var errObj any
+	if rec.Error != "" {
+		errObj = map[string]any{"code": "server_error", "message": rec.Error}
+	}
+	meta := json.RawMessage(`{}`)
+	if len(rec.Metadata) > 0 && string(rec.Metadata) != "null" {
+		meta = rec.Metadata
+	}
+	var prev any
+	if rec.Previous != "" {
+		prev = rec.Previous
+	}
+	u := rec.Usage
+	return map[string]any{
+		"id": rec.ID, "object": "response", "created_at": rec.CreatedAt, "status": rec.Status, "model": rec.Model,
+		"output": output, "error": errObj, "incomplete_details": nil, "instructions": nil, "metadata": meta,
+		"parallel_tool_calls": false, "tool_choice": "auto", "tools": []any{}, "previous_response_id": prev,
+		"conversation": map[string]any{"id": rec.SessionID}, "store": true, "truncation": "disabled",
+		"usage": map[string]any{
+			"input_tokens": u.InputTokens, "input_tokens_details": map[string]any{"cached_tokens": u.CacheReadTokens},
+			"output_tokens": u.OutputTokens, "output_tokens_details": map[string]any{"reasoning_tokens": u.ReasoningTokens},
+			"total_tokens": u.InputTokens + u.OutputTokens,
+		},
+	}
+}
+
+func itemID(rec gateway.ResponseRecord) string { return "msg_" + strings.TrimPrefix(rec.ID, "resp_") }
+
+func outputItem(rec gateway.ResponseRecord, text, status string) map[string]any {
+	content := []any{}
+	if status == "completed" {
+		content = append(content, textPart(text))
+	}
+	return map[string]any{"id": itemID(rec), "type": "message", "status": status, "role": "assistant", "content": content}
+}
+
+func textPart(text string) map[string]any {
+	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
+}
+
+func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, principal string) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	var req responsesRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, newError(http.StatusBadRequest, "invalid_request_error", "invalid_json", "the body is not valid JSON: "+err.Error()).noRetry())
+		return
+	}
+	if !s.knownModel(req.Model) {
+		writeError(w, modelNotFound(req.Model))
+		return
+	}
+	if len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]" {
+		writeError(w, badParam("tools", "client-declared tools are not supported by spool serve yet"))
+		return
+	}
+	msgs, err := inputMessages(req.Input)
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	busy, err := gateway.ParseBusy(r.Header.Get("X-Spool-Busy"))
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	greq := gateway.Request{Principal: principal, Messages: msgs, Busy: busy, Append: true, Locate: true}
+	conv := conversationID(req.Conversation)
+	switch {
+	case req.PreviousResponseID != "" && conv != "":
+		writeError(w, badParam("previous_response_id", "previous_response_id and conversation cannot be used together"))
+		return
+	case req.PreviousResponseID != "":
+		prev, err := s.g.Response(r.Context(), principal, req.PreviousResponseID)
+		if err != nil {
+			writeError(w, errorOf(err).param("previous_response_id"))
+			return
+		}
+		greq.SessionID, greq.After, greq.AfterResponse = prev.SessionID, prev.MessageID, prev.ID
+		if prev.MessageID == 0 {
+			greq.After = -1
+		}
+	case conv != "":
+		greq.SessionID = conv
+	default:
+		greq.SessionID = r.Header.Get("X-Spool-Session-Id")
+	}
+	if greq.After < 0 {
+		writeError(w, badParam("previous_response_id", "that response has not completed"))
+		return
+	}
+
+	rec := gateway.ResponseRecord{ID: newID("resp_"), Status: "in_progress", Model: cmp.Or(req.Model, "spool"), CreatedAt: time.Now().Unix(),
+		Previous: req.PreviousResponseID, Metadata: req.Metadata}
+	var idem *gateway.Idem
+	if key := r.Header.Get("Idempotency-Key"); key != "" {
+		idem, err = s.g.Idempotent(r.Context(), principal, key, gateway.HashBody(r.Method, r.URL.Path, body))
+		if err != nil {
+			writeError(w, errorOf(err))
+			return
+		}
+		if idem.Replay != nil {
+			s.replayResponse(w, idem.Replay, req.Stream)
+			return
+		}
+	}
+	var ev *events
+	if req.Stream {
+		ev = &events{st: s.newStream(w, rec.ID, rec.CreatedAt, rec.Model)}
+	}
+	var mu sync.Mutex
+	started := false
+	sink := gateway.Sink{
+		OnStart: func(sid string) {
+			mu.Lock()
+			started = true
+			rec.SessionID = sid
+			mu.Unlock()
+			_ = s.g.SaveResponse(r.Context(), principal, rec)
+			if ev != nil {
+				ev.st.openSSE(sid)
+				ev.st.startKeepAlive(s.o.KeepAlive)
+				ev.begin(rec)
+			}
+		},
+		OnDone: func(rep gateway.Reply, err error) {
+			final := rec
+			final.SessionID = rep.SessionID
+			final.MessageID, final.UserMessageID, final.Usage = rep.MessageID, rep.UserMessageID, rep.Result.Usage
+			final.Status = "completed"
+			if err != nil {
+				final.Status, final.Error = "failed", err.Error()
+				if errors.Is(err, gateway.ErrInterrupted) {
+					final.Status = "cancelled"
+				}
+			}
+			var busyErr *gateway.BusyError
+			if errors.As(err, &busyErr) {
+				if idem != nil {
+					_ = idem.Release(r.Context())
+				}
+				return
+			}
+			_ = s.g.SaveResponse(r.Context(), principal, final)
+			if idem != nil {
+				b, _ := json.Marshal(responseObject(final, rep.Result.Reply))
+				status := http.StatusOK
+				if err != nil {
+					e := errorOf(err)
+					status = e.Status
+					b, _ = json.Marshal(map[string]any{"error": e})
+				}
+				st, _ := json.Marshal(stored{SessionID: rep.SessionID, Body: b})
+				_ = idem.Complete(r.Context(), status, st)
+			}
+		},
+	}
+	if ev != nil {
+		sink.OnDelta = ev.delta
+	}
+	rep, err := s.g.Turn(r.Context(), greq, sink)
+	mu.Lock()
+	wasStarted := started
+	mu.Unlock()
+	if idem != nil && err != nil && !wasStarted && !rep.Detached {
+		_ = idem.Release(r.Context())
+	}
+	if rep.Detached {
+		if ev != nil {
+			ev.st.stop()
+		}
+		return
+	}
+	rec.SessionID, rec.MessageID, rec.UserMessageID, rec.Usage = rep.SessionID, rep.MessageID, rep.UserMessageID, rep.Result.Usage
+	if ev != nil && wasStarted {
+		ev.finish(rec, rep.Result.Reply, err)
+		s.g.Metrics().StreamDuration.WithLabelValues("responses").Observe(time.Since(ev.st.began).Seconds())
+		return
+	}
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	rec.Status = "completed"
+	sessionHeaders(w, rep.SessionID, rep.BranchedFrom)
+	writeJSON(w, http.StatusOK, responseObject(rec, rep.Result.Reply))
+}
+
+func conversationID(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var o struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(raw, &o)
+	return o.ID
+}
+
+// events writes the Responses streaming grammar: every event named on an `event:` line, with
+// its type and an increasing sequence_number in the data.
+type events struct {
+	st   *stream
+	seq  int
+	text strings.Builder
+	rec  gateway.ResponseRecord
+}
+
+func (e *events) emit(typ string, fields map[string]any) {
+	fields["type"] = typ
+	fields["sequence_number"] = e.seq
+	e.seq++
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return
+	}
+	e.st.mu.Lock()
+	defer e.st.mu.Unlock()
+	buf := make([]byte, 0, len(b)+len(typ)+16)
+	buf = append(buf, "event: "...)
+	buf = append(buf, typ...)
+	buf = append(buf, "\ndata: "...)
+	buf = append(buf, b...)
+	buf = append(buf, "\n\n"...)
+	e.st.write(buf)
+}
+
+func (e *events) begin(rec gateway.ResponseRecord) {
+	e.rec = rec
+	e.emit("response.created", map[string]any{"response": responseObject(rec, "")})
+	e.emit("response.in_progress", map[string]any{"response": responseObject(rec, "")})
+	e.emit("response.output_item.added", map[string]any{"output_index": 0, "item": outputItem(rec, "", "in_progress")})
+	e.emit("response.content_part.added", map[string]any{"item_id": itemID(rec), "output_index": 0, "content_index": 0, "part": textPart("")})
+}
+
+func (e *events) delta(d provider.Delta) {
+	if d.Content == "" {
+		return
+	}
+	e.text.WriteString(d.Content)
+	e.emit("response.output_text.delta", map[string]any{"item_id": itemID(e.rec), "output_index": 0, "content_index": 0, "delta": d.Content, "logprobs": []any{}})
+}
+
+func (e *events) finish(rec gateway.ResponseRecord, reply string, err error) {
+	e.st.mu.Lock()
+	alive := e.st.alive
+	e.st.alive = false
+	e.st.mu.Unlock()
+	if alive {
+		close(e.st.quit)
+		<-e.st.done
+	}
+	if err != nil {
+		rec.Status, rec.Error = "failed", errorOf(err).Msg
+		e.emit("response.failed", map[string]any{"response": responseObject(rec, "")})
+		return
+	}
+	if e.text.Len() == 0 && reply != "" {
+		e.delta(provider.Delta{Content: reply})
+	}
+	text := e.text.String()
+	rec.Status = "completed"
+	id := itemID(rec)
+	e.emit("response.output_text.done", map[string]any{"item_id": id, "output_index": 0, "content_index": 0, "text": text, "logprobs": []any{}})
+	e.emit("response.content_part.done", map[string]any{"item_id": id, "output_index": 0, "content_index": 0, "part": textPart(text)})
+	e.emit("response.output_item.done", map[string]any{"output_index": 0, "item": outputItem(rec, text, "completed")})
+	e.emit("response.completed", map[string]any{"response": responseObject(rec, text)})
+}
+
+// replayResponse answers from a stored idempotent Responses outcome.
+func (s *Server) replayResponse(w http.ResponseWriter, e *store.IdempotencyEntry, streamed bool) {
+	var rec stored
+	var obj struct {
+		ID     string `json:"id"`
+		Model  string `json:"model"`
+		Output []struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"output"`
+	}
+	if json.Unmarshal(e.Response, &rec) != nil || (e.Status == http.StatusOK && json.Unmarshal(rec.Body, &obj) != nil) {
+		writeError(w, newError(http.StatusInternalServerError, "server_error", "replay_failed", "the stored outcome of this Idempotency-Key is unreadable").noRetry())
+		return
+	}
+	w.Header().Set("Idempotent-Replayed", "true")
+	if rec.SessionID != "" {
+		w.Header().Set("X-Spool-Session-Id", rec.SessionID)
+	}
+	if e.Status != http.StatusOK || !streamed {
+		w.Header().Set("Content-Type", "application/json")
+		if e.Status != http.StatusOK {
+			w.Header().Set("x-should-retry", "false")
+		}
+		w.WriteHeader(e.Status)
+		w.Write(append(rec.Body, '\n'))
+		return
+	}
+	text := ""
+	if len(obj.Output) > 0 && len(obj.Output[0].Content) > 0 {
+		text = obj.Output[0].Content[0].Text
+	}
+	r := gateway.ResponseRecord{ID: obj.ID, SessionID: rec.SessionID, Status: "in_progress", Model: obj.Model}
+	ev := &events{st: s.newStream(w, obj.ID, 0, obj.Model)}
+	ev.st.openSSE(rec.SessionID)
+	ev.begin(r)
+	ev.finish(r, text, nil)
+}
+
+// find returns the principal's response and the text of its reply.
+func (s *Server) find(r *http.Request, principal string) (gateway.ResponseRecord, string, error) {
+	rec, err := s.g.Response(r.Context(), principal, r.PathValue("id"))
+	if err != nil {
+		return rec, "", err
+	}
+	if rec.MessageID == 0 {
+		return rec, "", nil
+	}
+	ms, err := s.g.Messages(r.Context(), principal, rec.SessionID)
+	if err != nil {
+		return rec, "", err
+	}
+	for _, m := range ms {
+		if m.ID == rec.MessageID {
+			return rec, m.Content, nil
+		}
+	}
+	return rec, "", nil
+}
+
+func (s *Server) responsesGet(w http.ResponseWriter, r *http.Request, principal string) {
+	rec, text, err := s.find(r, principal)
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, responseObject(rec, text))
+}
+
+func (s *Server) responsesDelete(w http.ResponseWriter, r *http.Request, principal string) {
+	rec, err := s.g.Response(r.Context(), principal, r.PathValue("id"))
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	rec.Deleted = true
+	if err := s.g.SaveResponse(r.Context(), principal, rec); err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": rec.ID, "object": "response", "deleted": true})
+}
+
+func (s *Server) responsesCancel(w http.ResponseWriter, r *http.Request, principal string) {
+	rec, text, err := s.find(r, principal)
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	if rec.Status == "in_progress" && s.g.Interrupt(rec.SessionID) {
+		rec.Status = "cancelled"
+	}
+	writeJSON(w, http.StatusOK, responseObject(rec, text))
+}
+
+func (s *Server) responsesInputItems(w http.ResponseWriter, r *http.Request, principal string) {
+	rec, _, err := s.find(r, principal)
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	ms, err := s.g.Messages(r.Context(), principal, rec.SessionID)
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	data := []any{}
+	for _, m := range ms {
+		if m.ID == rec.UserMessageID {
+			data = append(data, messageItem(m))
+		}
+	}
+	list := map[string]any{"object": "list", "data": data, "has_more": false, "first_id": nil, "last_id": nil}
+	if len(data) > 0 {
+		id := data[0].(map[string]any)["id"]
+		list["first_id"], list["last_id"] = id, id
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// messageItem is a stored message as a Responses/conversations item.
+func messageItem(m store.Message) map[string]any {
+	typ := "input_text"
+	if m.Role == store.RoleAssistant {
+		typ = "output_text"
+	}
+	part := map[string]any{"type": typ, "text": m.Content}
+	if typ == "output_text" {
+		part["annotations"] = []any{}
+	}
+	return map[string]any{"id": fmt.Sprintf("msg_%s_%d", m.SessionID, m.ID), "type": "message", "status": "completed", "role": m.Role, "content": []any{part}}
+}

@@ -1,0 +1,102 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// ResponseRecord is what a Responses API id names: a position in a session (its turn's user
+// and assistant messages) and how the response ended. It is kept as a store route of the
+// principal ("api:<principal>:resp:<id>"), so every replica on the database finds it.
+type ResponseRecord struct {
+	ID            string          `json:"-"`
+	SessionID     string          `json:"-"`
+	Status        string          `json:"status"` // in_progress, completed, failed, cancelled
+	Model         string          `json:"model"`
+	CreatedAt     int64           `json:"created_at"`
+	MessageID     int64           `json:"message_id,omitempty"`
+	UserMessageID int64           `json:"user_message_id,omitempty"`
+	Previous      string          `json:"previous_response_id,omitempty"`
+	Metadata      json.RawMessage `json:"metadata,omitempty"`
+	Usage         store.Usage     `json:"usage"`
+	Error         string          `json:"error,omitempty"`
+	Deleted       bool            `json:"deleted,omitempty"`
+}
+
+// SaveResponse records r for principal.
+func (g *Gateway) SaveResponse(ctx context.Context, principal string, r ResponseRecord) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	err = g.st.PutRoute(context.WithoutCancel(ctx), store.Route{Key: routeKey(principal, "resp", r.ID), SessionID: r.SessionID, Origin: b})
+	g.observe("put_route", start)
+	if err != nil {
+		return fmt.Errorf("record response %s: %w", r.ID, err)
+	}
+	if r.Status == "completed" {
+		latest, _ := json.Marshal(map[string]string{"id": r.ID})
+		if err := g.st.PutRoute(context.WithoutCancel(ctx), store.Route{Key: routeKey(principal, "latest", r.SessionID), SessionID: r.SessionID, Origin: latest}); err != nil {
+			return fmt.Errorf("record response %s: %w", r.ID, err)
+		}
+	}
+	return nil
+}
+
+// Response finds a principal's response record; a deleted or foreign one is ErrNotFound.
+func (g *Gateway) Response(ctx context.Context, principal, id string) (ResponseRecord, error) {
+	start := time.Now()
+	rt, err := g.st.GetRoute(ctx, routeKey(principal, "resp", id))
+	g.observe("get_route", start)
+	if errors.Is(err, store.ErrNotFound) {
+		return ResponseRecord{}, fmt.Errorf("response %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return ResponseRecord{}, fmt.Errorf("find response %s: %w", id, err)
+	}
+	var r ResponseRecord
+	if err := json.Unmarshal(rt.Origin, &r); err != nil {
+		return ResponseRecord{}, fmt.Errorf("response %s is unreadable: %w", id, err)
+	}
+	if r.Deleted {
+		return ResponseRecord{}, fmt.Errorf("response %s: %w", id, ErrNotFound)
+	}
+	if _, err := g.owned(ctx, principal, rt.SessionID); err != nil {
+		return ResponseRecord{}, err
+	}
+	r.ID, r.SessionID = id, rt.SessionID
+	return r, nil
+}
+
+// Messages loads the messages of a principal's session as a person sees them (archived rows
+// included), for the Responses and conversations routes.
+func (g *Gateway) Messages(ctx context.Context, principal, sessionID string) ([]store.Message, error) {
+	if _, err := g.owned(ctx, principal, sessionID); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	ms, err := g.st.Conversation(ctx, sessionID, store.ViewDisplay)
+	g.observe("conversation", start)
+	if err != nil {
+		return nil, fmt.Errorf("load session %s: %w", sessionID, err)
+	}
+	return ms, nil
+}
+
+// Interrupt cancels the running turn of a session, if this process runs one.
+func (g *Gateway) Interrupt(sessionID string) bool {
+	g.mu.Lock()
+	s := g.slots[sessionID]
+	g.mu.Unlock()
+	if s == nil {
+		return false
+	}
+	s.interrupt()
+	return true
+}
