@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,14 +60,14 @@ func (a *app) openStore(ctx context.Context) (store.Store, error) {
 		return nil, err
 	}
 	if cfg.Database.URL != "" {
-		db, err := postgres.Open(ctx, cfg.Database.URL, postgres.Options{})
+		db, err := postgres.Open(ctx, cfg.Database.URL, postgres.Options{Logger: storeLogger(a.stderr)})
 		if err != nil {
 			return nil, fmt.Errorf("open database: %w", err)
 		}
 		a.st, a.closer = db, db
 		return db, nil
 	}
-	db, err := openSQLite(ctx, cfg)
+	db, err := openSQLite(ctx, cfg, storeLogger(a.stderr))
 	if err != nil {
 		return nil, err
 	}
@@ -82,8 +84,47 @@ func databaseName(cfg config.Config) string {
 	return cfg.Database.Path
 }
 
+// storeLogger is what the store may say on stderr during a command: warnings and errors only,
+// one "spool: warning: ..." line each (no timestamps, pids or hosts; routine events such as
+// taking a dead holder's lease stay quiet).
+func storeLogger(w io.Writer) *slog.Logger {
+	return slog.New(&lineHandler{w: w})
+}
+
+type lineHandler struct {
+	w     io.Writer
+	attrs []slog.Attr
+}
+
+func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	msg := strings.TrimPrefix(r.Message, "spool: ")
+	b.WriteString("spool: warning: " + msg)
+	add := func(a slog.Attr) bool {
+		if a.Key != "err" && a.Key != "path" {
+			return true
+		}
+		fmt.Fprintf(&b, " (%s)", a.Value.String())
+		return true
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	_, err := fmt.Fprintln(h.w, oneLine(b.String()))
+	return err
+}
+
+func (h *lineHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &lineHandler{w: h.w, attrs: append(slices.Clone(h.attrs), as...)}
+}
+
+func (h *lineHandler) WithGroup(string) slog.Handler { return h }
+
 // openSQLite opens the SQLite store cfg describes, creating its directory (mode 0700) first.
-func openSQLite(ctx context.Context, cfg config.Config) (*sqlite.DB, error) {
+func openSQLite(ctx context.Context, cfg config.Config, log *slog.Logger) (*sqlite.DB, error) {
 	path := cfg.Database.Path
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create database directory: %w", err)
@@ -91,23 +132,28 @@ func openSQLite(ctx context.Context, cfg config.Config) (*sqlite.DB, error) {
 	db, err := sqlite.Open(ctx, path, sqlite.Options{
 		Synchronous: strings.ToUpper(cfg.Database.Synchronous),
 		JournalMode: cfg.Database.JournalMode,
+		Logger:      log,
 	})
 	if err != nil {
 		if strings.Contains(err.Error(), path) {
-			return nil, fmt.Errorf("open database: %w", err)
+			return nil, err // "open <path>: ..."
 		}
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	return db, nil
 }
 
-func (a *app) closeStore() {
-	if a.closer != nil {
-		if err := a.closer.Close(); err != nil {
-			fmt.Fprintf(a.stderr, "spool: close database: %s\n", oneLine(err.Error()))
-		}
-		a.st, a.closer = nil, nil
+// closeStore closes the store and returns what went wrong doing so.
+func (a *app) closeStore() error {
+	if a.closer == nil {
+		return nil
 	}
+	err := a.closer.Close()
+	a.st, a.closer = nil, nil
+	if err != nil {
+		return fmt.Errorf("close database: %w", err)
+	}
+	return nil
 }
 
 // resolve finds a session by id, title or unique id prefix, with errors fit for a person.

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,4 +78,147 @@ func TestHostileImportStoresNothing(t *testing.T) {
 			t.Fatalf("import of a good file: %q", r.stdout)
 		}
 	})
+}
+
+// mountTmpfs mounts a tmpfs of size at a new directory (root only); the test is skipped, saying
+// why, where this process cannot mount one.
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a tmpfs (run the tests as root, as CI does)")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v: %s); run as root with CAP_SYS_ADMIN to enable", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	return dir
+}
+
+// oneFailure asserts r failed with exactly one "spool: " line on stderr containing want.
+func oneFailure(t *testing.T, what string, r result, want string) {
+	t.Helper()
+	msg := strings.TrimSuffix(r.stderr, "\n")
+	if r.code == 0 || strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "spool: ") || !strings.Contains(msg, want) {
+		t.Errorf("%s: exit %d, stderr %q; want a failure in one spool: line saying %q", what, r.code, r.stderr, want)
+	}
+}
+
+// quietSuccess asserts r succeeded with nothing on stderr.
+func quietSuccess(t *testing.T, what string, r result) {
+	t.Helper()
+	if r.code != 0 || r.stderr != "" {
+		t.Errorf("%s: exit %d, stderr %q; want success with a quiet stderr\nstdout: %s", what, r.code, r.stderr, r.stdout)
+	}
+}
+
+// Reading commands work on a database on a read-only filesystem; writing ones fail in one line.
+func TestReadOnlyHome(t *testing.T) {
+	t.Parallel()
+	home := mountTmpfs(t, "16m")
+	seed(t, home)
+	if out, err := exec.Command("mount", "-o", "remount,ro", home).CombinedOutput(); err != nil {
+		t.Fatalf("remount read-only: %v: %s", err, out)
+	}
+	for _, args := range [][]string{
+		{"sessions", "list"}, {"sessions", "show", idRoot}, {"search", "tokenizer"},
+		{"sessions", "export", "-o", "-"}, {"sessions", "stats"}, {"db", "check"},
+	} {
+		r := spool(t, home, args...)
+		if args[0] == "db" {
+			// The full-text checks cannot run read-only; db check says so in one line.
+			if r.code != 0 || strings.Count(r.stderr, "\n") > 1 || !strings.Contains(r.stdout, "ok:") {
+				t.Errorf("db check read-only: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+			}
+			continue
+		}
+		quietSuccess(t, strings.Join(args, " "), r)
+	}
+	oneFailure(t, "rename", spool(t, home, "sessions", "rename", idAPI, "new name"), "read-only")
+	oneFailure(t, "delete", spool(t, home, "sessions", "delete", idAPI, "--yes"), "read-only")
+}
+
+// With the disk full, reads keep working and a failing write says so in one line.
+func TestDiskFull(t *testing.T) {
+	t.Parallel()
+	home := mountTmpfs(t, "8m")
+	seed(t, home)
+	// Fill the filesystem.
+	f, err := os.Create(filepath.Join(home, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for size := 64 << 10; size > 0; size /= 2 {
+		chunk := make([]byte, size)
+		for {
+			if _, err := f.Write(chunk); err != nil {
+				break
+			}
+		}
+	}
+	f.Close()
+	for _, args := range [][]string{
+		{"sessions", "list"}, {"sessions", "show", idRoot}, {"search", "tokenizer"}, {"db", "check"},
+	} {
+		quietSuccess(t, strings.Join(args, " "), spool(t, home, args...))
+	}
+	big := strings.Repeat("a long title that needs a page ", 3)
+	oneFailure(t, "rename on a full disk", spool(t, home, "sessions", "rename", idAPI, big[:90]), "full")
+	url := startFakeLLM(t)
+	oneFailure(t, "run on a full disk", spool(t, home, viaFake(url, "--resume", idAPI, "hello")...), "full")
+	oneFailure(t, "new run on a full disk", spool(t, home, viaFake(url, "hello")...), "full")
+
+	// Nearly full: the database opens (room for its -shm and a little WAL), the append of a
+	// large prompt does not fit.
+	filler := filepath.Join(home, "filler")
+	fi, err := os.Stat(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filler, fi.Size()-160<<10); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, home)
+	prompt := strings.Repeat("a large prompt that will not fit on the disk ", 4500)
+	oneFailure(t, "large run on a nearly full disk", spoolIn(t, home, prompt, viaFake(url, "--resume", idAPI, "-")...), "full")
+	quietSuccess(t, "show after the failed run", spool(t, home, "sessions", "show", idAPI))
+	if after := snapshot(t, home); after != before {
+		t.Errorf("the failed run changed the transcripts:\nbefore %s\nafter %s", before, after)
+	}
+	quietSuccess(t, "list after the failed run", spool(t, home, "sessions", "list"))
+}
+
+// Another program's SQLite file at the database path is refused in one line, untouched; an
+// existing database keeps its mode.
+func TestForeignFileAndModes(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	path := filepath.Join(home, "spool.db")
+	raw := rawDB(t, path)
+	if _, err := raw.Exec("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('theirs')"); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := spool(t, home, "sessions", "list")
+	oneFailure(t, "list on a foreign file", r, "not a spool database")
+	if strings.Contains(r.stderr, "CREATE") || strings.Contains(r.stderr, "SELECT") {
+		t.Errorf("raw SQL in the error: %q", r.stderr)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Error("the foreign file was changed")
+	}
+
+	mine := seededHome(t)
+	db := filepath.Join(mine, "spool.db")
+	if err := os.Chmod(db, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	quietSuccess(t, "list of a 0400 database", spool(t, mine, "sessions", "list"))
+	if fi, _ := os.Stat(db); fi.Mode().Perm() != 0o400 {
+		t.Errorf("mode 0400 became %v", fi.Mode().Perm())
+	}
 }

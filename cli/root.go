@@ -37,7 +37,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
-	a.closeStore()
+	if cerr := a.closeStore(); cerr != nil && err == nil {
+		// The command's own failure, when there is one, is the line worth printing.
+		err = cerr
+	}
 	if err == nil {
 		return a.exit
 	}

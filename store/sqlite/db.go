@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -59,6 +60,7 @@ type DB struct {
 	// connection is opened read-only, there is no write gate, and writes fail with
 	// store.ErrReadOnly before touching anything.
 	readOnly  bool
+	roErr     error // why writes fail on a read-only handle (store.ErrReadOnly unless the disk is full)
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -161,6 +163,15 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := db.retryBusy(ctx, func() error { return db.setup(ctx) }); err != nil {
 		db.w.Close()
 		db.gate.close()
+		if !created && (isFull(err) || isIOErr(err)) && walEmpty(abs) {
+			// A full disk leaves no room for the -shm a WAL reader needs: read what is there.
+			// An absent or empty -wal holds nothing the file lacks, and nobody can write it
+			// until space is freed.
+			ro := &DB{path: abs, opts: opts, log: opts.Logger, readOnly: true, roErr: errDiskFull}
+			if rerr := ro.openReadOnly(ctx); rerr == nil {
+				return ro, nil
+			}
+		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	if err := db.prepareWriter(ctx); err != nil {
@@ -224,10 +235,8 @@ func (db *DB) openReadOnly(ctx context.Context) error {
 		return nil
 	}
 	err := open(false)
-	if err != nil && isCantOpen(err) {
-		if _, serr := os.Stat(db.path + "-wal"); errors.Is(serr, os.ErrNotExist) {
-			err = open(true)
-		}
+	if err != nil && (isCantOpen(err) || isIOErr(err) || isFull(err)) && walEmpty(db.path) {
+		err = open(true)
 	}
 	return err
 }
@@ -421,7 +430,7 @@ func (db *DB) close() error {
 // have effects outside tx.
 func (db *DB) write(ctx context.Context, budget time.Duration, fn func(tx *sql.Tx) error) error {
 	if db.readOnly {
-		return fmt.Errorf("%s: %w", db.path, store.ErrReadOnly)
+		return fmt.Errorf("%s: %w", db.path, cmp.Or(db.roErr, store.ErrReadOnly))
 	}
 	start := time.Now()
 	deadline := start.Add(budget)

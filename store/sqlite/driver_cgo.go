@@ -77,3 +77,6 @@ func isCorrupt(err error) bool {
 
 // isFull: the disk (or the filesystem's quota) is full.
 func isFull(err error) bool { return sqliteCode(err) == sqlite3.ErrFull }
+
+// isIOErr: a disk I/O error (extending the -shm on a full disk, for one).
+func isIOErr(err error) bool { return sqliteCode(err) == sqlite3.ErrIoErr }

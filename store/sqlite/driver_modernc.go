@@ -57,3 +57,6 @@ func isCorrupt(err error) bool {
 
 // isFull: the disk (or the filesystem's quota) is full.
 func isFull(err error) bool { return sqliteCode(err) == sqlite3.SQLITE_FULL }
+
+// isIOErr: a disk I/O error (extending the -shm on a full disk, for one).
+func isIOErr(err error) bool { return sqliteCode(err) == sqlite3.SQLITE_IOERR }

@@ -66,10 +66,13 @@ func (db *DB) indexNow(ctx context.Context, tx *sql.Tx) error {
 // nothing pending and cost one read.
 func (db *DB) ensureIndexed(ctx context.Context) error {
 	pending, err := readColumn[bool](ctx, db, `SELECT coalesce((SELECT max(id) FROM messages), 0) > upto FROM fts_state`)
-	if err != nil || len(pending) == 0 || !pending[0] {
+	if err != nil || len(pending) == 0 || !pending[0] || db.readOnly {
 		return err
 	}
-	return db.flushIndex(ctx)
+	if err := db.flushIndex(ctx); err != nil && !isFull(err) {
+		return err
+	}
+	return nil // a full disk: search what is indexed rather than fail
 }
 
 func (db *DB) flushIndex(ctx context.Context) error {

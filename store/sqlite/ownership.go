@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/spoolhq/spool/store"
 )
 
 // spoolTables are tables every spool schema has; a database with tables but without these is
@@ -39,4 +41,14 @@ func pathErr(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// errDiskFull is why writes fail on a database opened read-only because the disk is full.
+var errDiskFull = fmt.Errorf("the disk is full (free some space to write again): %w", store.ErrReadOnly)
+
+// walEmpty reports whether the database's -wal is absent or empty: then the file alone holds
+// everything committed.
+func walEmpty(dbPath string) bool {
+	fi, err := os.Stat(dbPath + "-wal")
+	return errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0)
 }
