@@ -64,6 +64,9 @@ func (a *app) chatCommand() *cobra.Command {
 			"Terminal commands ask for approval on a terminal unless --yes. Type /help for commands.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if a.json {
+				return &usageError{errors.New("spool chat is interactive and prints no JSON; use spool run --output-format json or stream-json")}
+			}
 			// Ctrl-C interrupts a turn, not the chat: turns get their own signal handling.
 			ctx := context.WithoutCancel(cmd.Context())
 			c := &chat{a: a, tty: isTerminal(a.stdin)}
@@ -159,13 +162,22 @@ func (c *chat) prompt() {
 func (c *chat) loop(ctx context.Context) error {
 	if c.tty {
 		fmt.Fprintln(c.a.stderr, "spool chat: type a message, /help for commands, Ctrl-D to leave.")
+		c.banner()
 	}
+	defer c.goodbye()
 	for c.prompt(); ; c.prompt() {
-		line, err := c.in.read(ctx)
-		if errors.Is(err, io.EOF) {
+		// Ctrl-C at an idle prompt leaves the chat (status 130); during a turn it stops the turn.
+		rctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+		line, err := c.in.read(rctx)
+		interrupted := rctx.Err() != nil && ctx.Err() == nil
+		stop()
+		switch {
+		case interrupted:
+			fmt.Fprintln(c.a.stderr)
+			return fmt.Errorf("chat: %w", context.Canceled)
+		case errors.Is(err, io.EOF):
 			return nil
-		}
-		if err != nil {
+		case err != nil:
 			return fmt.Errorf("read input: %w", err)
 		}
 		if strings.TrimSpace(line) == "" {
@@ -178,6 +190,25 @@ func (c *chat) loop(ctx context.Context) error {
 			continue
 		}
 		c.turn(ctx, line)
+	}
+}
+
+// banner says, once at the start, what this chat talks to and where.
+func (c *chat) banner() {
+	th := c.ag.Threshold()
+	sid := "new (starts with your first message)"
+	if c.sid != "" {
+		sid = c.sid
+	}
+	wd, _ := os.Getwd()
+	fmt.Fprintf(c.a.stderr, "model %s · session %s · %s · window %d tokens (compacts at %d)\n",
+		c.ag.Model(), sid, visible(wd), th.Model.ContextLength, th.Tokens)
+}
+
+// goodbye tells how to come back to the session the chat leaves.
+func (c *chat) goodbye() {
+	if c.tty && c.sid != "" {
+		fmt.Fprintf(c.a.stderr, "Resume with: spool chat --resume %s\n", c.sid)
 	}
 }
 
@@ -196,9 +227,14 @@ func (c *chat) turn(ctx context.Context, input string) {
 			}
 		},
 		OnWait: func(waited time.Duration, holder string) {
-			v.aside(func() {
-				fmt.Fprintf(c.a.stderr, "(session busy: another turn is running, waited %s)\n", waited.Round(time.Second))
-			})
+			// On a terminal the spinner's label says it, updated with every notice (the first
+			// comes at once); elsewhere each notice is a line.
+			line := waitLine(holder, waited, leaseSince(ctx, c.st, holder))
+			if v.spin {
+				v.wait(line)
+			} else {
+				v.aside(func() { fmt.Fprintf(c.a.stderr, "(%s)\n", line) })
+			}
 		},
 		OnNotice: func(s string) { v.aside(func() { fmt.Fprintf(c.a.stderr, "(%s)\n", oneLine(s)) }) },
 		OnToolCall: func(tc store.ToolCall) {
@@ -356,7 +392,8 @@ func (c *chat) status(ctx context.Context, res agent.Result) {
 	if recs, err := c.st.Requests(ctx, c.sid, 1); err == nil && len(recs) == 1 {
 		last = recs[0].Usage.InputTokens
 	}
-	fmt.Fprintf(c.a.stderr, "[%s · %d / %d tokens · %.0f%% cached]\n", c.ag.Model(), last, c.ag.Threshold().Tokens, cached)
+	th := c.ag.Threshold()
+	fmt.Fprintf(c.a.stderr, "[%s · %d / %d tokens (compacts at %d) · %.0f%% cached]\n", c.ag.Model(), last, th.Model.ContextLength, th.Tokens, cached)
 }
 
 // command runs a slash command and reports whether the chat should end.
@@ -542,8 +579,8 @@ func (c *chat) usage(ctx context.Context) error {
 	if u.InputTokens > 0 {
 		share = 100 * float64(u.CacheReadTokens) / float64(u.InputTokens)
 	}
-	fmt.Fprintf(c.a.stdout, "Session %s: %d calls, %d prompt tokens (%.1f%% cached, %d written to cache), %d output tokens, ~$%.4f\n",
-		s.ID, u.APICalls, u.InputTokens, share, u.CacheWriteTokens, u.OutputTokens, u.CostUSD)
+	fmt.Fprintf(c.a.stdout, "Session %s: %d calls, %d prompt tokens (%.1f%% cached, %d written to cache), %d output tokens, cost %s\n",
+		s.ID, u.APICalls, u.InputTokens, share, u.CacheWriteTokens, u.OutputTokens, formatCost(s.Model, u.CostUSD))
 	recs, err := c.st.Requests(ctx, c.sid, 0)
 	if err != nil {
 		return err

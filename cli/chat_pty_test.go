@@ -2,11 +2,13 @@ package cli_test
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -137,7 +139,12 @@ func startPTY(t *testing.T, home string, env []string, args ...string) (*ptyScre
 	t.Helper()
 	cmd := exec.Command(spoolBin, append([]string{"--home", home}, args...)...)
 	cmd.Env = append(append(cleanEnv(), "TERM=xterm-256color"), env...)
-	cmd.Dir = t.TempDir() // the approved terminal command runs here, not in the source tree
+	// The approved terminal command runs here, not in the source tree; one directory per home,
+	// so --continue (the most recent session of this directory) finds the earlier process's.
+	cmd.Dir = filepath.Join(home, "work")
+	if err := os.MkdirAll(cmd.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 160})
 	if err != nil {
 		t.Skipf("cannot allocate a pseudo-terminal here (%v); the test needs /dev/ptmx", err)
@@ -364,8 +371,22 @@ func TestChatApprovals(t *testing.T) {
 	s.typeLine("SAY the next line is a message")
 	s.expect("\nthe next line is a message\n")
 	s.expect("› ")
-	s.typeLine("/exit")
-	waitExit(t, s, cmd)
+	// Ctrl-C at an idle prompt leaves with the shell's interrupt status and says how to come back.
+	if _, err := s.tty.Write([]byte{3}); err != nil {
+		t.Fatal(err)
+	}
+	s.expect("Resume with: spool chat --resume ")
+	errc := make(chan error, 1)
+	go func() { errc <- cmd.Wait() }()
+	select {
+	case err := <-errc:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Errorf("Ctrl-C at the prompt: exit %v, want status 130", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("spool chat did not leave on Ctrl-C; screen:\n%s", s.text())
+	}
 	if strings.Contains(s.raw(), "\x1b[2J") {
 		t.Error("an escape sequence from the model reached the terminal raw")
 	}

@@ -72,6 +72,9 @@ func (a *app) configExplainCommand() *cobra.Command {
 				return &usageError{fmt.Errorf("no model to explain: pass --model or set provider.model")}
 			}
 			window, source := context, "--context"
+			if window == 0 && cfg.Provider.ContextLength > 0 && name == cfg.Provider.Model {
+				window, source = cfg.Provider.ContextLength, "provider.context_length"
+			}
 			if window == 0 {
 				known, ok := provider.LookupContextWindow(name)
 				if !ok {

@@ -3,9 +3,13 @@ package cli
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/spoolhq/spool/store"
 )
 
 // lineReader reads the chat's input lines on a goroutine of its own, so that a reader can stop
@@ -118,4 +122,34 @@ func colorDiff(colour bool, diff string) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// waitLine says what a turn waits for: the holder of the conversation's turn (pid and host), since
+// when it holds it (zero: not known), and how long this turn has waited.
+func waitLine(holder string, waited time.Duration, since time.Time) string {
+	who := "another turn"
+	if h, err := store.ParseHolder(holder); err == nil {
+		who = fmt.Sprintf("pid %d on host %s", h.PID, visible(h.Host))
+	}
+	at := ""
+	if !since.IsZero() {
+		at = " since " + since.Local().Format("15:04:05")
+	}
+	return fmt.Sprintf("waiting for the turn held by %s%s (%s so far)", who, at, waited.Round(time.Second))
+}
+
+// leaseSince is when holder took the turn lease it holds, or zero when that is not known.
+func leaseSince(ctx context.Context, st interface {
+	HeldLeases(context.Context) ([]store.HeldLease, error)
+}, holder string) time.Time {
+	ls, err := st.HeldLeases(ctx)
+	if err != nil {
+		return time.Time{}
+	}
+	for _, l := range ls {
+		if l.Holder == holder {
+			return l.AcquiredAt
+		}
+	}
+	return time.Time{}
 }

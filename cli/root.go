@@ -18,6 +18,8 @@ const (
 	ExitOK    = 0
 	ExitError = 1 // a runtime error, or problems found by a check
 	ExitUsage = 2 // bad arguments or flags
+	// ExitInterrupted is the shell's status for a command ended by Ctrl-C (128 + SIGINT).
+	ExitInterrupted = 130
 )
 
 // Execute runs spool with args (without the program name) on the process's standard streams and
@@ -52,9 +54,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return ExitUsage
 	}
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.Cause(ctx))) {
 		fmt.Fprintln(stderr, "spool: interrupted")
-		return ExitError
+		return ExitInterrupted
 	}
 	fmt.Fprintf(stderr, "spool: %s\n", oneLine(err.Error()))
 	return ExitError
@@ -106,7 +108,8 @@ func (a *app) rootCommand() *cobra.Command {
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	root.CompletionOptions.HiddenDefaultCmd = true
+	root.Version = versionString()
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.home, "home", "", "spool home directory (default $SPOOL_HOME or ~/.spool)")
@@ -116,6 +119,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(a.runCommand(), a.chatCommand())
 	root.AddCommand(a.configCommand(), a.uiCommand(), a.serveCommand())
 	root.AddCommand(a.importCommand())
+	a.addCompletions(root)
 	return root
 }
 

@@ -3,11 +3,13 @@ package cli
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -43,8 +45,8 @@ func (f *modelFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.baseURL, "base-url", "", "provider base URL, e.g. http://127.0.0.1:11434/v1 for a local server")
 	fl.BoolVar(&f.yes, "yes", false, "run terminal commands without asking")
 	fl.StringVar(&f.resume, "resume", "", "continue this session (id, unique id prefix or title)")
-	fl.BoolVarP(&f.cont, "continue", "c", false, "continue the most recent session")
-	fl.IntVar(&f.window, "context-length", agent.DefaultContextLength, "the model's context window in tokens (sizes the compaction trigger)")
+	fl.BoolVarP(&f.cont, "continue", "c", false, "continue the most recent session started in this directory")
+	fl.IntVar(&f.window, "context-length", 0, "the model's context window in tokens (default: provider.context_length, else the table of known models, else 128000)")
 }
 
 // offline is the model name of the built-in offline model.
@@ -152,8 +154,9 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 	if err != nil {
 		return nil, nil, "", err
 	}
-	if f.window < 1024 {
-		return nil, nil, "", &usageError{fmt.Errorf("--context-length must be at least 1024 tokens, got %d", f.window)}
+	window, err := contextWindow(cfg, f, model)
+	if err != nil {
+		return nil, nil, "", err
 	}
 	wd, _ := os.Getwd()
 	if f.yes {
@@ -167,7 +170,7 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 		Model:         model,
 		Provider:      name,
 		CacheTTL:      cfg.Provider.CacheLifetime(),
-		ContextLength: f.window,
+		ContextLength: window,
 		Compression:   compress.FromConfig(cfg),
 		Rotate:        !cfg.Compression.InPlace,
 		Prompt:        prompt.Env{Home: cfg.Home, WorkDir: wd, Platform: "cli"},
@@ -179,6 +182,34 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 		return nil, nil, "", err
 	}
 	return ag, st, notice, nil
+}
+
+// contextWindow is the model's window in tokens, from one source of truth for every command:
+// --context-length, else provider.context_length, else the table of known models, else
+// agent.DefaultContextLength.
+func contextWindow(cfg config.Config, f modelFlags, model string) (int, error) {
+	if f.window != 0 {
+		if f.window < 1024 {
+			return 0, &usageError{fmt.Errorf("--context-length must be at least 1024 tokens, got %d", f.window)}
+		}
+		return f.window, nil
+	}
+	if cfg.Provider.ContextLength > 0 {
+		return cfg.Provider.ContextLength, nil
+	}
+	if n, ok := provider.LookupContextWindow(model); ok {
+		return n, nil
+	}
+	return agent.DefaultContextLength, nil
+}
+
+// formatCost shows an estimated cost, or "n/a" when nothing was charged because the model's
+// price is not known (a local or unknown model), rather than a made-up $0.0000.
+func formatCost(model string, usd float64) string {
+	if _, ok := provider.LookupPrice(model); !ok && usd == 0 {
+		return "n/a (price of " + cmp.Or(model, "the model") + " not known)"
+	}
+	return fmt.Sprintf("~$%.4f", usd)
 }
 
 // leaseOptions are the turn-lease settings of the config.
@@ -198,12 +229,13 @@ func (a *app) sessionRef(ctx context.Context, st store.Store, f modelFlags) (str
 		}
 		return s.ID, nil
 	case f.cont:
-		ls, err := st.ListSessions(ctx, store.ListOptions{Limit: 1, Source: "cli"})
+		wd, _ := os.Getwd()
+		ls, err := st.ListSessions(ctx, store.ListOptions{Limit: 1, Source: "cli", Cwd: wd})
 		if err != nil {
 			return "", fmt.Errorf("find the most recent session: %w", err)
 		}
 		if len(ls) == 0 {
-			return "", errors.New("--continue: there is no session to continue yet")
+			return "", fmt.Errorf("--continue: no session was started in %s yet (spool sessions list shows all; --resume ID picks one)", wd)
 		}
 		return cmp.Or(ls[0].TipID, ls[0].ID), nil
 	}
@@ -223,30 +255,47 @@ type runJSON struct {
 	// CompactionLog is each compaction's size before and after against its target.
 	CompactionLog []agent.Compaction `json:"compaction_log,omitempty"`
 	CacheBreaks   []store.CacheBreak `json:"cache_breaks"`
+	// ContextWindow is the model's window in tokens and CompactsAt the prompt size that triggers
+	// a compaction.
+	ContextWindow int `json:"context_window"`
+	CompactsAt    int `json:"compacts_at"`
 }
+
+// maxPipedInput bounds what `spool run` reads from a pipe (the prompt with "-", or text piped
+// beside a prompt).
+const maxPipedInput = 16 << 20
 
 func (a *app) runCommand() *cobra.Command {
 	var f modelFlags
+	var format string
 	cmd := &cobra.Command{
 		Use:   "run PROMPT",
 		Short: "Run one agent turn and print the reply",
 		Long: "Run one turn non-interactively: the reply streams to stdout, notices and tool activity go\n" +
-			"to stderr. PROMPT \"-\" reads the prompt from stdin. --resume/--continue go on with an earlier\n" +
-			"session; otherwise a new session starts. Terminal commands are refused unless --yes.\n" +
-			"With --json, one object: session_id, reply, usage, model_calls, tool_calls, cache_breaks.",
+			"to stderr. PROMPT \"-\" reads the prompt from stdin; text piped in beside a PROMPT is appended\n" +
+			"to it (cat log.txt | spool run \"what failed?\"). --resume/--continue go on with an earlier\n" +
+			"session (--continue: the most recent one started in this directory); otherwise a new session\n" +
+			"starts. Terminal commands, and file access outside the workspace, are refused unless --yes.\n\n" +
+			"--output-format text (default) | json (one object: session_id, reply, usage, model_calls,\n" +
+			"tool_calls, cache_breaks; --json is the same) | stream-json (one JSON event per line as the\n" +
+			"turn runs: delta, tool_call, tool_result, notice, wait, then result).",
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx := cmd.Context()
-			input := argv[0]
-			if input == "-" {
-				b, err := io.ReadAll(a.stdin)
-				if err != nil {
-					return fmt.Errorf("read the prompt from stdin: %w", err)
-				}
-				input = string(b)
+			if a.json && cmd.Flags().Changed("output-format") && format != "json" {
+				return &usageError{fmt.Errorf("--json and --output-format %s exclude each other", format)}
 			}
-			if strings.TrimSpace(input) == "" {
-				return &usageError{errors.New("the prompt is empty")}
+			if a.json {
+				format = "json"
+			}
+			switch format {
+			case "text", "json", "stream-json":
+			default:
+				return &usageError{fmt.Errorf("--output-format %q: want text, json or stream-json", format)}
+			}
+			input, err := a.runInput(argv[0])
+			if err != nil {
+				return err
 			}
 			ag, st, notice, err := a.newAgent(ctx, f, tools.Deny("spool run cannot ask for approval; pass --yes to allow it"), false, runHints)
 			if err != nil {
@@ -259,49 +308,153 @@ func (a *app) runCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opts := agent.RunOptions{
-				OnWait: func(waited time.Duration, holder string) {
-					fmt.Fprintf(a.stderr, "spool: session busy (another turn is running: %s); waited %s\n", holder, waited.Round(time.Second))
-				},
-				OnNotice: func(s string) { fmt.Fprintf(a.stderr, "spool: %s\n", oneLine(s)) },
-				OnToolCall: func(c store.ToolCall) {
-					fmt.Fprintf(a.stderr, "  ⚙ %s %s\n", c.Function.Name, truncate(c.Function.Arguments, 100))
-				},
-			}
-			streamed := false
-			if !a.json {
-				opts.OnDelta = func(d provider.Delta) {
-					if d.Content != "" {
-						streamed = true
-						io.WriteString(a.stdout, d.Content)
-					}
-				}
-			}
-			res, err := ag.Run(ctx, sid, input, opts)
-			if streamed {
-				fmt.Fprintln(a.stdout)
-			}
+			out := newRunOutput(ctx, a, st, format)
+			res, err := ag.Run(ctx, sid, input, out.options())
+			out.end()
 			if err != nil {
 				if res.SessionID != "" && !errors.Is(err, agent.ErrEmptyInput) && !strings.Contains(err.Error(), res.SessionID) {
-					return fmt.Errorf("session %s: %w", res.SessionID, err)
+					err = fmt.Errorf("session %s: %w", res.SessionID, err)
+				}
+				if format == "stream-json" {
+					out.event(streamEvent{Type: "error", SessionID: res.SessionID, Error: oneLine(err.Error())})
 				}
 				return err
 			}
-			if a.json {
-				return a.printJSON(runJSON{
-					SessionID: res.SessionID, Reply: res.Reply, Model: ag.Model(), FinishReason: res.FinishReason,
-					Usage: res.Usage, ModelCalls: res.Calls, ToolCalls: res.ToolCalls, Compactions: res.Compactions, CompactionLog: res.CompactionLog,
-					CacheBreaks: nonNil(res.Breaks),
-				})
+			final := runJSON{
+				SessionID: res.SessionID, Reply: res.Reply, Model: ag.Model(), FinishReason: res.FinishReason,
+				Usage: res.Usage, ModelCalls: res.Calls, ToolCalls: res.ToolCalls, Compactions: res.Compactions, CompactionLog: res.CompactionLog,
+				CacheBreaks: nonNil(res.Breaks), ContextWindow: ag.Threshold().Model.ContextLength, CompactsAt: ag.Threshold().Tokens,
 			}
-			if !streamed && res.Reply != "" {
-				fmt.Fprintln(a.stdout, res.Reply)
+			switch format {
+			case "json":
+				return a.printJSON(final)
+			case "stream-json":
+				out.event(streamEvent{Type: "result", Result: &final})
+			default:
+				if !out.streamed && res.Reply != "" {
+					fmt.Fprintln(a.stdout, res.Reply)
+				}
 			}
 			return nil
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().StringVar(&format, "output-format", "text", "text, json or stream-json (one JSON event per line as the turn runs)")
 	return cmd
+}
+
+// runInput is the prompt of `spool run`: the argument, the whole of stdin for "-", and text piped
+// in beside an argument appended to it.
+func (a *app) runInput(arg string) (string, error) {
+	input := arg
+	if arg == "-" || !isTerminal(a.stdin) {
+		b, err := io.ReadAll(io.LimitReader(a.stdin, maxPipedInput+1))
+		if err != nil {
+			return "", fmt.Errorf("read stdin: %w", err)
+		}
+		if len(b) > maxPipedInput {
+			return "", &usageError{fmt.Errorf("stdin is over %d MiB; pass a smaller file or a path for the agent to read", maxPipedInput>>20)}
+		}
+		switch piped := strings.TrimRight(string(b), "\n"); {
+		case arg == "-":
+			input = piped
+		case strings.TrimSpace(piped) != "":
+			input = arg + "\n\n" + piped
+		}
+	}
+	if strings.TrimSpace(input) == "" {
+		return "", &usageError{errors.New("the prompt is empty")}
+	}
+	return input, nil
+}
+
+// streamEvent is one line of `spool run --output-format stream-json`.
+type streamEvent struct {
+	Type      string   `json:"type"` // delta, reasoning, tool_call, tool_result, notice, wait, result, error
+	Content   string   `json:"content,omitempty"`
+	ToolID    string   `json:"tool_call_id,omitempty"`
+	Name      string   `json:"name,omitempty"`
+	Arguments string   `json:"arguments,omitempty"`
+	IsError   bool     `json:"is_error,omitempty"`
+	Waited    float64  `json:"waited_seconds,omitempty"`
+	Holder    string   `json:"holder,omitempty"`
+	SessionID string   `json:"session_id,omitempty"`
+	Error     string   `json:"error,omitempty"`
+	Result    *runJSON `json:"result,omitempty"`
+}
+
+// runOutput shows a running turn in one of the output formats.
+type runOutput struct {
+	ctx      context.Context
+	a        *app
+	st       store.Store
+	format   string
+	mu       sync.Mutex
+	enc      *json.Encoder
+	streamed bool // text format: some of the reply went to stdout already
+}
+
+func newRunOutput(ctx context.Context, a *app, st store.Store, format string) *runOutput {
+	return &runOutput{ctx: ctx, a: a, st: st, format: format, enc: json.NewEncoder(a.stdout)}
+}
+
+// event writes one stream-json line.
+func (o *runOutput) event(e streamEvent) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_ = o.enc.Encode(e)
+}
+
+// options are the turn's callbacks for the format.
+func (o *runOutput) options() agent.RunOptions {
+	a := o.a
+	if o.format == "stream-json" {
+		return agent.RunOptions{
+			OnDelta: func(d provider.Delta) {
+				if d.Reasoning != "" {
+					o.event(streamEvent{Type: "reasoning", Content: d.Reasoning})
+				}
+				if d.Content != "" {
+					o.event(streamEvent{Type: "delta", Content: d.Content})
+				}
+			},
+			OnWait: func(waited time.Duration, holder string) {
+				o.event(streamEvent{Type: "wait", Waited: waited.Seconds(), Holder: holder})
+			},
+			OnNotice: func(s string) { o.event(streamEvent{Type: "notice", Content: s}) },
+			OnToolCall: func(c store.ToolCall) {
+				o.event(streamEvent{Type: "tool_call", ToolID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+			},
+			OnToolResult: func(c store.ToolCall, result string, isError bool) {
+				o.event(streamEvent{Type: "tool_result", ToolID: c.ID, Name: c.Function.Name, Content: result, IsError: isError})
+			},
+		}
+	}
+	opts := agent.RunOptions{
+		OnWait: func(waited time.Duration, holder string) {
+			fmt.Fprintf(a.stderr, "spool: %s\n", waitLine(holder, waited, leaseSince(o.ctx, o.st, holder)))
+		},
+		OnNotice: func(s string) { fmt.Fprintf(a.stderr, "spool: %s\n", visible(oneLine(s))) },
+		OnToolCall: func(c store.ToolCall) {
+			fmt.Fprintf(a.stderr, "  ⚙ %s %s\n", c.Function.Name, visible(truncate(c.Function.Arguments, 100)))
+		},
+	}
+	if o.format == "text" {
+		opts.OnDelta = func(d provider.Delta) {
+			if d.Content != "" {
+				o.streamed = true
+				io.WriteString(a.stdout, visible(d.Content))
+			}
+		}
+	}
+	return opts
+}
+
+// end finishes the text format's streamed reply with a newline.
+func (o *runOutput) end() {
+	if o.streamed {
+		fmt.Fprintln(o.a.stdout)
+	}
 }
 
 func nonNil[T any](s []T) []T {

@@ -279,8 +279,8 @@ func (a *app) renderSession(s store.Session, kids, chain []store.Session, sp str
 	row("Messages", fmt.Sprintf("%d active, %d tool calls", s.MessageCount, s.ToolCallCount))
 	u := s.Usage
 	if u.APICalls > 0 {
-		row("Usage", fmt.Sprintf("%d calls, %d in / %d out tokens, cache %d read / %d write, $%.4f",
-			u.APICalls, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD))
+		row("Usage", fmt.Sprintf("%d calls, %d in / %d out tokens, cache %d read / %d write, cost %s",
+			u.APICalls, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, formatCost(s.Model, u.CostUSD)))
 	}
 	row("Cwd", s.Cwd)
 	row("Git branch", s.GitBranch)

@@ -51,6 +51,9 @@ type Provider struct {
 	// CacheTTL is the prompt-cache lifetime asked of Anthropic: "5m" (the default) or "1h",
 	// which costs more to write but survives pauses longer than five minutes.
 	CacheTTL string `yaml:"cache_ttl" enum:",5m,1h"`
+	// ContextLength is the model's window in tokens; 0 looks the model up in the table of known
+	// models (128,000 for a model it does not know). --context-length overrides it.
+	ContextLength int `yaml:"context_length" min:"0"`
 }
 
 // CacheLifetime is CacheTTL as a duration (5 minutes when unset).

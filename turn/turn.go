@@ -52,8 +52,9 @@ type Options struct {
 	Poll time.Duration
 	// Notice is how often OnWait is called while waiting.
 	Notice time.Duration
-	// OnWait, when set, is called every Notice while Begin waits (first after one Notice), with
-	// the time waited so far and the current holder, so a UI can say why nothing happens. It
+	// OnWait, when set, is called as soon as Begin finds the lease held and then every Notice
+	// while it waits, with the time waited so far and the current holder, so a UI can say at
+	// once why nothing happens. It
 	// runs on a goroutine of Begin's, never after Begin returns, and should return quickly.
 	OnWait func(waited time.Duration, holder string)
 	// Holder identifies this turn. It must be unique per turn: the store lets a holder re-acquire
@@ -191,7 +192,7 @@ func acquire(ctx context.Context, st Store, sessionID string, o Options) (store.
 		}
 		if o.OnWait != nil {
 			if notices == nil {
-				notices = startNotices(start, o.Notice, o.OnWait)
+				notices = startNotices(start, o.Notice, o.OnWait, held.Holder)
 			}
 			notices.setHolder(held.Holder)
 		}
@@ -212,10 +213,12 @@ type noticer struct {
 	done   chan struct{}
 }
 
-func startNotices(start time.Time, every time.Duration, fn func(time.Duration, string)) *noticer {
-	n := &noticer{quit: make(chan struct{}), done: make(chan struct{})}
+func startNotices(start time.Time, every time.Duration, fn func(time.Duration, string), holder string) *noticer {
+	n := &noticer{quit: make(chan struct{}), done: make(chan struct{}), holder: holder}
 	go func() {
 		defer close(n.done)
+		// The first notice comes at once, so a waiting user knows why nothing happens.
+		fn(time.Since(start), holder)
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {

@@ -284,6 +284,25 @@ func TestWaiting(t *testing.T) {
 			t.Fatalf("bounded wait: %v", err)
 		}
 	})
+	t.Run("told at once", func(t *testing.T) {
+		// With notices an hour apart, the first still comes before the wait ends: at once.
+		told := make(chan string, 1)
+		ctx, cancel := context.WithCancel(bg)
+		done := make(chan error, 1)
+		go func() {
+			_, err := turn.Begin(ctx, other, "conv", turn.Options{Poll: time.Hour, Notice: time.Hour,
+				OnWait: func(_ time.Duration, holder string) { told <- holder }})
+			done <- err
+		}()
+		h := <-told
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Begin after cancel: %v", err)
+		}
+		if h != first.Holder() {
+			t.Fatalf("first notice named %q, want %q", h, first.Holder())
+		}
+	})
 	t.Run("woken at release", func(t *testing.T) {
 		var mu sync.Mutex
 		var notices []string

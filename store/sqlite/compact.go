@@ -179,6 +179,9 @@ func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opt
 		} else if err := recount(ctx, tx, child.ID); err != nil {
 			return err
 		}
+		if err := bumpRoot(ctx, tx, child.ID); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
 			micros(time.Now()), store.EndCompression, pid); err != nil {
 			return err

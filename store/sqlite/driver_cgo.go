@@ -20,6 +20,12 @@ const driverName = "sqlite3_spool"
 // DriverLabel names the driver in reports and benchmarks.
 const DriverLabel = "github.com/mattn/go-sqlite3"
 
+// LibraryVersion is the version of the SQLite library this build links.
+func LibraryVersion() string {
+	v, _, _ := sqlite3.Version()
+	return v
+}
+
 func init() {
 	sql.Register(driverName, &sqlite3.SQLiteDriver{
 		ConnectHook: func(c *sqlite3.SQLiteConn) error {

@@ -17,6 +17,9 @@ const driverName = "sqlite"
 // DriverLabel names the driver in reports and benchmarks.
 const DriverLabel = "modernc.org/sqlite"
 
+// LibraryVersion is the version of the SQLite library this build links.
+func LibraryVersion() string { return sqlite3.SQLITE_VERSION }
+
 // addTuning sets the per-connection pragmas (cachePragma, mmapPragma) in the DSN.
 func addTuning(q url.Values) {
 	for _, p := range []string{cachePragma, mmapPragma} {

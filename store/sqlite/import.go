@@ -94,5 +94,10 @@ func (db *DB) importTx(ctx context.Context, tx *sql.Tx, s store.Session, prompt 
 	if err := linkStoredCopies(ctx, tx, ns.ID); err != nil {
 		return err
 	}
-	return recount(ctx, tx, ns.ID)
+	if err := recount(ctx, tx, ns.ID); err != nil {
+		return err
+	}
+	// Whichever of a chain's sessions is imported first, its root ends with the newest activity,
+	// as appends keep it (bumpSession), so a migrated chain lists at its tip's activity.
+	return bumpRoot(ctx, tx, ns.ID)
 }

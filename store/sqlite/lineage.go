@@ -180,6 +180,15 @@ func copyActive(ctx context.Context, tx *sql.Tx, from, to string, lo, hi int64) 
 	return recount(ctx, tx, to)
 }
 
+// bumpRoot keeps a compression chain listed by its newest activity, as appends do (bumpSession):
+// the root of id's chain takes the newest last_active of the chain's sessions.
+func bumpRoot(ctx context.Context, tx *sql.Tx, id string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE sessions SET last_active = max(last_active,
+		(SELECT max(last_active) FROM sessions WHERE root_id = (SELECT root_id FROM sessions WHERE id = ?1)))
+		WHERE id = (SELECT root_id FROM sessions WHERE id = ?1)`, id)
+	return err
+}
+
 // recount sets a session's counters to its active totals and its activity to its newest row.
 func recount(ctx context.Context, tx *sql.Tx, id string) error {
 	_, err := tx.ExecContext(ctx, `UPDATE sessions SET
