@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/postgres"
 	"github.com/spoolhq/spool/store/sqlite"
 	"github.com/spoolhq/spool/turn"
 )
@@ -408,7 +409,7 @@ func RunLeaseWorker(ctx context.Context, stdin io.Reader, stdout io.Writer) (err
 	if p.DB == "" || p.Conversation == "" || (p.Mode != "handover" && p.Iterations < 1) {
 		return fmt.Errorf("lease worker: parameters need db, conversation and iterations >= 1, got %+v", p)
 	}
-	db, err := sqlite.Open(ctx, p.DB, sqlite.Options{})
+	db, err := openLeaseStore(ctx, p.DB)
 	if err != nil {
 		return fmt.Errorf("lease worker %d: %w", p.Worker, err)
 	}
@@ -449,8 +450,10 @@ func RunLeaseWorker(ctx context.Context, stdin io.Reader, stdout io.Writer) (err
 			res.LatenciesNS = append(res.LatenciesNS, int64(time.Since(t)))
 		}
 		res.ElapsedS = time.Since(start).Seconds()
-		n := db.BusyRetries()
-		res.LockRetries = &n
+		if bc, ok := db.(busyCounter); ok {
+			n := bc.BusyRetries()
+			res.LockRetries = &n
+		}
 		return enc.Encode(res)
 	case "handover":
 		return handoverWorker(ctx, db, p, in, enc)
@@ -458,7 +461,7 @@ func RunLeaseWorker(ctx context.Context, stdin io.Reader, stdout io.Writer) (err
 	return fmt.Errorf("lease worker: unknown mode %q", p.Mode)
 }
 
-func handoverWorker(ctx context.Context, db *sqlite.DB, p LeaseWorkerParams, in *lineReader, enc *json.Encoder) error {
+func handoverWorker(ctx context.Context, db leaseStore, p LeaseWorkerParams, in *lineReader, enc *json.Encoder) error {
 	holder := store.NewHolder().String()
 	var held store.Lease
 	var tn *turn.Turn
@@ -512,6 +515,20 @@ func handoverWorker(ctx context.Context, db *sqlite.DB, p LeaseWorkerParams, in 
 			return err
 		}
 	}
+}
+
+// leaseStore is what a lease worker uses: a turn's store methods.
+type leaseStore interface {
+	turn.Store
+	Close() error
+}
+
+// openLeaseStore opens loc: a postgres:// URL, else a SQLite file.
+func openLeaseStore(ctx context.Context, loc string) (leaseStore, error) {
+	if postgres.IsURL(loc) {
+		return postgres.Open(ctx, loc, postgres.Options{MaxConns: 2})
+	}
+	return sqlite.Open(ctx, loc, sqlite.Options{})
 }
 
 // lineReader reads newline-terminated lines without the newline.

@@ -13,7 +13,10 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/postgres"
 )
+
+const pgxModule = "github.com/jackc/pgx/v5"
 
 // ErrVerify is returned (after the report is printed) when a workload's own check failed.
 var ErrVerify = errors.New("benchmark verification failed")
@@ -37,8 +40,12 @@ type StoreConfig struct {
 	KeepDB bool
 	// Log receives progress lines and the first difference a verification finds; nil discards.
 	Log io.Writer
-	// Open opens the store under test; nil means the SQLite backend.
+	// Open opens the store under test; nil opens Location (a postgres:// URL: PostgreSQL) or
+	// a SQLite file in the scratch directory.
 	Open Opener
+	// Location, when set, is the database to run on (a postgres:// URL) instead of a SQLite
+	// file in the scratch directory.
+	Location string
 }
 
 // RunStore runs W1..W5 and writes one JSON object to stdout. When a workload's verification
@@ -70,6 +77,9 @@ func Run(ctx context.Context, cfg StoreConfig) (*Report, error) {
 		defer os.RemoveAll(dir)
 	}
 	r.path = filepath.Join(dir, "bench.db")
+	if cfg.Location != "" {
+		r.path = cfg.Location
+	}
 	r.rep.Env.DBDir = dir
 
 	if err := r.generate(); err != nil {
@@ -141,7 +151,7 @@ func (r *runner) setup() error {
 	}
 	r.open = r.cfg.Open
 	if r.open == nil {
-		r.open = openSQLite
+		r.open = openAt
 	}
 	v, err := DefaultVocab()
 	if err != nil {
@@ -156,6 +166,11 @@ func (r *runner) setup() error {
 		Sizes: r.sizes, ListLimit: ListLimit, SearchLimit: SearchLimit, ResumeTop: ResumeTop,
 		ResumeRounds: ResumeRounds, W5Sessions: W5SessionsPerWorker, ScaledDown: scaled,
 		Synchronous: r.sync, Driver: driverLabel, DriverVersion: moduleVersion(driverModule),
+	}
+	if postgres.IsURL(r.cfg.Location) {
+		r.rep.Config.Synchronous = "server: see the report's server section"
+		r.rep.Config.Driver, r.rep.Config.DriverVersion = pgxModule, moduleVersion(pgxModule)
+		r.rep.Config.JournalMode = "postgresql"
 	}
 	return nil
 }

@@ -52,7 +52,7 @@ const goLine = "go\n"
 //	parent → worker  go
 //	worker → parent  WorkerResult    (after appending every message, one call each)
 func RunStoreWorker(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
-	return runWorker(ctx, openSQLite, stdin, stdout)
+	return runWorker(ctx, openAt, stdin, stdout)
 }
 
 func runWorker(ctx context.Context, open Opener, stdin io.Reader, stdout io.Writer) (err error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spoolhq/spool/bench"
+	"github.com/spoolhq/spool/store/postgres"
 )
 
 func (a *app) benchCommand() *cobra.Command {
@@ -37,6 +38,8 @@ func (a *app) benchStoreCommand() *cobra.Command {
 		dir         string
 		keep        bool
 		quiet       bool
+		backend     string
+		pgURL       string
 	)
 	cmd := &cobra.Command{
 		Use:   "store",
@@ -65,7 +68,20 @@ func (a *app) benchStoreCommand() *cobra.Command {
 			if !quiet {
 				cfg.Log = a.stderr
 			}
-			return benchError("store", bench.RunStore(cmd.Context(), cfg, a.stdout))
+			switch backend {
+			case "sqlite":
+				if pgURL != "" {
+					return &usageError{errors.New("--postgres-url needs --backend postgres")}
+				}
+				return benchError("store", bench.RunStore(cmd.Context(), cfg, a.stdout))
+			case "postgres":
+				if pgURL != "" && !postgres.IsURL(pgURL) {
+					return &usageError{errors.New("--postgres-url must start with postgres:// or postgresql://")}
+				}
+				return benchError("store", bench.RunStorePostgres(cmd.Context(), bench.PostgresConfig{
+					Store: cfg, LeaseWorkerArgs: []string{"bench", "lease-worker"}, URL: pgURL}, a.stdout))
+			}
+			return &usageError{fmt.Errorf("--backend must be sqlite or postgres, not %q", backend)}
 		},
 	}
 	f := cmd.Flags()
@@ -73,6 +89,9 @@ func (a *app) benchStoreCommand() *cobra.Command {
 	f.StringVar(&dir, "dir", "", "where to make the scratch database (default $BENCH_TMPDIR or the temp dir)")
 	f.BoolVar(&keep, "keep-db", false, "keep the scratch database for inspection")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines on stderr")
+	f.StringVar(&backend, "backend", "sqlite", "sqlite, or postgres: the workload on SQLite and on a durable PostgreSQL cluster "+
+		"started for the run (initdb from /usr/lib/postgresql), with pg_test_fsync's ceiling and the lease hand-over")
+	f.StringVar(&pgURL, "postgres-url", "", "with --backend postgres: an empty database to measure instead of a cluster of its own")
 	return cmd
 }
 

@@ -152,6 +152,43 @@ func (db *DB) write(ctx context.Context, budget time.Duration, fn func(tx pgx.Tx
 	}
 }
 
+// batch sends b in one round trip, outside an explicit transaction: PostgreSQL runs a pipeline
+// up to its Sync as one implicit transaction, committed only if every statement succeeds. read
+// consumes the results in order; an error it returns (or the server's) leaves nothing written.
+// Serialization failures and deadlocks are retried until budget is spent.
+func (db *DB) batch(ctx context.Context, budget time.Duration, b *pgx.Batch, read func(br pgx.BatchResults) error) error {
+	deadline := time.Now().Add(budget)
+	for attempt := 0; ; attempt++ {
+		err := db.sendBatch(ctx, b, read)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %v", store.ErrBusy, err)
+		}
+		t := time.NewTimer(time.Duration(rand.N(int64(2*time.Millisecond))) + time.Duration(min(attempt, 10))*time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func (db *DB) sendBatch(ctx context.Context, b *pgx.Batch, read func(br pgx.BatchResults) error) error {
+	br := db.pool.SendBatch(ctx, b)
+	rerr := read(br)
+	cerr := br.Close()
+	if rerr != nil {
+		if retryable(cerr) {
+			return cerr
+		}
+		return rerr
+	}
+	return cerr
+}
+
 const routineBudget = 20 * time.Second
 
 func micros(t time.Time) int64 { return t.UnixMicro() }

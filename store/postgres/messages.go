@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/sqlite"
@@ -97,10 +98,10 @@ func firstUserText(enc []encodedMessage) *string {
 	return nil
 }
 
-// appendMessages writes the batch in one transaction and, after BEGIN, one round trip: the
-// session's counters (which locks its row and so orders appends to it), the lease row's fence
-// (locked too), the root's activity and every insert are pipelined with SendBatch, and their
-// results are checked before COMMIT.
+// appendMessages writes the batch in one round trip: the session's counters (which locks its
+// row and so orders appends to it), spool_fence (the closed-session and lease checks, which
+// locks the lease row), the root's activity and every insert are pipelined with SendBatch,
+// which PostgreSQL runs as one implicit transaction: a failed check aborts all of it.
 func (db *DB) appendMessages(ctx context.Context, sessionID string, ms []store.Message, w store.WriteOptions) ([]int64, error) {
 	enc, toolCalls, err := encodeMessages(ms)
 	if err != nil {
@@ -108,19 +109,15 @@ func (db *DB) appendMessages(ctx context.Context, sessionID string, ms []store.M
 	}
 	var ids []int64
 	last := micros(enc[len(enc)-1].m.Timestamp)
-	err = db.write(ctx, db.opts.WriteBudget, func(tx pgx.Tx) error {
+	b := &pgx.Batch{}
+	b.Queue(bumpSessionSQL, len(enc), toolCalls, last, firstUserText(enc), sessionID)
+	queueFence(b, sessionID, w)
+	b.Queue(bumpRootSQL, sessionID, last)
+	for _, e := range enc {
+		b.Queue(insertMessageSQL, insertArgs(sessionID, e, true, false)...)
+	}
+	err = db.batch(ctx, db.opts.WriteBudget, b, func(br pgx.BatchResults) error {
 		ids = ids[:0]
-		b := &pgx.Batch{}
-		b.Queue(bumpSessionSQL, len(enc), toolCalls, last, firstUserText(enc), sessionID)
-		if w.Lease != nil {
-			b.Queue(leaseRowSQL, w.Lease.ConversationID)
-		}
-		b.Queue(bumpRootSQL, sessionID, last)
-		for _, e := range enc {
-			b.Queue(insertMessageSQL, insertArgs(sessionID, e, true, false)...)
-		}
-		br := tx.SendBatch(ctx, b)
-		defer br.Close()
 		var root string
 		var closed bool
 		if err := br.QueryRow().Scan(&root, &closed); err != nil {
@@ -129,14 +126,8 @@ func (db *DB) appendMessages(ctx context.Context, sessionID string, ms []store.M
 			}
 			return err
 		}
-		if closed && !w.AllowClosed {
-			return fmt.Errorf("session %s: %w", sessionID, store.ErrSessionClosed)
-		}
-		var renew bool
-		if w.Lease != nil {
-			if renew, err = checkLeaseRow(br.QueryRow(), root, w.Lease); err != nil {
-				return err
-			}
+		if _, err := br.Exec(); err != nil { // the fence
+			return fenceErr(err, sessionID, w)
 		}
 		if _, err := br.Exec(); err != nil {
 			return err
@@ -148,18 +139,42 @@ func (db *DB) appendMessages(ctx context.Context, sessionID string, ms []store.M
 			}
 			ids = append(ids, id)
 		}
-		if err := br.Close(); err != nil {
-			return err
-		}
-		if renew {
-			return renewExpired(ctx, tx, root)
-		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("append to %s: %w", sessionID, err)
 	}
 	return ids, nil
+}
+
+// queueFence adds the spool_fence call of a write on sessionID under w.
+func queueFence(b *pgx.Batch, sessionID string, w store.WriteOptions) {
+	var conv, holder *string
+	var gen int64
+	if l := w.Lease; l != nil {
+		conv, holder, gen = &l.ConversationID, &l.Holder, l.Generation
+	}
+	b.Queue("SELECT spool_fence($1, $2, $3, $4, $5)", sessionID, w.AllowClosed, conv, holder, gen)
+}
+
+// fenceErr maps spool_fence's SQLSTATEs to the store's errors.
+func fenceErr(err error, sessionID string, w store.WriteOptions) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	switch pe.Code {
+	case "SP001":
+		return notFound("session", sessionID)
+	case "SP002":
+		return fmt.Errorf("session %s: %w", sessionID, store.ErrSessionClosed)
+	case "SP003":
+		if w.Lease != nil {
+			return fmt.Errorf("generation %d of %s: %w", w.Lease.Generation, w.Lease.ConversationID, store.ErrLeaseLost)
+		}
+		return store.ErrLeaseLost
+	}
+	return err
 }
 
 // checkLeaseRow reads leaseRowSQL's row for conversation root against l. renew is true when

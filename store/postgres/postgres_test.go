@@ -42,3 +42,12 @@ func TestConformance(t *testing.T) {
 		},
 	})
 }
+
+// TestConformancePoolerMode runs the suite again as it runs behind PgBouncer in transaction
+// mode: default_query_exec_mode=exec (no prepared statements kept on a server connection).
+func TestConformancePoolerMode(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		NewDSN: func(t *testing.T) string { return pgtest.NewDatabase(t) + "&default_query_exec_mode=exec" },
+		Open:   openStore,
+	})
+}

@@ -1,0 +1,363 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/postgres"
+)
+
+// openPostgres opens the PostgreSQL database at url; the synchronous mode is the server's
+// business (the cluster the benchmark starts runs with fsync=on, synchronous_commit=on).
+func openPostgres(ctx context.Context, url, _ string) (Store, error) {
+	db, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 4})
+	if err != nil {
+		return nil, err
+	}
+	return db, nil
+}
+
+// openAt opens a store at loc: a postgres:// URL, else a SQLite file.
+func openAt(ctx context.Context, loc, synchronous string) (Store, error) {
+	if postgres.IsURL(loc) {
+		return openPostgres(ctx, loc, synchronous)
+	}
+	return openSQLite(ctx, loc, synchronous)
+}
+
+// PostgresConfig configures RunStorePostgres.
+type PostgresConfig struct {
+	// Store is the configuration of the SQLite run; the PostgreSQL run uses the same sizes,
+	// except W5, which runs PostgresW5Procs writers (the group-commit figure).
+	Store StoreConfig
+	// LeaseWorkerArgs start one lease benchmark worker (for the CLI: "bench", "lease-worker").
+	LeaseWorkerArgs []string
+	// URL, when set, is an existing server to measure instead of a cluster of our own (its
+	// durability settings are reported as found).
+	URL string
+}
+
+// PostgresW5Procs is the number of concurrent writers of the PostgreSQL W5.
+const PostgresW5Procs = 8
+
+// PostgresReport is what `spool bench store --backend postgres` prints: both backends' reports
+// from the same run, the machine's fsync ceiling measured in that run, and the targets.
+type PostgresReport struct {
+	Benchmark    string       `json:"benchmark"`
+	Server       ServerInfo   `json:"server"`
+	FsyncCeiling FsyncResult  `json:"fsync_ceiling"`
+	SQLite       *Report      `json:"sqlite"`
+	Postgres     *Report      `json:"postgres"`
+	Handover     HandoverRes  `json:"postgres_lease_handover"`
+	Targets      []TargetLine `json:"targets"`
+	TotalS       float64      `json:"total_runtime_s"`
+}
+
+// ServerInfo is the PostgreSQL server the run measured and its durability settings.
+type ServerInfo struct {
+	Version           string `json:"version"`
+	Fsync             string `json:"fsync"`
+	SynchronousCommit string `json:"synchronous_commit"`
+	WALSyncMethod     string `json:"wal_sync_method"`
+	StartedForRun     bool   `json:"started_for_run"`
+}
+
+// FsyncResult is pg_test_fsync's figure for the server's WAL sync method, one 8 kB write: the
+// most commits per second one writer can make when every commit waits for its flush.
+type FsyncResult struct {
+	Command  string  `json:"command"`
+	Method   string  `json:"method"`
+	OpsPerS  float64 `json:"ops_per_s"`
+	Measured bool    `json:"measured"`
+}
+
+// TargetLine is one target of issue 15 with the measured value.
+type TargetLine struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Target string  `json:"target"`
+	Met    bool    `json:"met"`
+}
+
+// RunStorePostgres runs W1-W5 on SQLite and on a durable PostgreSQL cluster started for the
+// run (fsync=on, synchronous_commit=on), measures the fsync ceiling with pg_test_fsync and the
+// lease hand-over between two processes on PostgreSQL, and writes one JSON report.
+func RunStorePostgres(ctx context.Context, cfg PostgresConfig, stdout io.Writer) error {
+	rep, err := runPostgres(ctx, cfg)
+	if rep == nil {
+		return err
+	}
+	return writeReport(stdout, rep, err)
+}
+
+func runPostgres(ctx context.Context, cfg PostgresConfig) (*PostgresReport, error) {
+	start := time.Now()
+	log := cfg.Store.Log
+	if log == nil {
+		log = io.Discard
+	}
+	rep := &PostgresReport{Benchmark: "spool bench store --backend postgres"}
+	url := cfg.URL
+	if url == "" {
+		dir, err := scratchDir(cfg.Store.Dir, "spool-bench-pg-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		c, err := startCluster(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		defer c.stop()
+		url = c.url
+		rep.Server.StartedForRun = true
+		fmt.Fprintf(log, "postgres: cluster on %s (fsync=on, synchronous_commit=on)\n", postgres.Redact(url))
+		// The ceiling is measured before the workloads, on the filesystem the cluster uses.
+		if rep.FsyncCeiling, err = c.fsyncCeiling(ctx); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(log, "postgres: fsync ceiling %.0f ops/s (%s)\n", rep.FsyncCeiling.OpsPerS, rep.FsyncCeiling.Command)
+	}
+	if err := serverInfo(ctx, url, &rep.Server); err != nil {
+		return nil, err
+	}
+
+	fmt.Fprintln(log, "== SQLite")
+	var err error
+	if rep.SQLite, err = Run(ctx, cfg.Store); rep.SQLite == nil {
+		return nil, fmt.Errorf("sqlite run: %w", err)
+	}
+	verifyErr := err
+	fmt.Fprintln(log, "== PostgreSQL")
+	pg := cfg.Store
+	pg.Location = url
+	sizes, _, serr := SizesFromEnv(os.LookupEnv)
+	if cfg.Store.Sizes != nil {
+		sizes, serr = *cfg.Store.Sizes, nil
+	}
+	if serr != nil {
+		return nil, serr
+	}
+	sizes.W5Procs = PostgresW5Procs
+	pg.Sizes = &sizes
+	if rep.Postgres, err = Run(ctx, pg); rep.Postgres == nil {
+		return nil, fmt.Errorf("postgres run: %w", err)
+	}
+	verifyErr = errors.Join(verifyErr, err)
+
+	fmt.Fprintln(log, "== PostgreSQL lease hand-over")
+	if rep.Handover, err = postgresHandover(ctx, cfg, url); err != nil {
+		return nil, err
+	}
+	rep.Targets = postgresTargets(rep)
+	rep.TotalS = round3(time.Since(start).Seconds())
+	return rep, verifyErr
+}
+
+// postgresHandover measures the hand-over between two lease worker processes on url.
+func postgresHandover(ctx context.Context, cfg PostgresConfig, url string) (HandoverRes, error) {
+	db, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 2})
+	if err != nil {
+		return HandoverRes{}, err
+	}
+	defer db.Close()
+	if _, err := db.CreateSession(ctx, store.NewSession{ID: "lease-handover", Source: "bench"}); err != nil {
+		return HandoverRes{}, err
+	}
+	lb := &leaseBench{cfg: LeaseConfig{WorkerExe: cfg.Store.WorkerExe, WorkerArgs: cfg.LeaseWorkerArgs,
+		WorkerEnv: cfg.Store.WorkerEnv, Handovers: 200}, path: url, log: io.Discard}
+	if cfg.Store.Log != nil {
+		lb.log = cfg.Store.Log
+	}
+	return lb.handover(ctx)
+}
+
+func postgresTargets(rep *PostgresReport) []TargetLine {
+	p, s := rep.Postgres, rep.SQLite
+	ratio := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return round3(a / b)
+	}
+	var out []TargetLine
+	if rep.FsyncCeiling.Measured {
+		r := ratio(p.W1.MsgsPerS, rep.FsyncCeiling.OpsPerS)
+		out = append(out, TargetLine{"W1 one writer / fsync ceiling", r, ">= 0.5", r >= 0.5})
+	}
+	r := ratio(p.W5.MsgsPerS, p.W1.MsgsPerS)
+	out = append(out, TargetLine{fmt.Sprintf("W5 %d writers / W1 one writer (msg/s)", p.W5.Procs), r, ">= 3", r >= 3})
+	r = ratio(p.W2.P99, s.W2.P99)
+	out = append(out, TargetLine{"W2 resume p99, PostgreSQL / SQLite", r, "<= 2", r <= 2})
+	r = ratio(p.W3.P99, s.W3.P99)
+	out = append(out, TargetLine{"W3 search p99, PostgreSQL / SQLite", r, "<= 2", r <= 2})
+	rej := -1.0
+	if p.W3.EngineRejected != nil {
+		rej = float64(*p.W3.EngineRejected)
+	}
+	out = append(out, TargetLine{"W3 engine rejections (PostgreSQL)", rej, "0", rej == 0})
+	out = append(out, TargetLine{"lease hand-over p99 across two processes (ms)", rep.Handover.P99, "< 50", rep.Handover.P99 < 50})
+	return out
+}
+
+func serverInfo(ctx context.Context, url string, si *ServerInfo) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	defer conn.Close(ctx)
+	for _, q := range []struct {
+		setting string
+		dst     *string
+	}{{"server_version", &si.Version}, {"fsync", &si.Fsync}, {"synchronous_commit", &si.SynchronousCommit},
+		{"wal_sync_method", &si.WALSyncMethod}} {
+		if err := conn.QueryRow(ctx, "SELECT current_setting($1)", q.setting).Scan(q.dst); err != nil {
+			return fmt.Errorf("postgres: read %s: %w", q.setting, err)
+		}
+	}
+	return nil
+}
+
+// pgCluster is a throwaway PostgreSQL cluster in a scratch directory, durable settings on.
+type pgCluster struct {
+	bin, dir, url string
+	asPostgres    bool // we are root: the server runs as the postgres user
+}
+
+// pgBin finds the newest installed PostgreSQL server binaries (Debian's layout first, then PATH).
+func pgBin() (string, error) {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return pgMajor(dirs[i]) < pgMajor(dirs[j]) })
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if _, err := os.Stat(filepath.Join(dirs[i], "initdb")); err == nil {
+			return dirs[i], nil
+		}
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	return "", errors.New("postgres: no initdb found (apt-get install postgresql, or pass --postgres-url)")
+}
+
+func pgMajor(dir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+	return n
+}
+
+func (c *pgCluster) cmd(ctx context.Context, name string, args ...string) *exec.Cmd {
+	path := filepath.Join(c.bin, name)
+	if c.asPostgres {
+		return exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", path}, args...)...)
+	}
+	return exec.CommandContext(ctx, path, args...)
+}
+
+func (c *pgCluster) run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	var out bytes.Buffer
+	cmd := c.cmd(ctx, name, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.Bytes(), fmt.Errorf("postgres: %s: %w: %s", name, err, strings.TrimSpace(lastLines(out.String(), 5)))
+	}
+	return out.Bytes(), nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+func startCluster(ctx context.Context, dir string) (*pgCluster, error) {
+	bin, err := pgBin()
+	if err != nil {
+		return nil, err
+	}
+	c := &pgCluster{bin: bin, dir: dir, asPostgres: os.Geteuid() == 0}
+	if c.asPostgres {
+		// PostgreSQL refuses to run as root.
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, fmt.Errorf("postgres: running as root needs a postgres user: %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	if _, err := c.run(ctx, "initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C.UTF-8"); err != nil {
+		return nil, err
+	}
+	if _, err := c.run(ctx, "pg_ctl", "-D", data, "-l", filepath.Join(dir, "server.log"), "-w", "-t", "60", "-o",
+		fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=on -c synchronous_commit=on -c full_page_writes=on -c max_connections=100", port, dir),
+		"start"); err != nil {
+		return nil, err
+	}
+	c.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	return c, nil
+}
+
+func (c *pgCluster) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, _ = c.run(ctx, "pg_ctl", "-D", filepath.Join(c.dir, "data"), "-m", "fast", "-w", "stop")
+}
+
+var fdatasyncLine = regexp.MustCompile(`(?m)^\s+(\w+)\s+([0-9.]+) ops/sec`)
+
+// fsyncCeiling runs pg_test_fsync on the cluster's filesystem and returns the figure of the
+// server's wal_sync_method for one 8 kB write (the first section of its output).
+func (c *pgCluster) fsyncCeiling(ctx context.Context) (FsyncResult, error) {
+	method := "fdatasync"
+	if runtime.GOOS != "linux" {
+		method = "open_datasync"
+	}
+	args := []string{"-s", "2", "-f", filepath.Join(c.dir, "pg_test_fsync.out")}
+	res := FsyncResult{Command: "pg_test_fsync " + strings.Join(args[:2], " "), Method: method}
+	out, err := c.run(ctx, "pg_test_fsync", args...)
+	if err != nil {
+		return res, err
+	}
+	first, _, _ := strings.Cut(string(out), "two 8kB writes")
+	for _, m := range fdatasyncLine.FindAllStringSubmatch(first, -1) {
+		if m[1] == method {
+			res.OpsPerS, _ = strconv.ParseFloat(m[2], 64)
+			res.Measured = true
+		}
+	}
+	if !res.Measured {
+		return res, fmt.Errorf("postgres: pg_test_fsync printed no %s figure: %s", method, lastLines(first, 8))
+	}
+	return res, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("postgres: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
