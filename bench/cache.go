@@ -110,9 +110,9 @@ var cacheRules = map[string]string{
 	"ceiling": "call 1: 0. Any later call: what an ideal agent could have had cached: everything already sent in the same " +
 		"order (the previous call's whole prompt: tools, system prompt, messages), or right after a compaction the " +
 		"tools, the system prompt and the messages before the first one the compaction had to change (the head it kept " +
-		"in place). Tools and system prompt count as long as their inputs did not change (compared as spool built them, " +
-		"before the naive or rebuild rewrite; when they did, the bytes before the first changed one); never less than the " +
-		"prefix the agent really sent again byte for byte; 0 after a pause longer than the lifetime",
+		"in place). Tools and system prompt count whole as long as their inputs did not change, which here is always " +
+		"(project rules, platform and tools are constant; spool's own note at its first compaction counts against it); " +
+		"never less than the prefix the agent really sent again byte for byte; 0 after a pause longer than the lifetime",
 	"openai":     "the ceiling rounded down to whole 128-token blocks, 0 below 1024 tokens; lifetime 5 minutes without use",
 	"anthropic":  "the ceiling as is (an ideal agent puts its breakpoints where they pay), 0 below 1024 tokens; lifetime the cache_ttl asked (5m, or 1h in the pause scenarios)",
 	"efficiency": "cached tokens / ceiling tokens, summed over the agent's model calls (summary calls are not counted)",

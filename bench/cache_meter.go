@@ -142,10 +142,10 @@ const (
 // idealCeiling is the most an ideal agent could have had cached for call i: everything already
 // sent, in the same order (the previous call's whole prompt), or, right after a compaction, the
 // prefix up to the first message the compaction had to change. The tool schemas and the system
-// prompt count as long as their inputs did not change: they are compared as the agent built
-// them, before any rewrite, so an agent that changes its prompt bytes without a reason (the
-// naive and rebuild agents) is measured against the bytes it could have kept; the ceiling is
-// counted in the bytes that went out. Nothing is cached across a pause longer than lifetime.
+// prompt count whole as long as their inputs did not change, which in this benchmark is always
+// (a changed tool list ends the ceiling at 0): an agent that changes its prompt bytes anyway
+// (spool's note at its first compaction, the naive and rebuild agents) is measured against the
+// bytes it could have kept. Nothing is cached across a pause longer than lifetime.
 func idealCeiling(style string, calls []metered, i int, lifetime time.Duration) int64 {
 	if i == 0 {
 		return 0
@@ -157,19 +157,14 @@ func idealCeiling(style string, calls []metered, i int, lifetime time.Duration) 
 	if !reflect.DeepEqual(prev.req.Tools, cur.req.Tools) || prev.req.Model != cur.req.Model {
 		return 0 // the tools come first: a changed schema changes every byte after it
 	}
-	var structural int
-	switch {
-	case prev.req.System != cur.req.System:
-		// The system prompt's inputs changed (spool notes its first compaction there): the
-		// bytes before the first changed one.
-		structural = fake.SharedPrefixTokens(provider.Request{Tools: prev.sent.Tools, System: prev.req.System},
-			provider.Request{Tools: prev.sent.Tools, System: cur.req.System})
-	case cur.compacted:
-		structural = fake.PromptTokens(provider.Request{Tools: prev.sent.Tools, System: prev.sent.System,
-			Messages: prev.sent.Messages[:min(cur.headKept, len(prev.sent.Messages))]})
-	default:
-		structural = fake.PromptTokens(provider.Request{Tools: prev.sent.Tools, System: prev.sent.System, Messages: prev.sent.Messages})
+	// The benchmark's prompt inputs (rules, platform, tools) never change, so the ideal agent
+	// sends its system prompt byte for byte all session long, and the messages up to the first
+	// one a compaction had to change.
+	msgs := prev.sent.Messages
+	if cur.compacted {
+		msgs = msgs[:min(cur.headKept, len(msgs))]
 	}
+	structural := fake.PromptTokens(provider.Request{Tools: prev.sent.Tools, System: prev.sent.System, Messages: msgs})
 	// Whatever the agent really sent again byte for byte is within reach too (a new summary
 	// that starts with the same marker as the old one).
 	shared := int64(max(structural, fake.SharedPrefixTokens(prev.sent, cur.sent)))

@@ -37,10 +37,11 @@ func TestCacheBenchScaledDown(t *testing.T) {
 		if s.Efficiency <= 0 || s.Efficiency > 1 || s.CachedTokens > s.CeilingTokens {
 			t.Errorf("%s: efficiency %.4f (%d cached of a %d ceiling): the ceiling is not a ceiling", name, s.Efficiency, s.CachedTokens, s.CeilingTokens)
 		}
-		// The rebuild agent misses its system prompt and the kept head after every compaction:
-		// a few thousand tokens each time, against none or almost none for spool.
+		// The rebuild agent misses its system prompt (about 2,000 tokens) after every compaction
+		// but the first, where spool misses the end of it too (its compaction note): visibly
+		// more than spool, whose misses are what the provider's accounting cannot serve.
 		rebuildMiss, spoolMiss := p.Rebuild.CeilingTokens-p.Rebuild.CachedTokens, s.CeilingTokens-s.CachedTokens
-		if p.Rebuild.Efficiency > s.Efficiency-0.002 || rebuildMiss < 3*spoolMiss || rebuildMiss < int64(p.Rebuild.Compactions-1)*1000 {
+		if p.Rebuild.Efficiency > s.Efficiency-0.001 || rebuildMiss-spoolMiss < int64(p.Rebuild.Compactions-1)*1000 {
 			t.Errorf("%s: the agent that rebuilds its prompt at every compaction scores %.4f (%d tokens missed), spool %.4f (%d missed): not visibly lower",
 				name, p.Rebuild.Efficiency, rebuildMiss, s.Efficiency, spoolMiss)
 		}
@@ -126,8 +127,9 @@ func TestIdealCeiling(t *testing.T) {
 		{name: "compaction that kept the first message", prev: call(req("sys", 2), 0, false, 0), cur: call(compacted("sys"), time.Minute, true, 1), min: 2000, max: 2100},
 		{name: "compaction that kept nothing in place, but the agent sent the first message again", prev: call(req("sys", 2), 0, false, 0), cur: call(compacted("sys"), time.Minute, true, 0), min: 2000, max: 2100},
 		{name: "compaction that kept nothing in place and changed the first message", prev: call(req("sys", 2), 0, false, 0), cur: call(provider.Request{Model: "m", System: "sys", Tools: tools, Messages: []provider.Message{{Role: store.RoleUser, Content: "new " + big}}}, time.Minute, true, 0), wantZero: true},
-		{name: "a system prompt whose inputs changed", prev: call(req("sys", 2), 0, false, 0), cur: call(req("xsys", 3), time.Minute, false, 0), wantZero: true},
-		{name: "a rewrite the inputs did not ask for", prev: call(req("sys", 2), 0, false, 0), cur: rewritten(call(req("sys", 3), time.Minute, false, 0), "xsys"), min: 4000, max: 4100},
+		{name: "a system prompt changed for no input", prev: call(req("sys", 2), 0, false, 0), cur: call(req("xsys", 3), time.Minute, false, 0), min: 4000, max: 4100},
+		{name: "a rewrite on the wire", prev: call(req("sys", 2), 0, false, 0), cur: rewritten(call(req("sys", 3), time.Minute, false, 0), "xsys"), min: 4000, max: 4100},
+		{name: "a changed tool list", prev: call(req("sys", 2), 0, false, 0), cur: call(provider.Request{Model: "m", System: "sys", Messages: msgs}, time.Minute, false, 0), wantZero: true},
 	} {
 		got := idealCeiling("anthropic", []metered{tc.prev, tc.cur}, 1, cmpOr(tc.lifetime, 5*time.Minute))
 		if tc.wantZero && got != 0 || !tc.wantZero && (got < tc.min || got > tc.max) {

@@ -146,7 +146,9 @@ type RetentionRun struct {
 	Compactions       int            `json:"compactions"`
 	FallbackSummaries int            `json:"fallback_summaries"`
 	TriggerTokens     int            `json:"trigger_tokens"`
-	TargetTokens      int            `json:"target_tokens"`
+	// TargetTokens is the median of the compactions' own targets (compress.Plan.TargetTokens:
+	// the whole-request size each had to reach); each compaction is checked against its own.
+	TargetTokens int `json:"target_tokens"`
 	// ActiveTokensAfter* are the size of the first request after each compaction, in the agent's
 	// estimate (tokens.EstimateRequest, the units of the trigger and the target);
 	// ProviderTokensAfterMax is the largest in the provider's count.
@@ -305,7 +307,7 @@ func retentionMisses(w int, e string, r *RetentionRun) []string {
 		out = append(out, fmt.Sprintf("%s: %d of %d turns failed", at, r.TurnsFailed, r.Turns))
 	}
 	if r.ActiveTokensOverTarget > 0 {
-		out = append(out, fmt.Sprintf("%s: %d of %d compactions left more than %d tokens (max %d)", at, r.ActiveTokensOverTarget, r.Compactions, r.TargetTokens, r.ActiveTokensAfterMax))
+		out = append(out, fmt.Sprintf("%s: %d of %d compactions left more than their target (median target %d, max after %d)", at, r.ActiveTokensOverTarget, r.Compactions, r.TargetTokens, r.ActiveTokensAfterMax))
 	}
 	if r.OrphanToolPairs > 0 {
 		out = append(out, fmt.Sprintf("%s: %d orphan tool pairs sent", at, r.OrphanToolPairs))

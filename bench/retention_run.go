@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -127,9 +128,12 @@ type scriptModel struct {
 	lastSize int // prompt tokens of the last request
 	refused  map[string]int
 	orphans  int
-	// afterCompaction is set by the engine wrapper; the next request's size is recorded.
+	// afterCompaction is set by the engine wrapper with the compaction's target; the next
+	// request's size is recorded against it.
 	afterCompaction bool
+	target          int
 	activeAfter     []int // the agent's estimate (tokens.EstimateRequest), the units of the target
+	targets         []int // the target of the same compaction
 	providerAfter   []int // the provider's count
 }
 
@@ -161,6 +165,7 @@ func (m *scriptModel) Chat(_ context.Context, req provider.Request, _ func(provi
 	if m.afterCompaction {
 		m.afterCompaction = false
 		m.activeAfter = append(m.activeAfter, tokens.EstimateRequest(req))
+		m.targets = append(m.targets, m.target)
 		m.providerAfter = append(m.providerAfter, n)
 	}
 	if o := orphanToolPairs(wireAsStore(req.Messages)); o > 0 {
@@ -260,9 +265,10 @@ type watchEngine struct {
 	m         *scriptModel
 	fallbacks *int
 	plans     *int
+	trigger   int
 }
 
-func (e watchEngine) Compress(ctx context.Context, req compress.Request) (compress.Plan, error) {
+func (e *watchEngine) Compress(ctx context.Context, req compress.Request) (compress.Plan, error) {
 	p, err := e.Engine.Compress(ctx, req)
 	if err == nil {
 		*e.plans++
@@ -271,6 +277,8 @@ func (e watchEngine) Compress(ctx context.Context, req compress.Request) (compre
 		}
 		e.m.mu.Lock()
 		e.m.afterCompaction = true
+		// The plan's own target (what this compaction had to reach), else the trigger.
+		e.m.target = cmp.Or(p.TargetTokens, e.trigger)
 		e.m.mu.Unlock()
 	}
 	return p, err
@@ -329,9 +337,10 @@ func runWindow(ctx context.Context, sess retentionSession, window int, engine, d
 		c.Now = clock
 	}
 	out := &RetentionRun{Turns: len(sess.turns), FailedTurnErrors: map[string]int{}}
+	watch := &watchEngine{Engine: eng, m: model, fallbacks: &out.FallbackSummaries, plans: &out.Compactions}
 	ag, err := agent.New(agent.Deps{
 		Store: db, Client: model, Tools: scriptTools{model},
-		Compressor: watchEngine{Engine: eng, m: model, fallbacks: &out.FallbackSummaries, plans: &out.Compactions},
+		Compressor: watch,
 		Config: agent.Config{Model: "bench-model", Provider: "fake", ContextLength: window, Compression: ccfg,
 			Prompt: prompt.Env{Platform: "cli"}, Source: "bench"},
 		Now: clock,
@@ -340,7 +349,7 @@ func runWindow(ctx context.Context, sess retentionSession, window int, engine, d
 		return nil, err
 	}
 	out.TriggerTokens = ag.Threshold().Tokens
-	out.TargetTokens = out.TriggerTokens
+	watch.trigger = out.TriggerTokens
 
 	sid := ""
 	pre := 0 // pre-compaction facts planted so far
@@ -395,18 +404,19 @@ func runWindow(ctx context.Context, sess retentionSession, window int, engine, d
 		probe, out.ProbeRefused = model.first, true
 	}
 	out.Requests, out.OrphanToolPairs, out.RequestsRefused = model.requests, model.orphans, model.refused
-	after := slices.Clone(model.activeAfter)
+	after, targets := slices.Clone(model.activeAfter), slices.Clone(model.targets)
 	for _, n := range model.providerAfter {
 		out.ProviderTokensAfterMax = max(out.ProviderTokensAfterMax, n)
 	}
 	model.mu.Unlock()
-	for _, n := range after {
+	for i, n := range after {
 		out.ActiveTokensAfterMax = max(out.ActiveTokensAfterMax, n)
-		if n > out.TargetTokens {
+		if n > targets[i] {
 			out.ActiveTokensOverTarget++
 		}
 	}
 	out.ActiveTokensAfterP50 = medianInt(after)
+	out.TargetTokens = medianInt(targets)
 	if probe == nil {
 		return nil, fmt.Errorf("the probe turn sent no request (%s)", out.ProbeError)
 	}
