@@ -82,7 +82,7 @@ func TestToolLoop(t *testing.T) {
 				t.Errorf("%d requests recorded for %d calls", len(recs), res.Calls)
 			}
 			for _, r := range recs {
-				if r.Usage.InputTokens == 0 || r.Usage.OutputTokens == 0 || r.Model != "fake-model" {
+				if r.Usage.InputTokens == 0 || r.Usage.OutputTokens == 0 || r.Model != "fake-model" || r.Latency < time.Microsecond {
 					t.Errorf("request record without usage: %+v", r)
 				}
 			}

@@ -27,7 +27,9 @@ func (r *run) call(ctx context.Context, req provider.Request, est int) (provider
 			r.opts.OnDelta(d)
 		}
 	}
+	t0 := time.Now()
 	resp, err := r.a.client.Chat(ctx, req, onDelta)
+	latency := max(time.Since(t0), time.Microsecond) // stored in µs; zero would read as unmeasured
 	r.res.Calls++
 	if err != nil {
 		if ctx.Err() != nil && streamed.Len() > 0 {
@@ -41,7 +43,7 @@ func (r *run) call(ctx context.Context, req provider.Request, est int) (provider
 	}
 	r.a.gate().AfterResponse(&r.state, r.a.threshold.Tokens, int(resp.Usage.InputTokens), int(resp.Usage.OutputTokens), est)
 	r.stateDirty = true
-	r.record(ctx, req, resp)
+	r.record(ctx, req, resp, latency)
 	return resp, nil
 }
 
@@ -83,7 +85,7 @@ type memo struct {
 
 // record stores one call's usage, cost and, when fewer cached tokens were read than by the
 // previous call, the cache break that explains it.
-func (r *run) record(ctx context.Context, req provider.Request, resp provider.Response) {
+func (r *run) record(ctx context.Context, req provider.Request, resp provider.Response, latency time.Duration) {
 	now := r.a.now().UTC().Truncate(time.Microsecond)
 	fp := wire.FingerprintOf(req, r.prompt.Tiers())
 	pu := resp.Usage
@@ -102,7 +104,7 @@ func (r *run) record(ctx context.Context, req provider.Request, resp provider.Re
 		r.res.Breaks = append(r.res.Breaks, *brk)
 	}
 	r.res.Usage = r.res.Usage.Add(u)
-	rec := store.RequestRecord{At: now, Model: model, Task: "turn", Usage: u, Break: brk}
+	rec := store.RequestRecord{At: now, Model: model, Task: "turn", Usage: u, Break: brk, Latency: latency}
 	if r.t != nil {
 		l := r.t.Lease()
 		rec.Lease = &l // a turn that lost its lease records nothing (store.RequestRecord.Lease)

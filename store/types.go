@@ -366,6 +366,9 @@ type RequestRecord struct {
 	Task  string
 	Usage Usage // this call's tokens and cost; APICalls is counted as one when zero
 	Break *CacheBreak
+	// Latency is the wall time of the call, from sending the request to the whole answer
+	// (stream included); zero when it was not measured.
+	Latency time.Duration
 	// Lease, when set, fences the record like a transcript write: it is stored only while Lease
 	// is the conversation's current lease, else RecordRequest fails with ErrLeaseLost and
 	// stores nothing. A turn that lost its lease (a paused process resumed after another holder

@@ -102,7 +102,8 @@ func newFixture(t testing.TB) *fixture {
 	}
 	u := store.Usage{InputTokens: 12000, OutputTokens: 300, CacheReadTokens: 11000, CacheWriteTokens: 500, APICalls: 1, CostUSD: 0.021}
 	for i := 0; i < 4; i++ {
-		r := store.RequestRecord{At: now.Add(time.Duration(i) * time.Minute), Model: "gpt-4o", Usage: u}
+		r := store.RequestRecord{At: now.Add(time.Duration(i) * time.Minute), Model: "gpt-4o", Usage: u,
+			Latency: time.Duration(800+350*i) * time.Millisecond}
 		if i == 3 {
 			r.Usage.CacheReadTokens = 1000
 			r.Break = &store.CacheBreak{Layer: "messages", Index: 1, Reason: "compaction", LostTokens: 10000}

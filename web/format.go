@@ -48,6 +48,7 @@ func (s *Server) funcs() template.FuncMap {
 		},
 		"roleOK":  func(r string) bool { return r == store.RoleUser || r == store.RoleAssistant || r == store.RoleTool },
 		"explain": explainBreak,
+		"latency": latency,
 	}
 }
 
@@ -191,4 +192,15 @@ func explainBreak(b *store.CacheBreak) string {
 		why = "no known cause (" + b.Reason + ")"
 	}
 	return fmt.Sprintf("first change at %s: %s; %s cached tokens lost", where, why, num(b.LostTokens))
+}
+
+// latency shows a model call's wall time; "-" when it was not measured.
+func latency(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "-"
+	case d < time.Second:
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
 }

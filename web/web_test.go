@@ -124,6 +124,7 @@ func TestPages(t *testing.T) {
 			`id="m` + fmt.Sprint(f.toolCall) + `"`,
 			"Try the other fix", "branch", // the lineage tree
 			"/prompt",
+			"1.9 s", // the slowest call's latency
 		}},
 		{"/ui/sessions/" + f.demo + "/prompt", []string{"You are spool, a careful coding agent."}},
 		{"/ui/search?q=zebra", []string{"<mark>zebra</mark>", "archived", "?at="}},

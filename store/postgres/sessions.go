@@ -526,10 +526,10 @@ func (db *DB) RecordRequest(ctx context.Context, id string, r store.RequestRecor
 			return err // rolls the usage back too
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO requests (session_id, at, model, task, input_tokens, output_tokens,
-			cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cache_break)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, id, micros(r.At), store.CleanIdent(r.Model),
+			cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, id, micros(r.At), store.CleanIdent(r.Model),
 			store.CleanIdent(r.Task), u.InputTokens, u.OutputTokens,
-			u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, brk)
+			u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, brk, max(r.Latency.Microseconds(), 0))
 		return err
 	})
 	if err != nil {
@@ -545,7 +545,7 @@ func (db *DB) Requests(ctx context.Context, id string, limit int) ([]store.Reque
 		lim = &limit
 	}
 	rows, err := db.pool.Query(ctx, `SELECT at, model, task, input_tokens, output_tokens, cache_read_tokens,
-		cache_write_tokens, reasoning_tokens, cost_usd, cache_break FROM requests WHERE session_id = $1
+		cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us FROM requests WHERE session_id = $1
 		ORDER BY id DESC LIMIT $2`, id, lim)
 	if err != nil {
 		return nil, fmt.Errorf("requests of %s: %w", id, err)
@@ -554,12 +554,13 @@ func (db *DB) Requests(ctx context.Context, id string, limit int) ([]store.Reque
 		var r store.RequestRecord
 		var at int64
 		var brk *string
+		var latency int64
 		u := &r.Usage
 		if err := row.Scan(&at, &r.Model, &r.Task, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens,
-			&u.CacheWriteTokens, &u.ReasoningTokens, &u.CostUSD, &brk); err != nil {
+			&u.CacheWriteTokens, &u.ReasoningTokens, &u.CostUSD, &brk, &latency); err != nil {
 			return r, err
 		}
-		r.At, u.APICalls = fromMicros(at), 1
+		r.At, u.APICalls, r.Latency = fromMicros(at), 1, time.Duration(latency)*time.Microsecond
 		if brk != nil {
 			r.Break = &store.CacheBreak{}
 			if err := json.Unmarshal([]byte(*brk), r.Break); err != nil {

@@ -209,6 +209,7 @@ func testPromptAndUsage(t *testing.T, h Harness) {
 		if i == 2 {
 			r.Task = "compression"
 			r.Break = &store.CacheBreak{Layer: "messages", Index: 4, Reason: "compaction", LostTokens: 1234}
+			r.Latency = 1234567 * time.Microsecond
 		}
 		if err := st.RecordRequest(bg, "p1", r); err != nil {
 			t.Fatal(err)
@@ -224,10 +225,10 @@ func testPromptAndUsage(t *testing.T, h Harness) {
 		t.Fatalf("requests: %d, %v", len(reqs), err)
 	}
 	if r := reqs[0]; r.Task != "compression" || r.Break == nil || *r.Break != (store.CacheBreak{Layer: "messages", Index: 4, Reason: "compaction", LostTokens: 1234}) ||
-		r.Usage != u || !r.At.Equal(at(2)) || r.Model != "m" {
+		r.Usage != u || !r.At.Equal(at(2)) || r.Model != "m" || r.Latency != 1234567*time.Microsecond {
 		t.Fatalf("newest request = %+v (break %+v)", r, r.Break)
 	}
-	if r := reqs[1]; r.Task != "turn" || r.Break != nil {
+	if r := reqs[1]; r.Task != "turn" || r.Break != nil || r.Latency != 0 {
 		t.Fatalf("second newest request = %+v", r)
 	}
 	wantErr(t, st.RecordRequest(bg, "missing", store.RequestRecord{Usage: u}), store.ErrNotFound, "request of missing session")
