@@ -26,8 +26,8 @@ CLI: a session made over the API is listed, searched and resumed by ` + "`spool`
 other way round.
 
 Routes: POST /v1/chat/completions (streamed and not), POST /v1/responses (previous_response_id
-chains, conversation, streaming) with GET/DELETE /v1/responses/{id}, /cancel and /input_items,
-GET /v1/models ("spool" is the default
+chains, conversation, streaming) with GET/DELETE /v1/responses/{id}, /cancel and /input_items, POST /v1/responses/compact (spool's
+compactor), /v1/conversations and their items (conversation id = session id), GET /v1/models ("spool" is the default
 model: the configured provider's, else the offline model), GET /health, GET /ready, GET /metrics
 (Prometheus), and the session browser under /ui/ (scoped to the key's principal). Errors use
 OpenAI's JSON error shape.

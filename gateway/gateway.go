@@ -26,11 +26,19 @@ type Store interface {
 	ClaimIdempotencyKey(ctx context.Context, c store.IdempotencyClaim) (store.IdempotencyEntry, bool, error)
 	CompleteIdempotencyKey(ctx context.Context, scope, key string, status int, response []byte) error
 	ReleaseIdempotencyKey(ctx context.Context, scope, key string) error
+	ConversationPage(ctx context.Context, sessionID string, q store.PageQuery) ([]store.Message, error)
+	DeleteSession(ctx context.Context, id string) error
 }
 
 // Runner runs one turn (an *agent.Agent).
 type Runner interface {
 	Run(ctx context.Context, sessionID, input string, opts agent.RunOptions) (agent.Result, error)
+}
+
+// Compactor runs a manual compaction (an *agent.Agent); a Runner that is one serves
+// Gateway.Compact.
+type Compactor interface {
+	Compact(ctx context.Context, sessionID, focus string, opts agent.RunOptions) (agent.Result, error)
 }
 
 // Busy is a request's policy for a session whose turn is running.
@@ -305,6 +313,9 @@ func (g *Gateway) classify(sessionID string, err error) error {
 	}
 	if errors.Is(err, turn.ErrWaitTimeout) {
 		return &BusyError{SessionID: sessionID, RetryAfter: g.cfg.RetryAfter}
+	}
+	if errors.Is(err, agent.ErrCompressionDisabled) {
+		return fmt.Errorf("%w: %v", ErrNoCompaction, err)
 	}
 	if errors.Is(err, agent.ErrEmptyInput) {
 		return badRequest("messages", "the last user message is empty")

@@ -1,6 +1,7 @@
 // Package openai is spool's OpenAI-compatible HTTP surface: POST /v1/chat/completions
 // (streamed and not), the Responses API (POST /v1/responses, GET and DELETE
-// /v1/responses/{id}, /cancel, /input_items), GET /v1/models, /health, /ready and /metrics,
+// /v1/responses/{id}, /cancel, /input_items, /v1/responses/compact), conversations
+// (/v1/conversations and their items, backed by sessions), GET /v1/models, /health, /ready and /metrics,
 // with OpenAI's JSON error shape ({"error":{"message","type","param","code"}}) on every failure. Session logic is asked
 // of package gateway; this package only decodes requests and encodes answers.
 //

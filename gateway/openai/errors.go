@@ -74,6 +74,8 @@ func errorOf(err error) *apiError {
 		return newError(http.StatusTooManyRequests, "requests", "rate_limit_exceeded", lim.Error()).retryAfter(time.Second)
 	case errors.As(err, &conflict):
 		return newError(http.StatusConflict, "invalid_request_error", "idempotency_key_conflict", conflict.Error()).noRetry()
+	case errors.Is(err, gateway.ErrNoCompaction):
+		return newError(http.StatusBadRequest, "invalid_request_error", "compaction_unavailable", err.Error()).noRetry()
 	case errors.Is(err, gateway.ErrNotFound):
 		return newError(http.StatusNotFound, "invalid_request_error", "not_found", err.Error()).noRetry()
 	case errors.Is(err, gateway.ErrDraining):

@@ -189,6 +189,8 @@ func spoolCLI(t *testing.T, home string, args ...string) string {
 type shownMessage struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	Summary bool   `json:"summary"`
+	Active  bool   `json:"active"`
 }
 
 // transcript is what `spool sessions show ID --json` says a session holds.

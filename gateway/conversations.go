@@ -1,0 +1,158 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/agent"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// ErrNoCompaction: the gateway's runner cannot compact (compression disabled or no engine).
+var ErrNoCompaction = errors.New("compaction is not available (compression.enabled)")
+
+// ConversationMeta is a conversation's client metadata, kept as a store route of the principal.
+type ConversationMeta struct {
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+}
+
+// CreateConversation starts a session for principal holding msgs.
+func (g *Gateway) CreateConversation(ctx context.Context, principal string, msgs []Message, meta json.RawMessage) (store.Session, error) {
+	s, err := g.create(ctx, principal, store.NewSession{})
+	if err != nil {
+		return store.Session{}, err
+	}
+	if len(msgs) > 0 {
+		start := time.Now()
+		_, err := g.st.AppendBatch(ctx, s.ID, clientRows(msgs))
+		g.observe("append_history", start)
+		if err != nil {
+			return store.Session{}, fmt.Errorf("store the items of %s: %w", s.ID, err)
+		}
+	}
+	if err := g.SetConversationMeta(ctx, principal, s.ID, meta); err != nil {
+		return store.Session{}, err
+	}
+	return s, nil
+}
+
+// SetConversationMeta stores a conversation's metadata.
+func (g *Gateway) SetConversationMeta(ctx context.Context, principal, sessionID string, meta json.RawMessage) error {
+	if len(meta) == 0 || string(meta) == "null" {
+		meta = json.RawMessage(`{}`)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(meta, &obj); err != nil {
+		return badRequest("metadata", "metadata must be an object of strings")
+	}
+	if len(obj) > 16 {
+		return badRequest("metadata", "metadata holds at most 16 pairs, got %d", len(obj))
+	}
+	b, _ := json.Marshal(ConversationMeta{Metadata: meta})
+	if err := g.st.PutRoute(ctx, store.Route{Key: routeKey(principal, "conv", sessionID), SessionID: sessionID, Origin: b}); err != nil {
+		return fmt.Errorf("store the metadata of %s: %w", sessionID, err)
+	}
+	return nil
+}
+
+// Conversation returns a principal's session and its metadata ({} when none was set).
+func (g *Gateway) Conversation(ctx context.Context, principal, id string) (store.Session, json.RawMessage, error) {
+	if _, err := g.owned(ctx, principal, id); err != nil {
+		return store.Session{}, nil, err
+	}
+	s, err := g.st.GetSession(ctx, id)
+	if err != nil {
+		return store.Session{}, nil, fmt.Errorf("find session %s: %w", id, err)
+	}
+	meta := json.RawMessage(`{}`)
+	if rt, err := g.st.GetRoute(ctx, routeKey(principal, "conv", id)); err == nil {
+		var m ConversationMeta
+		if json.Unmarshal(rt.Origin, &m) == nil && len(m.Metadata) > 0 {
+			meta = m.Metadata
+		}
+	}
+	return s, meta, nil
+}
+
+// DeleteConversation deletes a principal's session.
+func (g *Gateway) DeleteConversation(ctx context.Context, principal, id string) error {
+	if _, err := g.owned(ctx, principal, id); err != nil {
+		return err
+	}
+	if err := g.st.DeleteSession(ctx, id); err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	return nil
+}
+
+// AppendItems adds messages to a principal's session between turns (waiting for a running one
+// like a turn would) and returns them with their ids.
+func (g *Gateway) AppendItems(ctx context.Context, principal, id string, msgs []Message) ([]store.Message, error) {
+	tip, err := g.owned(ctx, principal, id)
+	if err != nil {
+		return nil, err
+	}
+	sl, err := g.acquire(ctx, tip, BusyWait)
+	if err != nil {
+		return nil, err
+	}
+	defer g.releaseSlot(tip, sl)
+	rows := clientRows(msgs)
+	start := time.Now()
+	ids, err := g.st.AppendBatch(ctx, tip, rows)
+	g.observe("append_history", start)
+	if err != nil {
+		return nil, fmt.Errorf("append to %s: %w", tip, err)
+	}
+	for i := range rows {
+		rows[i].ID, rows[i].SessionID = ids[i], tip
+	}
+	return rows, nil
+}
+
+// Items pages through a principal's session as a person sees it (archived rows included).
+func (g *Gateway) Items(ctx context.Context, principal, id string, q store.PageQuery) ([]store.Message, error) {
+	if _, err := g.owned(ctx, principal, id); err != nil {
+		return nil, err
+	}
+	q.View = store.ViewDisplay
+	start := time.Now()
+	ms, err := g.st.ConversationPage(ctx, id, q)
+	g.observe("conversation_page", start)
+	if err != nil {
+		return nil, fmt.Errorf("load session %s: %w", id, err)
+	}
+	return ms, nil
+}
+
+// Compact compacts a principal's session now, in its turn like a turn would.
+func (g *Gateway) Compact(ctx context.Context, principal, id string) (string, error) {
+	c, ok := g.run.(Compactor)
+	if !ok {
+		return "", ErrNoCompaction
+	}
+	tip, err := g.owned(ctx, principal, id)
+	if err != nil {
+		return "", err
+	}
+	sl, err := g.acquire(ctx, tip, BusyWait)
+	if err != nil {
+		return "", err
+	}
+	defer g.releaseSlot(tip, sl)
+	var notices []string
+	res, err := c.Compact(context.WithoutCancel(ctx), tip, "", agent.RunOptions{OnNotice: func(s string) { notices = append(notices, s) }})
+	g.m.compactions.Add(float64(res.Compactions))
+	if err != nil {
+		return "", g.classify(tip, err)
+	}
+	if res.Compactions == 0 {
+		return "", badRequest("previous_response_id", "nothing to compact in session %s: %s", tip, strings.Join(notices, "; "))
+	}
+	return res.SessionID, nil
+}

@@ -1,0 +1,333 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/gateway"
+	"github.com/spoolhq/spool/store"
+)
+
+func conversationObject(s store.Session, meta json.RawMessage) map[string]any {
+	return map[string]any{"id": s.ID, "object": "conversation", "created_at": s.StartedAt.Unix(), "metadata": meta}
+}
+
+// readItems decodes a list of message items (conversations and compact).
+func readItems(raw json.RawMessage, max int) ([]gateway.Message, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	msgs, err := inputMessages(raw)
+	if err != nil {
+		return nil, err
+	}
+	if max > 0 && len(msgs) > max {
+		return nil, badParam("items", fmt.Sprintf("at most %d items, got %d", max, len(msgs)))
+	}
+	for i, m := range msgs {
+		if m.Role != "user" && m.Role != "assistant" && m.Role != "system" && m.Role != "developer" {
+			return nil, badParam(fmt.Sprintf("items[%d].role", i), fmt.Sprintf("role %q is not supported", m.Role))
+		}
+	}
+	return msgs, nil
+}
+
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, errorOf(err))
+		return false
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		writeError(w, newError(http.StatusBadRequest, "invalid_request_error", "invalid_json", "the body is not valid JSON: "+err.Error()).noRetry())
+		return false
+	}
+	return true
+}
+
+func (s *Server) conversationCreate(w http.ResponseWriter, r *http.Request, principal string) {
+	var req struct {
+		Items    json.RawMessage `json:"items"`
+		Metadata json.RawMessage `json:"metadata"`
+	}
+	if !s.readBody(w, r, &req) {
+		return
+	}
+	msgs, err := readItems(req.Items, 20)
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	sess, err := s.g.CreateConversation(r.Context(), principal, msgs, req.Metadata)
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	_, meta, err := s.g.Conversation(r.Context(), principal, sess.ID)
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, conversationObject(sess, meta))
+}
+
+func (s *Server) conversationGet(w http.ResponseWriter, r *http.Request, principal string) {
+	sess, meta, err := s.g.Conversation(r.Context(), principal, r.PathValue("id"))
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, conversationObject(sess, meta))
+}
+
+func (s *Server) conversationUpdate(w http.ResponseWriter, r *http.Request, principal string) {
+	var req struct {
+		Metadata json.RawMessage `json:"metadata"`
+	}
+	if !s.readBody(w, r, &req) {
+		return
+	}
+	id := r.PathValue("id")
+	if _, _, err := s.g.Conversation(r.Context(), principal, id); err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	if err := s.g.SetConversationMeta(r.Context(), principal, id, req.Metadata); err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	s.conversationGet(w, r, principal)
+}
+
+func (s *Server) conversationDelete(w http.ResponseWriter, r *http.Request, principal string) {
+	id := r.PathValue("id")
+	if err := s.g.DeleteConversation(r.Context(), principal, id); err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "conversation.deleted", "deleted": true})
+}
+
+func (s *Server) itemsAdd(w http.ResponseWriter, r *http.Request, principal string) {
+	var req struct {
+		Items json.RawMessage `json:"items"`
+	}
+	if !s.readBody(w, r, &req) {
+		return
+	}
+	msgs, err := readItems(req.Items, 20)
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	if len(msgs) == 0 {
+		writeError(w, badParam("items", "items is empty"))
+		return
+	}
+	rows, err := s.g.AppendItems(r.Context(), principal, r.PathValue("id"), msgs)
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, itemList(rows, false))
+}
+
+func itemList(ms []store.Message, more bool) map[string]any {
+	data := make([]any, 0, len(ms))
+	for _, m := range ms {
+		data = append(data, messageItem(m))
+	}
+	list := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
+	if len(data) > 0 {
+		list["first_id"] = data[0].(map[string]any)["id"]
+		list["last_id"] = data[len(data)-1].(map[string]any)["id"]
+	}
+	return list
+}
+
+// itemMessageID reads the message id out of an item id ("msg_<session>_<id>").
+func itemMessageID(sessionID, itemID string) (int64, bool) {
+	rest, ok := strings.CutPrefix(itemID, "msg_"+sessionID+"_")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(rest, 10, 64)
+	return n, err == nil && n > 0
+}
+
+// visibleItems keeps what a conversation shows as items: user and assistant text.
+func visibleItems(ms []store.Message) []store.Message {
+	out := ms[:0:0]
+	for _, m := range ms {
+		if m.Summary || (m.Role != store.RoleUser && m.Role != store.RoleAssistant) || (m.Role == store.RoleAssistant && m.Content == "") {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func (s *Server) itemsList(w http.ResponseWriter, r *http.Request, principal string) {
+	id := r.PathValue("id")
+	q := r.URL.Query()
+	limit := 20
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			writeError(w, badParam("limit", "limit must be 1 to 100"))
+			return
+		}
+		limit = n
+	}
+	order := q.Get("order")
+	if order == "" {
+		order = "desc"
+	}
+	if order != "asc" && order != "desc" {
+		writeError(w, badParam("order", "order must be asc or desc"))
+		return
+	}
+	pq := store.PageQuery{Limit: 1000}
+	if order == "desc" {
+		pq.BeforeID = 1 << 62 // newest first: the window ends at the last row
+	}
+	if after := q.Get("after"); after != "" {
+		mid, ok := itemMessageID(id, after)
+		if !ok {
+			writeError(w, badParam("after", "after is not an item of this conversation"))
+			return
+		}
+		if order == "asc" {
+			pq.AfterID = mid
+		} else {
+			pq.BeforeID = mid
+		}
+	}
+	// Pages of stored rows are read until limit+1 visible items are found (tool rows and
+	// summaries are spool's own and not items).
+	var items []store.Message
+	for {
+		ms, err := s.g.Items(r.Context(), principal, id, pq)
+		if err != nil {
+			writeError(w, errorOf(err))
+			return
+		}
+		vis := visibleItems(ms)
+		if order == "desc" {
+			for i, j := 0, len(vis)-1; i < j; i, j = i+1, j-1 {
+				vis[i], vis[j] = vis[j], vis[i]
+			}
+		}
+		items = append(items, vis...)
+		if len(items) > limit || len(ms) < pq.Limit {
+			break
+		}
+		if order == "asc" {
+			pq.AfterID = ms[len(ms)-1].ID
+		} else {
+			pq.BeforeID = ms[0].ID
+		}
+	}
+	more := len(items) > limit
+	if more {
+		items = items[:limit]
+	}
+	writeJSON(w, http.StatusOK, itemList(items, more))
+}
+
+func (s *Server) itemGet(w http.ResponseWriter, r *http.Request, principal string) {
+	id := r.PathValue("id")
+	mid, ok := itemMessageID(id, r.PathValue("item_id"))
+	if !ok {
+		writeError(w, newError(http.StatusNotFound, "invalid_request_error", "not_found", "no such item in this conversation").noRetry())
+		return
+	}
+	ms, err := s.g.Items(r.Context(), principal, id, store.PageQuery{AfterID: mid - 1, Limit: 1})
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	if len(ms) == 0 || ms[0].ID != mid || len(visibleItems(ms)) == 0 {
+		writeError(w, newError(http.StatusNotFound, "invalid_request_error", "not_found", "no such item in this conversation").noRetry())
+		return
+	}
+	writeJSON(w, http.StatusOK, messageItem(ms[0]))
+}
+
+// compact runs spool's compaction on the session a previous response or conversation names and
+// returns a compaction item whose opaque content refers to spool's summary.
+func (s *Server) compact(w http.ResponseWriter, r *http.Request, principal string) {
+	var req struct {
+		Model              string          `json:"model"`
+		PreviousResponseID string          `json:"previous_response_id"`
+		Conversation       json.RawMessage `json:"conversation"`
+		Input              json.RawMessage `json:"input"`
+	}
+	if !s.readBody(w, r, &req) {
+		return
+	}
+	if !s.knownModel(req.Model) {
+		writeError(w, modelNotFound(req.Model))
+		return
+	}
+	sid := conversationID(req.Conversation)
+	if req.PreviousResponseID != "" {
+		rec, err := s.g.Response(r.Context(), principal, req.PreviousResponseID)
+		if err != nil {
+			writeError(w, errorOf(err).param("previous_response_id"))
+			return
+		}
+		sid = rec.SessionID
+	}
+	if sid == "" {
+		sid = r.Header.Get("X-Spool-Session-Id")
+	}
+	if sid == "" {
+		writeError(w, badParam("previous_response_id", "spool compacts a stored session: give previous_response_id or conversation"))
+		return
+	}
+	tip, err := s.g.Compact(r.Context(), principal, sid)
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	ms, err := s.g.Items(r.Context(), principal, tip, store.PageQuery{Limit: 100000})
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	output := []any{}
+	var summary int64
+	for _, m := range ms {
+		if !m.Active {
+			continue
+		}
+		if m.Summary {
+			summary = m.ID
+			continue
+		}
+		if m.Role == store.RoleUser {
+			output = append(output, messageItem(m))
+		}
+	}
+	output = append(output, map[string]any{
+		"id": fmt.Sprintf("cmp_%s_%d", tip, summary), "type": "compaction", "created_by": "spool",
+		"encrypted_content": fmt.Sprintf("spool:session=%s;summary_message=%d", tip, summary),
+	})
+	sessionHeaders(w, tip, "")
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": newID("cmp_"), "object": "response.compaction", "created_at": time.Now().Unix(), "output": output,
+		"usage": map[string]any{"input_tokens": 0, "output_tokens": 0, "total_tokens": 0,
+			"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}},
+	})
+}
