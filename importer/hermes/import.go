@@ -303,14 +303,12 @@ func (im *importer) dbSession(ctx context.Context, e *entry, jsonlPath string) e
 	if e.key == "" {
 		e.key = im.keyOf[e.id]
 	}
-	n, err := im.src.count(ctx, e.id)
-	if err != nil {
-		return err
-	}
 	if ok, err := im.exists(ctx, e.id); err != nil || ok {
 		if ok {
 			im.skip("session", e.id, "already in the store")
+			n, err := im.src.count(ctx, e.id)
 			im.progress(n)
+			return err
 		}
 		return err
 	}
@@ -343,7 +341,11 @@ func (im *importer) dbSession(ctx context.Context, e *entry, jsonlPath string) e
 
 	var msgs []store.Message
 	fromJSONL := false
+	n := 0 // SQLite rows read
 	if jsonlPath != "" {
+		if n, err = im.src.count(ctx, e.id); err != nil {
+			return err
+		}
 		t, err := readTranscript(jsonlPath, "sessions/"+filepath.Base(jsonlPath), s.StartedAt)
 		if err != nil {
 			return err
@@ -356,9 +358,10 @@ func (im *importer) dbSession(ctx context.Context, e *entry, jsonlPath string) e
 		}
 	}
 	if !fromJSONL {
-		msgs = make([]store.Message, 0, n)
+		n = 0
 		last := s.StartedAt
 		err := im.src.messages(ctx, e.id, func(r rawMessage) error {
+			n++
 			m, skip, notes := convert(e.id, r)
 			im.rep.Skipped = append(im.rep.Skipped, notes...)
 			if skip != nil {

@@ -47,7 +47,7 @@ func copyHome(t *testing.T) string {
 	return dst
 }
 
-func openStore(t *testing.T) *sqlite.DB {
+func openStore(t testing.TB) *sqlite.DB {
 	t.Helper()
 	db, err := sqlite.Open(bg, filepath.Join(t.TempDir(), "spool.db"), sqlite.Options{})
 	if err != nil {
@@ -58,7 +58,7 @@ func openStore(t *testing.T) *sqlite.DB {
 }
 
 // rawDB opens path with whichever SQLite driver this build registered, bypassing the store.
-func rawDB(t *testing.T, path string) *sql.DB {
+func rawDB(t testing.TB, path string) *sql.DB {
 	t.Helper()
 	for _, name := range []string{"sqlite", "sqlite3"} {
 		if slices.Contains(sql.Drivers(), name) {
@@ -75,7 +75,7 @@ func rawDB(t *testing.T, path string) *sql.DB {
 	return nil
 }
 
-func exec(t *testing.T, db *sql.DB, stmts ...string) {
+func exec(t testing.TB, db *sql.DB, stmts ...string) {
 	t.Helper()
 	for _, s := range stmts {
 		if _, err := db.Exec(s); err != nil {
@@ -311,8 +311,8 @@ func TestFixtureMatchesManifest(t *testing.T) {
 		var ids []string
 		for _, l := range ls {
 			ids = append(ids, l.ID)
-			if l.ID == "20260402_100000_fxb001" && l.TipID != "20260402_113000_fxb002" {
-				t.Errorf("chain root lists tip %q", l.TipID)
+			if l.ID == "20260402_100000_fxb001" && (l.TipID != "20260402_113000_fxb002" || !l.LastActive.Equal(time.Unix(1775345630, 0))) {
+				t.Errorf("chain root lists tip %q, last active %v (want the tip's last message)", l.TipID, l.LastActive)
 			}
 		}
 		if slices.Contains(ids, "20260402_113000_fxb002") || !slices.Contains(ids, "20260402_100000_fxb001") ||

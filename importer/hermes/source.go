@@ -27,6 +27,8 @@ type source struct {
 	hasPrompts  bool // the system_prompts table (schema 25+)
 	sessionSQL  string
 	messageSQL  string
+	// Statements run once per session, prepared once.
+	sessionStmt, messageStmt, countStmt *sql.Stmt
 }
 
 // openSource opens path read-only and checks that it is a readable Hermes session database.
@@ -139,6 +141,14 @@ func (s *source) inspect(ctx context.Context) error {
 	}
 	s.sessionSQL = s.buildSessionSQL()
 	s.messageSQL = "SELECT " + selectList("m", s.messageCols, messageFields) + " FROM messages m WHERE m.session_id = ? ORDER BY m.id"
+	for _, p := range []struct {
+		stmt  **sql.Stmt
+		query string
+	}{{&s.sessionStmt, s.sessionSQL}, {&s.messageStmt, s.messageSQL}, {&s.countStmt, "SELECT count(*) FROM messages WHERE session_id = ?"}} {
+		if *p.stmt, err = s.db.PrepareContext(ctx, p.query); err != nil {
+			return fmt.Errorf("state.db: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -270,7 +280,7 @@ func (s *source) session(ctx context.Context, id string) (row, error) {
 	var userID, model, title, cwd, branch, prompt sql.NullString
 	var in, out, cr, cw, reason, calls sql.NullInt64
 	var est, act sql.NullFloat64
-	err := s.db.QueryRowContext(ctx, s.sessionSQL, id).Scan(&userID, &model, &title, &in, &out, &cr, &cw, &reason,
+	err := s.sessionStmt.QueryRowContext(ctx, id).Scan(&userID, &model, &title, &in, &out, &cr, &cw, &reason,
 		&calls, &est, &act, &cwd, &branch, &prompt)
 	if err != nil {
 		return row{}, fmt.Errorf("state.db: read session %s: %w", id, err)
@@ -290,7 +300,7 @@ func (s *source) session(ctx context.Context, id string) (row, error) {
 // count is the number of SQLite rows a session has (for the JSONL rule).
 func (s *source) count(ctx context.Context, id string) (int, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM messages WHERE session_id = ?", id).Scan(&n)
+	err := s.countStmt.QueryRowContext(ctx, id).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("state.db: count messages of %s: %w", id, err)
 	}
@@ -306,7 +316,7 @@ func (s *source) totalMessages(ctx context.Context) (int, error) {
 
 // messages streams a session's rows in id order to fn.
 func (s *source) messages(ctx context.Context, id string, fn func(rawMessage) error) error {
-	rows, err := s.db.QueryContext(ctx, s.messageSQL, id)
+	rows, err := s.messageStmt.QueryContext(ctx, id)
 	if err != nil {
 		return fmt.Errorf("state.db: read messages of %s: %w", id, err)
 	}

@@ -165,6 +165,9 @@ func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opt
 		} else if err := recount(ctx, tx, child.ID); err != nil {
 			return err
 		}
+		if err := bumpRootActivity(ctx, tx, child.ID); err != nil {
+			return err
+		}
 		_, err := tx.Exec(ctx, "UPDATE sessions SET ended_at = $1, end_reason = $2 WHERE id = $3",
 			micros(time.Now()), store.EndCompression, pid)
 		return err

@@ -175,3 +175,12 @@ func recount(ctx context.Context, tx pgx.Tx, id string) error {
 		WHERE id = $1`, id, sqlite.PreviewChars+1)
 	return err
 }
+
+// bumpRootActivity moves the last activity of id's chain root up to id's newest message, as
+// appends do: a compression chain lists by its newest message.
+func bumpRootActivity(ctx context.Context, tx pgx.Tx, id string) error {
+	_, err := tx.Exec(ctx, `UPDATE sessions SET last_active = greatest(last_active,
+		coalesce((SELECT max(timestamp) FROM messages WHERE session_id = $1), 0))
+		WHERE id = (SELECT root_id FROM sessions WHERE id = $1) AND id <> $1`, id)
+	return err
+}

@@ -71,7 +71,10 @@ func (db *DB) ImportSession(ctx context.Context, s store.Session, prompt string,
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
-		return recount(ctx, tx, ns.ID)
+		if err := recount(ctx, tx, ns.ID); err != nil {
+			return err
+		}
+		return bumpRootActivity(ctx, tx, ns.ID)
 	})
 	if err != nil {
 		return fmt.Errorf("import session %s: %w", s.ID, err)

@@ -14,7 +14,7 @@ func (db *DB) ImportSession(ctx context.Context, s store.Session, prompt string,
 		if err := db.importTx(ctx, tx, s, prompt, ms); err != nil {
 			return err
 		}
-		return db.indexNow(ctx, tx)
+		return db.noteBulk(ctx, tx, len(ms))
 	})
 	if err != nil {
 		return fmt.Errorf("import session %s: %w", s.ID, err)
@@ -85,10 +85,8 @@ func (db *DB) importTx(ctx context.Context, tx *sql.Tx, s store.Session, prompt 
 			return err
 		}
 	}
-	for _, e := range enc {
-		if _, err := db.insertMessage(ctx, tx, ns.ID, e, e.m.Active, e.m.Compacted); err != nil {
-			return err
-		}
+	if err := db.insertMessages(ctx, tx, ns.ID, enc); err != nil {
+		return err
 	}
 	// A bundle carries no copy links: infer them, as for rows stored before schema 6.
 	if err := linkStoredCopies(ctx, tx, ns.ID); err != nil {

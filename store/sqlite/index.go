@@ -52,6 +52,20 @@ func (db *DB) notePending(ctx context.Context, tx *sql.Tx, added int) error {
 	return nil
 }
 
+// bulkIndexBatch is how many imported rows may wait before the importer's write indexes them:
+// importing many small sessions one transaction each would otherwise write (and merge) one
+// full-text segment per session.
+const bulkIndexBatch = 8192
+
+// noteBulk is notePending for imports: once bulkIndexBatch rows are pending it indexes all of
+// them inside tx, in one segment.
+func (db *DB) noteBulk(ctx context.Context, tx *sql.Tx, added int) error {
+	if db.pending.Add(int64(added)) < bulkIndexBatch {
+		return nil
+	}
+	return db.indexNow(ctx, tx)
+}
+
 // indexNow indexes everything pending inside tx: bulk writers (compaction, branch, import) call
 // it so their rows land in one segment with the write that made them.
 func (db *DB) indexNow(ctx context.Context, tx *sql.Tx) error {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spoolhq/spool/store"
 )
@@ -139,20 +140,66 @@ func (db *DB) bumpSession(ctx context.Context, tx *sql.Tx, id string, msgs, tool
 }
 
 func (db *DB) insertMessage(ctx context.Context, tx *sql.Tx, sessionID string, e encodedMessage, active, compacted bool) (int64, error) {
-	m := e.m
 	stmt, err := db.txStmt(ctx, tx, insertMessageSQL)
 	if err != nil {
 		return 0, err
 	}
 	// The new id is the connection's last insert rowid (the writer is one connection): cheaper
 	// than RETURNING, which buffers its rows in a temporary table (about 3% of an append).
-	res, err := stmt.ExecContext(ctx, sessionID, m.Role, m.Content, nullString(m.APIContent), e.calls, nullString(m.ToolCallID),
-		nullString(m.ToolName), nullString(m.Reasoning), nullJSON(m.ReasoningDetails), nullString(m.FinishReason),
-		m.TokenCount, micros(m.Timestamp), m.Summary, active, compacted, e.cjk, e.callText)
+	res, err := stmt.ExecContext(ctx, messageArgs(nil, sessionID, e, active, compacted)...)
 	if err != nil {
 		return 0, err
 	}
 	return res.LastInsertId()
+}
+
+func messageArgs(args []any, sessionID string, e encodedMessage, active, compacted bool) []any {
+	m := e.m
+	return append(args, sessionID, m.Role, m.Content, nullString(m.APIContent), e.calls, nullString(m.ToolCallID),
+		nullString(m.ToolName), nullString(m.Reasoning), nullJSON(m.ReasoningDetails), nullString(m.FinishReason),
+		m.TokenCount, micros(m.Timestamp), m.Summary, active, compacted, e.cjk, e.callText)
+}
+
+// bulkRows is how many messages one INSERT of a bulk write (import) carries: one statement per
+// row costs about as much again in statement overhead as the row itself.
+const bulkRows = 32
+
+// insertMessagesBulkSQL inserts bulkRows messages.
+var insertMessagesBulkSQL = func() string {
+	head, row, _ := strings.Cut(insertMessageSQL, "VALUES")
+	rows := make([]string, bulkRows)
+	for i := range rows {
+		rows[i] = strings.TrimSpace(row)
+	}
+	return head + "VALUES " + strings.Join(rows, ", ")
+}()
+
+// insertMessages inserts enc in order, each row with its own Active and Compacted flags, without
+// returning ids: bulkRows at a time, the rest one by one.
+func (db *DB) insertMessages(ctx context.Context, tx *sql.Tx, sessionID string, enc []encodedMessage) error {
+	if len(enc) >= bulkRows {
+		stmt, err := db.txStmt(ctx, tx, insertMessagesBulkSQL)
+		if err != nil {
+			return err
+		}
+		args := make([]any, 0, strings.Count(insertMessageSQL, "?")*bulkRows)
+		for len(enc) >= bulkRows {
+			args = args[:0]
+			for _, e := range enc[:bulkRows] {
+				args = messageArgs(args, sessionID, e, e.m.Active, e.m.Compacted)
+			}
+			if _, err := stmt.ExecContext(ctx, args...); err != nil {
+				return err
+			}
+			enc = enc[bulkRows:]
+		}
+	}
+	for _, e := range enc {
+		if _, err := db.insertMessage(ctx, tx, sessionID, e, e.m.Active, e.m.Compacted); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Conversation implements store.Store.

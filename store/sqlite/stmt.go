@@ -43,7 +43,7 @@ func (c *stmtCache) close() {
 
 // writerStatements are prepared when the database opens: preparing on the writer's only
 // connection while a transaction holds it would wait forever.
-var writerStatements = []string{bumpSessionSQL, insertMessageSQL}
+var writerStatements = []string{bumpSessionSQL, insertMessageSQL, insertMessagesBulkSQL}
 
 func (db *DB) prepareWriter(ctx context.Context) error {
 	for _, q := range writerStatements {

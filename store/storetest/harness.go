@@ -55,6 +55,7 @@ func Run(t *testing.T, h Harness) {
 		{"CompactInPlace", testCompactInPlace},
 		{"CompactFenced", testCompactFenced},
 		{"Rotate", testRotate},
+		{"ChainActivity", testChainActivity},
 		{"Branch", testBranch},
 		{"List", testList},
 		{"Search", testSearch},

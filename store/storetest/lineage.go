@@ -253,3 +253,45 @@ func equalMessages(a, b store.Message) bool {
 	jb, _ := json.Marshal(normalize(b))
 	return string(ja) == string(jb)
 }
+
+// testChainActivity: a compression chain lists by its newest message, whether the continuation
+// was made by a rotation or imported.
+func testChainActivity(t *testing.T, h Harness) {
+	st, _ := h.open(t)
+	t0 := time.Date(2026, 4, 2, 10, 0, 0, 0, time.UTC)
+	mustCreate(t, st, store.NewSession{ID: "ca0", StartedAt: t0})
+	mustAppend(t, st, "ca0", store.Message{Role: store.RoleUser, Content: "first", Timestamp: t0.Add(time.Minute)})
+	tip := t0.Add(3 * time.Hour)
+	if _, err := st.RotateCompaction(bg, store.RotateRequest{ParentID: "ca0", Child: store.NewSession{ID: "ca1", StartedAt: tip.Add(-time.Minute)},
+		Messages: []store.Message{{Role: store.RoleUser, Content: "[summary]", Summary: true, Timestamp: tip}}}); err != nil {
+		t.Fatal(err)
+	}
+	lastActive := func(st store.Store, id string) time.Time {
+		t.Helper()
+		ls, err := st.ListSessions(bg, store.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range ls {
+			if l.ID == id {
+				return l.LastActive
+			}
+		}
+		t.Fatalf("%s not listed", id)
+		return time.Time{}
+	}
+	if got := lastActive(st, "ca0"); !got.Equal(tip) {
+		t.Fatalf("rotated chain lists at %v, want its tip's message at %v", got, tip)
+	}
+	// The same chain imported session by session, parent first.
+	dst, _ := h.open(t)
+	for _, id := range []string{"ca0", "ca1"} {
+		s := mustSession(t, st, id)
+		if err := dst.ImportSession(bg, s, "", mustConversation(t, st, id, store.ViewAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := lastActive(dst, "ca0"); !got.Equal(tip) {
+		t.Fatalf("imported chain lists at %v, want %v", got, tip)
+	}
+}

@@ -98,7 +98,7 @@ func testImport(t *testing.T, h Harness) {
 	if _, err := src.SetSystemPrompt(bg, "i0", "the prompt"); err != nil {
 		t.Fatal(err)
 	}
-	seedTurns(t, src, "i0", 2)
+	seedTurns(t, src, "i0", 20) // more rows than one bulk insert carries
 	if _, err := src.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "i0",
 		Messages: []store.Message{user("ask A"), {Role: store.RoleAssistant, Content: "sum", Summary: true}}}); err != nil {
 		t.Fatal(err)
