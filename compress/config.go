@@ -84,6 +84,7 @@ func DefaultConfig() Config {
 		MinTailUserMessages: 1,
 		MaxAttempts:         DefaultMaxAttempts,
 		CodexAutoraise:      true,
+		TargetFill:          DefaultTargetFill,
 		UserAsksBudget:      6_000,
 	}
 }

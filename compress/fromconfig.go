@@ -17,6 +17,7 @@ func FromConfig(c config.Config) Config {
 	out.Threshold = cc.Threshold
 	out.ThresholdTokens = cc.ThresholdTokens
 	out.TargetRatio = cc.TargetRatio
+	out.TargetFill = cc.TargetFill
 	if cc.TailMode != "" {
 		out.TailMode = cc.TailMode
 	}

@@ -17,13 +17,13 @@ func TestFromConfig(t *testing.T) {
 
 	custom := config.Default("/home")
 	custom.Compression = config.Compression{
-		Enabled: false, Threshold: 0.6, ThresholdTokens: 90_000, TargetRatio: 0.3, TailMode: "legacy",
+		Enabled: false, Threshold: 0.6, ThresholdTokens: 90_000, TargetRatio: 0.3, TargetFill: 0.4, TailMode: "legacy",
 		InPlace: false, ProtectLastN: 12, ProtectFirstN: 0, AbortOnSummaryFailure: true,
 		ModelThresholds: map[string]float64{"gpt-5": 0.7, "anthropic:sonnet": 0.8},
 	}
 	custom.Auxiliary.Compression = config.AuxModel{Model: "gpt-5-mini", Timeout: 45 * time.Second, ContextLength: 32_000}
 	want := DefaultConfig()
-	want.Enabled, want.Threshold, want.ThresholdTokens, want.TargetRatio, want.TailMode = false, 0.6, 90_000, 0.3, TailLegacy
+	want.Enabled, want.Threshold, want.ThresholdTokens, want.TargetRatio, want.TargetFill, want.TailMode = false, 0.6, 90_000, 0.3, 0.4, TailLegacy
 	want.ProtectLastN, want.ProtectFirstN, want.AbortOnSummaryFailure = 12, 0, true
 	want.ModelThresholds = map[string]float64{"gpt-5": 0.7, "anthropic:sonnet": 0.8}
 	want.SummaryModel, want.ContextTimeout, want.SummaryContextLength = "gpt-5-mini", 45*time.Second, 32_000
@@ -62,7 +62,7 @@ func TestFromConfigCoversEveryKey(t *testing.T) {
 	for f := range reflect.TypeFor[config.Compression]().Fields() {
 		names = append(names, f.Name)
 	}
-	known := []string{"Enabled", "Threshold", "ThresholdTokens", "TargetRatio", "TailMode", "InPlace",
+	known := []string{"Enabled", "Threshold", "ThresholdTokens", "TargetRatio", "TargetFill", "TailMode", "InPlace",
 		"ProtectLastN", "ProtectFirstN", "AbortOnSummaryFailure", "ModelThresholds"}
 	slices.Sort(names)
 	slices.Sort(known)

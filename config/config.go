@@ -87,7 +87,11 @@ type Compression struct {
 	ThresholdTokens int `yaml:"threshold_tokens" min:"0"`
 	// TargetRatio sizes the legacy tail budget; the compressor clamps it to [0.10, 0.80].
 	TargetRatio float64 `yaml:"target_ratio" range:"0,1"`
-	TailMode    string  `yaml:"tail_mode" enum:"lean,legacy"`
+	// TargetFill is the share of the room between the fixed prompt (system prompt, tools) and
+	// the trigger that the conversation fills right after a compaction (0 = 0.5). Summary,
+	// ledger, head and tail budgets follow from it and from the window.
+	TargetFill float64 `yaml:"target_fill" range:"0,1"`
+	TailMode   string  `yaml:"tail_mode" enum:"lean,legacy"`
 	// InPlace archives old rows in the same session; false rotates into a continuation child.
 	InPlace               bool `yaml:"in_place"`
 	ProtectLastN          int  `yaml:"protect_last_n" min:"0"`
@@ -189,6 +193,7 @@ func Default(home string) Config {
 			Threshold:       0.50,
 			ThresholdTokens: 256000,
 			TargetRatio:     0.20,
+			TargetFill:      0.5,
 			TailMode:        "lean",
 			InPlace:         true,
 			ProtectLastN:    20,

@@ -163,7 +163,7 @@ serve:
 		},
 		Provider: Provider{Name: "anthropic", Model: "claude-x", BaseURL: "http://127.0.0.1:9999"},
 		Compression: Compression{
-			Enabled: false, Threshold: 0.7, ThresholdTokens: 100000, TargetRatio: 0.3,
+			Enabled: false, Threshold: 0.7, ThresholdTokens: 100000, TargetRatio: 0.3, TargetFill: 0.5,
 			TailMode: "legacy", InPlace: false, ProtectLastN: 8, ProtectFirstN: 0,
 			AbortOnSummaryFailure: true,
 			ModelThresholds:       map[string]float64{"gpt-5": 0.8, "anthropic:claude": 0.6},
