@@ -139,16 +139,15 @@ func boundSummaryBy(body string, budget, factor int, est Estimator, sessionID st
 	return strings.TrimSpace(b.String()), trimmedNow
 }
 
+// trimMarker is one short line (it is repeated in every trimmed section, so small windows
+// cannot afford more): how many items went, and that search finds them; the session id and the
+// search call are spelled out once, in the ledger's header.
 func trimMarker(n, budget int, sessionID string) string {
 	items := "items"
 	if n == 1 {
 		items = "item"
 	}
-	search := "session_search(query=...)"
-	if sessionID != "" {
-		search = fmt.Sprintf("session_search(session_id=%q, query=...)", sessionID)
-	}
-	return fmt.Sprintf("[%d older %s trimmed to keep the summary within its ~%d-token budget; the original turns stay searchable: %s]", n, items, budget, search)
+	return fmt.Sprintf("[%d older %s trimmed (~%d-token budget); session_search finds the original turns]", n, items, budget)
 }
 
 func itemSize(lines []string) int {
@@ -184,7 +183,7 @@ func parseSections(body string) []summarySection {
 		if strings.HasPrefix(line, "## ") {
 			flush()
 			h := strings.TrimRight(line, " \t\r")
-			cur = summarySection{heading: h, whole: h == "## Historical Task Snapshot" || h == LedgerHeading}
+			cur = summarySection{heading: h, whole: h == "## Historical Task Snapshot" || h == LedgerHeading || h == OriginalHeading}
 			continue
 		}
 		blank := strings.TrimSpace(line) == ""

@@ -590,3 +590,35 @@ func TestMergedSummaryKeepsTheWireText(t *testing.T) {
 		s.commit(plan)
 	}
 }
+
+// What the user said first (goal, constraints) is quoted verbatim in every summary once it
+// leaves the context, at any window, whatever the summary model keeps of it.
+func TestOriginalRequestOutlivesCompactions(t *testing.T) {
+	t.Parallel()
+	const first = "Fix the failing migration in issue #4821. Let's use PostgreSQL instead of MySQL. Never push to main directly."
+	for _, window := range []int{8_000, 64_000, 1_000_000} {
+		t.Run(fmt.Sprint(window), func(t *testing.T) {
+			t.Parallel()
+			// The summariser forgets everything.
+			c, _ := newTestCompressor(&recordingSummarizer{reply: "## Goal\nKeep going."}, nil)
+			model := Model{Name: "main-model", ContextLength: window}
+			s := plantedSession(30)
+			st := &State{}
+			for round := 1; round <= 4; round++ {
+				plan, err := c.Compress(context.Background(), Request{SessionID: s.id, Messages: s.active, Model: model, State: st})
+				if err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				inContext := false
+				for _, m := range plan.Messages {
+					inContext = inContext || strings.Contains(m.Content, first)
+				}
+				if !inContext {
+					t.Fatalf("round %d (rung %s): the first request is neither kept nor quoted", round, plan.Rung)
+				}
+				s.commit(plan)
+				noiseTurns(s, round, 25)
+			}
+		})
+	}
+}

@@ -58,9 +58,12 @@ func (c *Compressor) ladder(req Request, sp *split, sum summaryResult, b Budgets
 
 	build := func(rung Rung, body string, trimmed int, led Ledger, ledgerChars, askChars, end int) candidate {
 		full := body
+		if rung != RungPointer {
+			full = sp.withOriginal(body)
+		}
 		lc := Ledger{Entries: slices.Clone(led.Entries)}
 		if r := lc.renderWithin(sid, askChars, ledgerChars); r != "" {
-			full = strings.TrimSpace(body + "\n\n" + r)
+			full = strings.TrimSpace(full + "\n\n" + r)
 		} else {
 			lc.Entries = nil
 		}
@@ -118,7 +121,7 @@ func (c *Compressor) ladder(req Request, sp *split, sum summaryResult, b Budgets
 	}
 	prev := sp.previous
 	if !sum.fallback {
-		prev = removeSection(sum.body, LedgerHeading)
+		prev = removeSection(removeSection(sum.body, LedgerHeading), OriginalHeading)
 	}
 	small := fallbackSummaryWithin(wide.orig, wide.scans, prev, min(budget*2, FallbackSummaryCap))
 	body, trimmed := boundSummaryBy(small, budget/2, 1, est, sid)

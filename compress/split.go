@@ -1,6 +1,8 @@
 package compress
 
 import (
+	"strings"
+
 	"github.com/spoolhq/spool/store"
 )
 
@@ -20,6 +22,10 @@ type split struct {
 	previous   string
 	prevLedger []LedgerEntry
 	newest     int // index of the newest summary (-1: none)
+	// original is the body of the session's original request section (see OriginalHeading):
+	// carried from the previous summary, else taken from the first real user message when
+	// that leaves the context now.
+	original string
 	// minEnd is the smallest tail the ladder may fall back to: from the newest real user
 	// message on (see minimalTailCut).
 	minEnd int
@@ -102,7 +108,38 @@ func (c *Compressor) splitHistory(req Request, st *State, b Budgets) (*split, er
 		return nil, ErrNothingToCompress
 	}
 	sp.minEnd = max(sp.minEnd, sp.end)
+	if sp.original == "" {
+		// The first thing the user asked (goal, constraints) leaves the context now: it is
+		// kept verbatim, within its budget, in every later summary.
+		for i := sp.sys; i < sp.minEnd; i++ {
+			if t, ok := userText(sp.work[i]); ok {
+				if i >= sp.start && (sp.newest < 0 || i < sp.newest) {
+					sp.original = indentQuote(truncateRunes(redact(t), originalChars(b)))
+				}
+				break
+			}
+		}
+	}
 	return sp, nil
+}
+
+// OriginalHeading opens the summary section that quotes the session's first user message: the
+// goal and constraints said once at the start must outlive every compaction, whatever the
+// summary model kept of them.
+const OriginalHeading = "## Original Request"
+
+// originalChars bounds the original request's quote: a share of the room, at most 2,000
+// characters, at least 200.
+func originalChars(b Budgets) int {
+	return min(max(b.Room*4*6/100, 200), 2000)
+}
+
+// withOriginal puts the original request section in front of a summary body.
+func (sp *split) withOriginal(body string) string {
+	if sp.original == "" {
+		return body
+	}
+	return OriginalHeading + "\n(verbatim, the session's first user message)\n" + sp.original + "\n\n" + body
 }
 
 // pastSummaries moves a tail start past any pure summary at or after it: a summary never
@@ -131,7 +168,9 @@ func (sp *split) unmerge(est Estimator) {
 			continue
 		}
 		sp.newest = i
-		sp.previous = removeSection(p.Body, LedgerHeading)
+		_, orig, _ := cutSection(p.Body, OriginalHeading)
+		sp.original = strings.TrimSpace(orig)
+		sp.previous = removeSection(removeSection(p.Body, LedgerHeading), OriginalHeading)
 		sp.prevLedger = parseLedger(p.Body).Entries
 		text := p.Trailing
 		if text == "" {

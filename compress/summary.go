@@ -308,7 +308,7 @@ func autoFocus(ms []store.Message) string {
 // message of the summarised turns.
 func postProcess(raw string, turns []store.Message) string {
 	s := redact(stripThink(raw))
-	s = removeSection(s, LedgerHeading)
+	s = removeSection(removeSection(s, LedgerHeading), OriginalHeading)
 	for i := len(turns) - 1; i >= 0; i-- {
 		t, ok := userText(turns[i])
 		if !ok {
