@@ -45,6 +45,9 @@ func (a *app) config() (config.Config, error) {
 	if err != nil {
 		return config.Config{}, err
 	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(a.stderr, "spool: warning: %s\n", oneLine(w))
+	}
 	a.cfg = &cfg
 	return cfg, nil
 }
@@ -230,9 +233,10 @@ func jsonTime(t time.Time) *time.Time {
 	return &u
 }
 
-// truncate shortens s to n runes on one line, marking a cut with "...".
+// truncate shortens s to n runes on one line, marking a cut with "...". Control characters and
+// escape sequences are shown as escapes (see visible): what it shortens is often stored text.
 func truncate(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(visible(s)), " ")
 	r := []rune(s)
 	if len(r) <= n {
 		return s

@@ -1,12 +1,15 @@
 package cli_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spoolhq/spool/store"
 )
 
 // bundle is an export file: 50 good sessions, then one more session line (extra).
@@ -220,5 +223,49 @@ func TestForeignFileAndModes(t *testing.T) {
 	quietSuccess(t, "list of a 0400 database", spool(t, mine, "sessions", "list"))
 	if fi, _ := os.Stat(db); fi.Mode().Perm() != 0o400 {
 		t.Errorf("mode 0400 became %v", fi.Mode().Perm())
+	}
+}
+
+// Stored text with escape sequences and control bytes never reaches the terminal raw: show,
+// list and search print them as visible escapes.
+func TestStoredControlBytesAreEscaped(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	hostile := "\x1b]0;pwned\x07\x1b[2J\x1b[31mred\r\x00\u202eevil"
+	withStore(t, home, func(st store.Store) {
+		ctx := context.Background()
+		check(st.CreateSession(ctx, store.NewSession{ID: "20261130_000000_esc000", Model: "m\x1b[1m"}))(t)
+		check(st.AppendBatch(ctx, "20261130_000000_esc000", []store.Message{
+			{Role: store.RoleUser, Content: "needle " + hostile},
+			{Role: store.RoleAssistant, Content: "ok", Reasoning: hostile, ToolCalls: []store.ToolCall{
+				{ID: "c\x1b1", Type: "function", Function: store.ToolFunction{Name: "t", Arguments: `{"a":"` + "\x1b[2J" + `"}`}}}},
+		}))(t)
+	})
+	for _, args := range [][]string{
+		{"sessions", "show", "20261130_000000_esc000"}, {"sessions", "list"}, {"search", "needle"},
+	} {
+		r := spool(t, home, args...).ok(t, strings.Join(args, " "))
+		for _, bad := range []string{"\x1b", "\x07", "\x00", "\r", "\u202e"} {
+			if strings.Contains(r.stdout, bad) {
+				t.Errorf("%s printed %q raw:\n%q", strings.Join(args, " "), bad, r.stdout)
+			}
+		}
+		if args[1] == "show" && !strings.Contains(r.stdout, `\x1b[2J`) {
+			t.Errorf("show does not make the escape visible:\n%s", r.stdout)
+		}
+	}
+}
+
+// Config problems the user should see: a duplicate key fails with its line, a misspelt
+// SPOOL_ section variable warns in one line and the command still works.
+func TestConfigDuplicatesAndEnvTypos(t *testing.T) {
+	t.Parallel()
+	home := writeConfig(t, "leases:\n  ttl: 10m\n  ttl: 20m\n")
+	oneFailure(t, "duplicate key", spool(t, home, "sessions", "list"), "config.yaml:3: leases.ttl: appears twice (first on line 2)")
+	home = writeConfig(t, "leases:\n  ttl: 30s\n")
+	oneFailure(t, "short ttl alone", spool(t, home, "sessions", "list"), "config.yaml:2: leases.ttl: 30s is not longer")
+	r := spoolEnv(t, t.TempDir(), "", []string{"SPOOL_LEASES_TTLL=1h"}, "sessions", "list")
+	if r.code != 0 || strings.TrimSpace(r.stderr) != "spool: warning: SPOOL_LEASES_TTLL names no setting and is ignored (did you mean SPOOL_LEASES_TTL?)" {
+		t.Errorf("env typo: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

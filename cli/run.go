@@ -332,7 +332,7 @@ func (a *app) runCommand() *cobra.Command {
 				out.event(streamEvent{Type: "result", Result: &final})
 			default:
 				if !out.streamed && res.Reply != "" {
-					fmt.Fprintln(a.stdout, res.Reply)
+					fmt.Fprintln(a.stdout, visible(res.Reply))
 				}
 			}
 			return nil

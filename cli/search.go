@@ -158,6 +158,7 @@ func (a *app) searchCommand() *cobra.Command {
 // renderSnippet turns the >>> <<< markers into bold yellow on a terminal; otherwise the text is
 // left as the store wrote it, markers included, so piped output still shows what matched.
 func renderSnippet(s string, colour bool) string {
+	s = visible(s) // stored text never acts on the terminal
 	if !colour {
 		return s
 	}

@@ -155,7 +155,7 @@ func (a *app) sessionsListCommand() *cobra.Command {
 				if all && l.ParentID != "" {
 					id = "  " + id // children indent under --all
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", id, truncate(title, 30), l.Source,
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", id, truncate(title, 30), truncate(l.Source, 20),
 					l.MessageCount, formatTime(l.LastActive), truncate(l.Preview, 50))
 			}
 			return tw.Flush()
@@ -248,7 +248,7 @@ func (a *app) renderSession(s store.Session, kids, chain []store.Session, sp str
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+			fmt.Fprintf(tw, "%s:\t%s\n", k, oneLine(visible(v))) // stored values never act on the terminal
 		}
 	}
 	row("Session", s.ID)
@@ -289,7 +289,7 @@ func (a *app) renderSession(s store.Session, kids, chain []store.Session, sp str
 	}
 	tw.Flush()
 	if withPrompt && sp != "" {
-		fmt.Fprintf(w, "\n%s── system prompt ──%s\n%s\n", bold, reset, sp)
+		fmt.Fprintf(w, "\n%s── system prompt ──%s\n%s\n", bold, reset, visible(sp))
 	}
 	for _, m := range ms {
 		var tags []string
@@ -309,15 +309,15 @@ func (a *app) renderSession(s store.Session, kids, chain []store.Session, sp str
 		if len(tags) > 0 {
 			head += " [" + strings.Join(tags, ", ") + "]"
 		}
-		fmt.Fprintf(w, "\n%s── #%d %s · %s ──%s\n", bold, m.ID, head, formatTime(m.Timestamp), reset)
+		fmt.Fprintf(w, "\n%s── #%d %s · %s ──%s\n", bold, m.ID, visible(head), formatTime(m.Timestamp), reset)
 		if m.Reasoning != "" {
-			fmt.Fprintf(w, "(reasoning) %s\n", m.Reasoning)
+			fmt.Fprintf(w, "(reasoning) %s\n", visible(m.Reasoning))
 		}
 		if m.Content != "" {
-			fmt.Fprintln(w, m.Content)
+			fmt.Fprintln(w, visible(m.Content))
 		}
 		for _, tc := range m.ToolCalls {
-			fmt.Fprintf(w, "→ %s(%s) [%s]\n", tc.Function.Name, tc.Function.Arguments, tc.ID)
+			fmt.Fprintf(w, "→ %s(%s) [%s]\n", visible(tc.Function.Name), visible(tc.Function.Arguments), visible(tc.ID))
 		}
 	}
 }

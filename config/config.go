@@ -15,6 +15,10 @@ type Config struct {
 	Home string `yaml:"-"`
 	// File is the config file that was read, "" when there was none.
 	File string `yaml:"-"`
+	// Warnings are problems Load tolerated: a SPOOL_<SECTION>_... variable that names no setting
+	// (a typo: it is ignored). Variables outside the config sections (SPOOL_HOME, other tools')
+	// are not warned about. Callers print them.
+	Warnings []string `yaml:"-"`
 
 	Database    Database    `yaml:"database"`
 	Provider    Provider    `yaml:"provider"`

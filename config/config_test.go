@@ -360,3 +360,50 @@ func TestAuxiliaryClient(t *testing.T) {
 		t.Errorf("anthropic side client reads %s", got)
 	}
 }
+
+// A key given twice is an error naming the second line (before: the last one silently won).
+func TestDuplicateKeys(t *testing.T) {
+	clearEnv(t)
+	cases := []struct{ name, body, want string }{
+		{"top level", "leases:\n  ttl: 10m\nleases:\n  wait: 1m\n", "config.yaml:3: leases: appears twice (first on line 1)"},
+		{"nested", "leases:\n  ttl: 10m\n  ttl: 20m\n", "config.yaml:3: leases.ttl: appears twice (first on line 2)"},
+		{"map", "compression:\n  model_thresholds:\n    a: 0.5\n    a: 0.6\n", "config.yaml:4: compression.model_thresholds.a: appears twice (first on line 3)"},
+	}
+	for _, tc := range cases {
+		_, err := Load(writeHome(t, tc.body))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// A SPOOL_<section>_... variable that names no setting is a typo: ignored with a warning that
+// suggests the right name. Variables outside the sections stay quiet.
+func TestUnknownEnvWarns(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("SPOOL_LEASES_TTLL", "1h")
+	t.Setenv("SPOOL_UNRELATED_TOOL_SETTING", "x")
+	cfg, err := Load(writeHome(t, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "SPOOL_LEASES_TTLL names no setting") || !strings.Contains(cfg.Warnings[0], "SPOOL_LEASES_TTL?") {
+		t.Fatalf("warnings = %q", cfg.Warnings)
+	}
+	if cfg.Leases.TTL != Default("").Leases.TTL {
+		t.Errorf("the misspelt variable was applied: ttl %s", cfg.Leases.TTL)
+	}
+}
+
+// Only leases.ttl set, below the default renew interval: the message names ttl and its line.
+func TestShortTTLAlone(t *testing.T) {
+	clearEnv(t)
+	_, err := Load(writeHome(t, "# leases\nleases:\n  ttl: 30s\n"))
+	if err == nil || !strings.Contains(err.Error(), "config.yaml:3: leases.ttl: 30s is not longer than leases.renew_every") {
+		t.Fatalf("ttl alone below renew_every: %v", err)
+	}
+	_, err = Load(writeHome(t, "leases:\n  ttl: 30s\n  renew_every: 10s\n"))
+	if err != nil {
+		t.Fatalf("ttl 30s with renew_every 10s: %v", err)
+	}
+}

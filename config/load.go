@@ -155,9 +155,14 @@ func (w walker) node(v reflect.Value, n *yaml.Node, key string) error {
 			return &Error{Source: w.at(n), Key: key, Reason: "must be a mapping of keys"}
 		}
 		fields := structFields(v.Type())
+		seen := map[string]*yaml.Node{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, val := n.Content[i], n.Content[i+1]
 			full := joinKey(key, k.Value)
+			if first, dup := seen[k.Value]; dup {
+				return &Error{Source: w.at(k), Key: full, Reason: fmt.Sprintf("appears twice (first on line %d): keep one", first.Line)}
+			}
+			seen[k.Value] = k
 			idx, ok := fields[k.Value]
 			if !ok {
 				return &Error{Source: w.at(k), Key: full, Reason: "unknown key" + suggest(full)}
@@ -177,9 +182,14 @@ func (w walker) node(v reflect.Value, n *yaml.Node, key string) error {
 		if v.IsNil() {
 			v.Set(reflect.MakeMap(v.Type()))
 		}
+		seen := map[string]*yaml.Node{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, val := n.Content[i], n.Content[i+1]
 			full := key + "." + k.Value
+			if first, dup := seen[k.Value]; dup {
+				return &Error{Source: w.at(k), Key: full, Reason: fmt.Sprintf("appears twice (first on line %d): keep one", first.Line)}
+			}
+			seen[k.Value] = k
 			if val.Kind != yaml.ScalarNode {
 				return &Error{Source: w.at(val), Key: full, Reason: "must be a single value"}
 			}
@@ -349,12 +359,32 @@ func EnvName(key string) string {
 }
 
 // applyEnv applies SPOOL_* overrides from environ ("K=V" pairs). A map key takes
-// "name=value,name=value". Variables that name no key are left alone: other tools share the prefix.
+// "name=value,name=value". A variable that starts like a config section (SPOOL_LEASES_...) but
+// names no key is a typo: it is ignored with a warning in cfg.Warnings. Other SPOOL_* variables
+// are left alone: SPOOL_HOME, and other tools share the prefix.
 func applyEnv(cfg *Config, environ []string, sources map[string]string) error {
 	env := map[string]string{}
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "SPOOL_") {
 			env[k] = v
+		}
+	}
+	known := map[string]bool{}
+	for _, l := range leaves(reflect.ValueOf(cfg).Elem(), "") {
+		known[EnvName(l.key)] = true
+	}
+	sections := structFields(reflect.TypeOf(*cfg))
+	for _, name := range sortedEnv(env) {
+		if known[name] {
+			continue
+		}
+		for section := range sections {
+			if strings.HasPrefix(name, EnvName(section)+"_") {
+				key := strings.ToLower(strings.TrimPrefix(name, "SPOOL_"))
+				cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s names no setting and is ignored%s", name,
+					suggestEnv(key)))
+				break
+			}
 		}
 	}
 	for _, l := range leaves(reflect.ValueOf(cfg).Elem(), "") {
@@ -444,6 +474,11 @@ func (c *Config) validate(sources map[string]string) error {
 		return bad("database.url", "must start with postgres:// or postgresql:// (the SQLite file is database.path)")
 	}
 	if c.Leases.RenewEvery >= c.Leases.TTL {
+		if _, set := sources["leases.renew_every"]; !set {
+			// Only the TTL was set: it is the setting to name.
+			return bad("leases.ttl", "%s is not longer than leases.renew_every (%s by default): use a ttl of more than %s, or set leases.renew_every below it too (a third of the ttl is usual)",
+				c.Leases.TTL, c.Leases.RenewEvery, c.Leases.RenewEvery)
+		}
 		return bad("leases.renew_every", "%s must be shorter than leases.ttl (%s)", c.Leases.RenewEvery, c.Leases.TTL)
 	}
 	if aux := c.Auxiliary.Compression; aux.Model == "" && aux.hasOwnClient(c.Provider) {
@@ -490,6 +525,31 @@ func parseRange(r string) (lo, hi float64) {
 }
 
 // suggest names the closest known key when one is near enough to be a typo.
+// sortedEnv lists env's names in order.
+func sortedEnv(env map[string]string) []string {
+	names := make([]string, 0, len(env))
+	for k := range env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// suggestEnv is suggest for an environment variable name lowered to "section_key" form.
+func suggestEnv(lowered string) string {
+	best, bestD := "", 4
+	for _, k := range Keys() {
+		cand := strings.ToLower(strings.TrimPrefix(EnvName(k), "SPOOL_"))
+		if d := editDistance(lowered, cand); d < bestD {
+			best, bestD = EnvName(k), d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", best)
+}
+
 func suggest(key string) string {
 	best, bestD := "", 4
 	for _, k := range Keys() {
