@@ -12,7 +12,9 @@ import (
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/emulation"
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/spoolhq/spool/store"
@@ -62,13 +64,25 @@ func newBrowser(t *testing.T) context.Context {
 	if err := chromedp.Run(ctx); err != nil {
 		t.Fatalf("start chromium %s: %v", exe, err)
 	}
-	// Any JavaScript dialog means hostile content executed (or the page misbehaved).
+	// Any JavaScript dialog means hostile content executed (or the page misbehaved); an
+	// uncaught exception is a bug in the page's script; a CSP report means the page itself
+	// needs something the policy forbids.
 	chromedp.ListenTarget(ctx, func(ev any) {
-		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-			t.Errorf("a JavaScript dialog opened: %q", d.Message)
+		switch e := ev.(type) {
+		case *page.EventJavascriptDialogOpening:
+			t.Errorf("a JavaScript dialog opened: %q", e.Message)
 			go func() { _ = chromedp.Run(ctx, page.HandleJavaScriptDialog(true)) }()
+		case *runtime.EventExceptionThrown:
+			t.Errorf("uncaught exception in the page: %s", e.ExceptionDetails.Error())
+		case *cdplog.EventEntryAdded:
+			if strings.Contains(e.Entry.Text, "Content Security Policy") {
+				t.Errorf("CSP violation: %s", e.Entry.Text)
+			}
 		}
 	})
+	if err := chromedp.Run(ctx, cdplog.Enable(), runtime.Enable()); err != nil {
+		t.Fatal(err)
+	}
 	return ctx
 }
 
