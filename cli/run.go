@@ -101,7 +101,9 @@ func (a *app) dial(p config.Provider, keys configKeys) (c provider.Client, name,
 			notice = fake.OfflineNotice
 		}
 		model = cmp.Or(p.Model, offline)
-		return fake.New(fake.Config{}), offline, model, notice, nil
+		// The offline model proper (no provider at all) guides a first-time user; --provider fake
+		// is the plain scripted model tests and benchmarks use.
+		return fake.New(fake.Config{Guide: p.Name == ""}), offline, model, notice, nil
 	case "openai":
 		if p.CacheTTL == "1h" {
 			return nil, "", "", "", errors.New("provider.cache_ttl 1h is an Anthropic setting; OpenAI caches prefixes on its own")

@@ -172,3 +172,36 @@ func TestContextWindowFromConfigAndTable(t *testing.T) {
 		t.Errorf("provider.context_length: %v", w)
 	}
 }
+
+// TestFirstRunShowsTheAgent: the README's first command, on the offline model, visibly works as
+// an agent: it calls a tool on the directory and answers from what it found. With --provider fake
+// (the plain scripted model the tests use) the same message is only echoed.
+func TestFirstRunShowsTheAgent(t *testing.T) {
+	t.Parallel()
+	home, dir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte("# notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, string) {
+		cmd := exec.Command(spoolBin, append([]string{"--home", home, "run"}, args...)...)
+		cmd.Env, cmd.Dir = cleanEnv(), dir
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("run %v: %v\n%s", args, err, errb.String())
+		}
+		return out.String(), errb.String()
+	}
+	out, errs := run("summarize the files in this directory")
+	if !strings.Contains(errs, "⚙ list_files") || !strings.Contains(out, "1 directories and 1 files") ||
+		!strings.Contains(out, "notes.md") || !strings.Contains(out, "src/") || !strings.Contains(out, "offline model") {
+		t.Errorf("first run:\nstdout %s\nstderr %s", out, errs)
+	}
+	out, errs = run("--provider", "fake", "summarize the files in this directory")
+	if strings.Contains(errs, "list_files") || !strings.Contains(out, "you said") {
+		t.Errorf("--provider fake should only echo:\nstdout %s\nstderr %s", out, errs)
+	}
+}

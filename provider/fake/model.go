@@ -49,6 +49,10 @@ type Config struct {
 
 	// InProcessCache is the cache accounting of Chat; "": CacheOpenAI.
 	InProcessCache CacheStyle
+
+	// Guide makes the model help a person trying spool without a provider: a plain message about
+	// the files here is answered by listing them with the list_files tool (see guided).
+	Guide bool
 }
 
 func (c Config) withDefaults() Config {
@@ -262,7 +266,13 @@ func (m *Model) process(c call) (result, *failure) {
 		return fail(failure{kind: FaultBadRequest, message: err.Error()})
 	}
 
-	res.text, res.calls, res.finish = respond(c, res.seed)
+	var guidedOK bool
+	if m.cfg.Guide {
+		res.text, res.calls, res.finish, guidedOK = guided(c, res.seed)
+	}
+	if !guidedOK {
+		res.text, res.calls, res.finish = respond(c, res.seed)
+	}
 	res.output = CountTokens(res.text)
 	for _, tc := range res.calls {
 		res.output += CountTokens(tc.Function.Name) + CountTokens(tc.Function.Arguments)
