@@ -1,0 +1,427 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spoolhq/spool/agent"
+	"github.com/spoolhq/spool/gateway"
+	"github.com/spoolhq/spool/gateway/openai"
+	"github.com/spoolhq/spool/provider"
+	"github.com/spoolhq/spool/provider/fake"
+	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/sqlite"
+)
+
+// GatewayConfig sizes the gateway benchmark. Zero fields take defaults.
+type GatewayConfig struct {
+	Dir         string    // scratch directory (required)
+	Clients     int       // concurrent HTTP clients (64)
+	Turns       int       // turns per client per phase (10)
+	Shared      int       // sessions the shared phase's clients share (8)
+	IdleStreams int       // open streams held idle for the memory figure (1000)
+	Log         io.Writer // progress; nil: none
+}
+
+// GatewayPhase is one workload's throughput and time spent in spool.
+type GatewayPhase struct {
+	Sessions    int     `json:"sessions"`
+	Turns       int     `json:"turns"`
+	TurnsPerSec float64 `json:"turns_per_sec"`
+	// Latency is the client's round trip; InSpool is that minus the turn's model time.
+	Latency Latency `json:"latency"`
+	InSpool Latency `json:"in_spool"`
+}
+
+// GatewayReport is what `spool bench gateway` prints.
+type GatewayReport struct {
+	Clients  int          `json:"clients"`
+	Distinct GatewayPhase `json:"distinct"`
+	Shared   GatewayPhase `json:"shared"`
+	// TTFB is the time to a stream's first byte (the role chunk, sent before the model is
+	// called, so all of it is spool's).
+	TTFB Latency `json:"stream_ttfb"`
+	// BytesPerIdleStream is the heap and stack growth per open idle stream, both ends of the
+	// connection included (client and server run in this one process).
+	IdleStreams        int   `json:"idle_streams"`
+	BytesPerIdleStream int64 `json:"bytes_per_idle_stream"`
+	// The store-bound limit: W1 appends per second on this machine now, over the store writes
+	// one turn makes (counted during the distinct phase).
+	W1AppendsPerSec       float64 `json:"w1_appends_per_sec"`
+	WritesPerTurn         float64 `json:"store_writes_per_turn"`
+	StoreBoundTurnsPerSec float64 `json:"store_bound_turns_per_sec"`
+	RatioToStoreBound     float64 `json:"distinct_ratio_to_store_bound"`
+	// Checks: every session alternates user/assistant and holds each sent message once.
+	Interleaved int `json:"interleaved_turns"`
+	Duplicated  int `json:"duplicated_turns"`
+	Lost        int `json:"lost_turns"`
+	Failed      int `json:"failed_requests"`
+}
+
+type modelTimeKey struct{}
+
+// timedClient is the fake model, timing each call into the turn's accumulator; a prompt with
+// HOLD waits until released (the idle streams).
+type timedClient struct {
+	c    provider.Client
+	hold chan struct{}
+}
+
+func (t *timedClient) Name() string { return t.c.Name() }
+
+func (t *timedClient) Chat(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (provider.Response, error) {
+	if n := len(req.Messages); n > 0 && strings.Contains(fmt.Sprint(req.Messages[n-1].Content), "HOLD") {
+		select {
+		case <-t.hold:
+		case <-ctx.Done():
+			return provider.Response{}, ctx.Err()
+		}
+	}
+	start := time.Now()
+	resp, err := t.c.Chat(ctx, req, onDelta)
+	if acc, ok := ctx.Value(modelTimeKey{}).(*atomic.Int64); ok {
+		acc.Add(int64(time.Since(start)))
+	}
+	return resp, err
+}
+
+// timedRunner keeps each turn's model time, per session in turn order.
+type timedRunner struct {
+	a     *agent.Agent
+	mu    sync.Mutex
+	times map[string][]time.Duration
+}
+
+func (r *timedRunner) Run(ctx context.Context, sid, input string, opts agent.RunOptions) (agent.Result, error) {
+	acc := &atomic.Int64{}
+	res, err := r.a.Run(context.WithValue(ctx, modelTimeKey{}, acc), sid, input, opts)
+	r.mu.Lock()
+	r.times[res.SessionID] = append(r.times[res.SessionID], time.Duration(acc.Load()))
+	r.mu.Unlock()
+	return res, err
+}
+
+func (r *timedRunner) pop(sid string) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := r.times[sid]
+	if len(q) == 0 {
+		return 0
+	}
+	r.times[sid] = q[1:]
+	return q[0]
+}
+
+// countingStore counts the store's writes.
+type countingStore struct {
+	store.Store
+	writes atomic.Int64
+}
+
+func (c *countingStore) WatchLease(id string) (store.LeaseWatch, error) {
+	if w, ok := c.Store.(store.LeaseWatcher); ok {
+		return w.WatchLease(id)
+	}
+	return nil, errors.New("no lease watch")
+}
+func (c *countingStore) CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error) {
+	c.writes.Add(1)
+	return c.Store.CreateSession(ctx, ns)
+}
+func (c *countingStore) UpdateSession(ctx context.Context, id string, p store.SessionPatch) error {
+	c.writes.Add(1)
+	return c.Store.UpdateSession(ctx, id, p)
+}
+func (c *countingStore) SetSystemPrompt(ctx context.Context, id, p string) (string, error) {
+	c.writes.Add(1)
+	return c.Store.SetSystemPrompt(ctx, id, p)
+}
+func (c *countingStore) RecordRequest(ctx context.Context, id string, r store.RequestRecord) error {
+	c.writes.Add(1)
+	return c.Store.RecordRequest(ctx, id, r)
+}
+func (c *countingStore) Append(ctx context.Context, id string, m store.Message, o ...store.WriteOption) (int64, error) {
+	c.writes.Add(1)
+	return c.Store.Append(ctx, id, m, o...)
+}
+func (c *countingStore) AppendBatch(ctx context.Context, id string, ms []store.Message, o ...store.WriteOption) ([]int64, error) {
+	c.writes.Add(1)
+	return c.Store.AppendBatch(ctx, id, ms, o...)
+}
+func (c *countingStore) AcquireLease(ctx context.Context, id, h string, ttl time.Duration) (store.Lease, error) {
+	c.writes.Add(1)
+	return c.Store.AcquireLease(ctx, id, h, ttl)
+}
+func (c *countingStore) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+	c.writes.Add(1)
+	return c.Store.RenewLease(ctx, l, ttl)
+}
+func (c *countingStore) ReleaseLease(ctx context.Context, l store.Lease) error {
+	c.writes.Add(1)
+	return c.Store.ReleaseLease(ctx, l)
+}
+func (c *countingStore) PutRoute(ctx context.Context, r store.Route) error {
+	c.writes.Add(1)
+	return c.Store.PutRoute(ctx, r)
+}
+
+// Gateway runs the gateway benchmark: clients over real HTTP on 127.0.0.1 against spool's
+// gateway and the in-process fake model (no delay), on distinct and on shared sessions.
+func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
+	if cfg.Clients <= 0 {
+		cfg.Clients = 64
+	}
+	if cfg.Turns <= 0 {
+		cfg.Turns = 10
+	}
+	if cfg.Shared <= 0 {
+		cfg.Shared = 8
+	}
+	if cfg.IdleStreams <= 0 {
+		cfg.IdleStreams = 1000
+	}
+	logf := func(format string, a ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, format+"\n", a...)
+		}
+	}
+	rep := GatewayReport{Clients: cfg.Clients}
+	db, err := sqlite.Open(ctx, filepath.Join(cfg.Dir, "gateway.db"), sqlite.Options{})
+	if err != nil {
+		return rep, err
+	}
+	defer db.Close()
+	st := &countingStore{Store: db}
+	model := &timedClient{c: fake.New(fake.Config{}), hold: make(chan struct{})}
+	ag, err := agent.New(agent.Deps{Store: st, Client: model, Config: agent.Config{Model: "fake", Source: gateway.Source}})
+	if err != nil {
+		return rep, err
+	}
+	runner := &timedRunner{a: ag, times: map[string][]time.Duration{}}
+	g, err := gateway.New(gateway.Deps{Store: st, Runner: runner, Config: gateway.Config{Model: "fake", MaxConcurrent: 1 << 20, BusyWait: time.Minute}})
+	if err != nil {
+		return rep, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return rep, err
+	}
+	srv := &http.Server{Handler: openai.New(g, openai.Options{Models: []string{"fake"}})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	base := "http://" + ln.Addr().String()
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Clients * 2, MaxConnsPerHost: 0}}
+
+	var failed atomic.Int64
+	sent := sync.Map{} // session id → []string of user messages, for the checks
+	var sentMu sync.Mutex
+	post := func(key, text string, stream bool, busy string) (sid string, lat time.Duration, ttfb time.Duration, err error) {
+		body, _ := json.Marshal(map[string]any{"model": "spool", "stream": stream, "messages": []map[string]string{{"role": "user", "content": text}}})
+		req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/chat/completions", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Spool-Session-Key", key)
+		if busy != "" {
+			req.Header.Set("X-Spool-Busy", busy)
+		}
+		start := time.Now()
+		res, err := hc.Do(req)
+		if err != nil {
+			return "", 0, 0, err
+		}
+		defer res.Body.Close()
+		br := bufio.NewReader(res.Body)
+		if _, err := br.ReadByte(); err != nil {
+			return "", 0, 0, err
+		}
+		ttfb = time.Since(start)
+		if _, err := io.Copy(io.Discard, br); err != nil {
+			return "", 0, 0, err
+		}
+		lat = time.Since(start)
+		if res.StatusCode != 200 {
+			return "", lat, ttfb, fmt.Errorf("status %d", res.StatusCode)
+		}
+		sid = res.Header.Get("X-Spool-Session-Id")
+		sentMu.Lock()
+		v, _ := sent.LoadOrStore(sid, &[]string{})
+		*v.(*[]string) = append(*v.(*[]string), text)
+		sentMu.Unlock()
+		return sid, lat, ttfb, nil
+	}
+
+	phase := func(name string, keyOf func(client int) string, busy string) GatewayPhase {
+		var mu sync.Mutex
+		var lats, inSpool []time.Duration
+		keys := map[string]bool{}
+		var wg sync.WaitGroup
+		start := time.Now()
+		for c := 0; c < cfg.Clients; c++ {
+			wg.Add(1)
+			go func(c int) {
+				defer wg.Done()
+				for i := 0; i < cfg.Turns; i++ {
+					key := keyOf(c)
+					sid, lat, _, err := post(key, fmt.Sprintf("%s client %d turn %d", name, c, i), false, busy)
+					if err != nil {
+						failed.Add(1)
+						continue
+					}
+					m := runner.pop(sid)
+					mu.Lock()
+					keys[key] = true
+					lats = append(lats, lat)
+					inSpool = append(inSpool, lat-m)
+					mu.Unlock()
+				}
+			}(c)
+		}
+		wg.Wait()
+		el := time.Since(start)
+		p := GatewayPhase{Sessions: len(keys), Turns: len(lats), Latency: summarize(lats), InSpool: summarize(inSpool)}
+		p.TurnsPerSec = round3(float64(len(lats)) / el.Seconds())
+		logf("gateway %s: %d turns on %d sessions in %s (%.0f turns/s, in spool p99 %.2f ms)", name, p.Turns, p.Sessions, el.Round(time.Millisecond), p.TurnsPerSec, p.InSpool.P99)
+		return p
+	}
+
+	w0 := st.writes.Load()
+	rep.Distinct = phase("distinct", func(c int) string { return fmt.Sprintf("distinct-%d", c) }, "")
+	rep.WritesPerTurn = round3(float64(st.writes.Load()-w0) / float64(max(rep.Distinct.Turns, 1)))
+	rep.Shared = phase("shared", func(c int) string { return fmt.Sprintf("shared-%d", c%cfg.Shared) }, "queue")
+
+	// Time to first byte of streams, one per client on its distinct session.
+	var ttfbs []time.Duration
+	var tmu sync.Mutex
+	var wg sync.WaitGroup
+	for c := 0; c < cfg.Clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			_, _, ttfb, err := post(fmt.Sprintf("distinct-%d", c), fmt.Sprintf("streamed client %d", c), true, "")
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			tmu.Lock()
+			ttfbs = append(ttfbs, ttfb)
+			tmu.Unlock()
+		}(c)
+	}
+	wg.Wait()
+	rep.TTFB = summarize(ttfbs)
+
+	// Idle streams: each a turn held in its model call, its first chunk delivered.
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	type held struct {
+		res *http.Response
+	}
+	heldStreams := make([]held, 0, cfg.IdleStreams)
+	for i := 0; i < cfg.IdleStreams; i++ {
+		body, _ := json.Marshal(map[string]any{"model": "spool", "stream": true, "messages": []map[string]string{{"role": "user", "content": fmt.Sprintf("HOLD idle %d", i)}}})
+		req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/chat/completions", bytes.NewReader(body))
+		req.Header.Set("X-Spool-Session-Key", fmt.Sprintf("idle-%d", i))
+		res, err := hc.Do(req)
+		if err != nil {
+			return rep, fmt.Errorf("open idle stream %d: %w", i, err)
+		}
+		if _, err := bufio.NewReaderSize(res.Body, 16).ReadString('\n'); err != nil {
+			return rep, fmt.Errorf("idle stream %d: %w", i, err)
+		}
+		heldStreams = append(heldStreams, held{res})
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	grow := int64(after.HeapInuse+after.StackInuse) - int64(before.HeapInuse+before.StackInuse)
+	rep.IdleStreams = len(heldStreams)
+	rep.BytesPerIdleStream = grow / int64(max(len(heldStreams), 1))
+	logf("gateway idle streams: %d open, %d bytes each (both ends)", rep.IdleStreams, rep.BytesPerIdleStream)
+	close(model.hold)
+	for _, h := range heldStreams {
+		io.Copy(io.Discard, h.res.Body)
+		h.res.Body.Close()
+	}
+	if err := g.Drain(ctx); err != nil {
+		return rep, err
+	}
+
+	// Checks.
+	sent.Range(func(k, v any) bool {
+		sid := k.(string)
+		want := *v.(*[]string)
+		ms, err := db.Conversation(ctx, sid, store.ViewActive)
+		if err != nil {
+			rep.Lost += len(want)
+			return true
+		}
+		seen := map[string]int{}
+		for i, m := range ms {
+			wantRole := store.RoleUser
+			if i%2 == 1 {
+				wantRole = store.RoleAssistant
+			}
+			if m.Role != wantRole {
+				rep.Interleaved++
+			}
+			if m.Role == store.RoleUser {
+				seen[m.Content]++
+			}
+		}
+		for _, w := range want {
+			switch seen[w] {
+			case 0:
+				rep.Lost++
+			case 1:
+			default:
+				rep.Duplicated += seen[w] - 1
+			}
+		}
+		return true
+	})
+	rep.Failed = int(failed.Load())
+
+	// The store-bound limit, measured now on this machine: W1 (one transaction per message).
+	w1, err := sqlite.Open(ctx, filepath.Join(cfg.Dir, "w1.db"), sqlite.Options{})
+	if err != nil {
+		return rep, err
+	}
+	defer w1.Close()
+	s, err := w1.CreateSession(ctx, store.NewSession{})
+	if err != nil {
+		return rep, err
+	}
+	const n = 3000
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if _, err := w1.Append(ctx, s.ID, store.Message{Role: store.RoleUser, Content: fmt.Sprintf("message %d of the append workload", i)}); err != nil {
+			return rep, err
+		}
+	}
+	rep.W1AppendsPerSec = round3(n / time.Since(start).Seconds())
+	if rep.WritesPerTurn > 0 {
+		rep.StoreBoundTurnsPerSec = round3(rep.W1AppendsPerSec / rep.WritesPerTurn)
+		rep.RatioToStoreBound = round3(rep.Distinct.TurnsPerSec / rep.StoreBoundTurnsPerSec)
+	}
+	var verify []string
+	if rep.Interleaved+rep.Duplicated+rep.Lost+rep.Failed > 0 {
+		verify = append(verify, fmt.Sprintf("%d interleaved, %d duplicated, %d lost turns, %d failed requests", rep.Interleaved, rep.Duplicated, rep.Lost, rep.Failed))
+	}
+	if len(verify) > 0 {
+		return rep, fmt.Errorf("%w: %s", ErrVerify, strings.Join(verify, "; "))
+	}
+	return rep, nil
+}
