@@ -101,3 +101,35 @@ func BenchmarkSearch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSearchToolBodies: a tool search (role tool) over 5,000 tool rows of which 500 are
+// longer than the indexed prefix (20,000 characters each, 10 MB in all): the index answers the
+// prefixes and the long rows' bodies are read whole (the reference reads every tool body).
+func BenchmarkSearchToolBodies(b *testing.B) {
+	db := benchDB(b)
+	filler := strings.Repeat("build step ok; ", 1340) // 20,100 characters
+	for s := 0; s < 50; s++ {
+		sid := fmt.Sprint("s", s)
+		if _, err := db.CreateSession(bg, store.NewSession{ID: sid}); err != nil {
+			b.Fatal(err)
+		}
+		batch := make([]store.Message, 100)
+		for i := range batch {
+			text := fmt.Sprintf("exit %d: compiled module m%d", i, s)
+			if i%10 == 0 {
+				text = filler + fmt.Sprintf(" tail%d needle", s)
+			}
+			batch[i] = store.Message{Role: store.RoleTool, ToolName: "terminal", ToolCallID: fmt.Sprint("c", i), Content: text}
+		}
+		if _, err := db.AppendBatch(bg, sid, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	queries := []string{"needle", "compiled", "tail7 needle", "needle NOT tail3", "m12 OR tail9"}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := db.Search(bg, store.SearchQuery{Text: queries[i%len(queries)], Roles: []string{store.RoleTool}, Limit: 20}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

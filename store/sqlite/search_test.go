@@ -106,3 +106,41 @@ func TestCallsText(t *testing.T) {
 		t.Fatalf("callsText of a huge argument is %d characters, want %d", len(long), indexedToolChars)
 	}
 }
+
+// FuzzSearch: no query makes Search fail, on any path (word index, CJK fast and boolean paths,
+// the long tool scan), whatever the sort.
+func FuzzSearch(f *testing.F) {
+	for _, s := range []string{"桂林 OR 北京", "桂林 NOT 漓江", "NOT 桂林", "会话数据库 OR x", `"会话" NOT "`, "OR OR 会",
+		"a NOT b", "needle*", `"x y"`, "会话 AND AND 数据", "%_\\", "桂林 OR beijing NOT x", "*", "NEAR(会话 数据)"} {
+		f.Add(s)
+	}
+	for _, tc := range sanitizeCases {
+		f.Add(tc.in)
+	}
+	db, err := Open(bg, filepath.Join(f.TempDir(), "fuzz.db"), Options{Logger: discardLogger()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { db.Close() })
+	if _, err := db.CreateSession(bg, store.NewSession{ID: "f"}); err != nil {
+		f.Fatal(err)
+	}
+	if _, err := db.AppendBatch(bg, "f", []store.Message{
+		{Role: store.RoleUser, Content: "桂林的山水 beijing needle"},
+		{Role: store.RoleTool, ToolName: "t", Content: strings.Repeat("x ", 5000) + "会话数据库 needle"},
+		{Role: store.RoleAssistant, Content: "plain words", ToolCalls: []store.ToolCall{{ID: "c", Function: store.ToolFunction{Name: "n", Arguments: `{"a":"b"}`}}}},
+	}); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		for _, q := range []store.SearchQuery{
+			{Text: in},
+			{Text: in, Roles: []string{store.RoleTool}, Sort: store.SortNewest},
+			{Text: in, Roles: []string{store.RoleUser, store.RoleTool}, Sort: store.SortOldest, Offset: 1},
+		} {
+			if _, err := db.Search(bg, q); err != nil {
+				t.Fatalf("search %+v: %v", q, err)
+			}
+		}
+	})
+}
