@@ -129,8 +129,11 @@ const (
 	longTool         = "m.role = 'tool' AND length(m.content) > 8192"
 )
 
+// The last column says whether compaction copies of the row exist (one probe of the copy index,
+// so addCopies only queries for the few hits that have some).
 const hitCols = `m.id, m.session_id, m.role, s.source, s.model, s.started_at, m.timestamp, m.active, m.compacted,
-	coalesce(m.tool_name, ''), m.summary, m.content, coalesce(m.call_text, '')`
+	coalesce(m.tool_name, ''), m.summary, m.content, coalesce(m.call_text, ''),
+	EXISTS (SELECT 1 FROM messages c WHERE c.copy_of = m.id)`
 
 // hit is a search hit with the text its snippet is cut from.
 type hit struct {
@@ -141,9 +144,13 @@ type hit struct {
 func scanHit(r rowScanner) (hit, error) {
 	var h hit
 	var started, ts int64
+	var copied bool
 	err := r.Scan(&h.MessageID, &h.SessionID, &h.Role, &h.Source, &h.Model, &started, &ts, &h.Active, &h.Compacted,
-		&h.ToolName, &h.Summary, &h.text, &h.toolText)
+		&h.ToolName, &h.Summary, &h.text, &h.toolText, &copied)
 	h.SessionStarted, h.Timestamp = fromMicros(started), fromMicros(ts)
+	if copied {
+		h.Copies = []store.SearchCopy{} // a mark for addCopies, which fills it
+	}
 	return h, err
 }
 
@@ -406,9 +413,12 @@ func (db *DB) searchFiltered(ctx context.Context, match string, q store.SearchQu
 	if q.Sort != store.SortRelevance {
 		// Timestamps are not in insertion order (imports), so no window by id: every match is
 		// ordered.
-		err := db.readRows(ctx, `SELECT `+hitCols+` FROM messages_fts f JOIN messages m ON m.id = f.rowid
-			JOIN sessions s ON s.id = m.session_id WHERE messages_fts MATCH ? AND `+cond+`
-			ORDER BY `+orderBy(q.Sort, "")+` LIMIT ? OFFSET ?`, append(append([]any{match}, args...), q.Limit, q.Offset), scan)
+		// The sort holds only (timestamp, id); the page's rows are read afterwards.
+		err := db.readRows(ctx, `SELECT `+hitCols+` FROM (SELECT m.id AS id FROM messages_fts f
+			JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
+			WHERE messages_fts MATCH ? AND `+cond+` ORDER BY `+orderBy(q.Sort, "")+` LIMIT ? OFFSET ?) w
+			JOIN messages m ON m.id = w.id JOIN sessions s ON s.id = m.session_id
+			ORDER BY `+orderBy(q.Sort, ""), append(append([]any{match}, args...), q.Limit, q.Offset), scan)
 		return hits, err
 	}
 	err := db.readRows(ctx, `SELECT `+hitCols+` FROM (SELECT f.rowid AS id, f.rank AS rank
@@ -420,16 +430,27 @@ func (db *DB) searchFiltered(ctx context.Context, match string, q store.SearchQu
 	return hits, err
 }
 
-// addCopies lists, on each hit, the compaction copies of its message that are still visible.
+// addCopies lists, on each hit scanHit marked (a non-nil Copies), the compaction copies of its
+// message that are still visible.
 func (db *DB) addCopies(ctx context.Context, hits []store.SearchHit) error {
-	if len(hits) == 0 {
+	at := map[int64]int{}
+	var ids []int64
+	for i, h := range hits {
+		if h.Copies != nil {
+			at[h.MessageID] = i
+			ids = append(ids, h.MessageID)
+		}
+	}
+	if len(ids) == 0 {
 		return nil
 	}
-	at := make(map[int64]int, len(hits))
-	ids := make([]int64, len(hits))
-	for i, h := range hits {
-		at[h.MessageID], ids[i] = i, h.MessageID
-	}
+	defer func() {
+		for _, i := range at {
+			if len(hits[i].Copies) == 0 {
+				hits[i].Copies = nil
+			}
+		}
+	}()
 	return db.readRows(ctx, `SELECT copy_of, id, active FROM messages WHERE copy_of IN `+jsonList+`
 		AND (active = 1 OR compacted = 1) ORDER BY id`, []any{jsonArray(ids)}, func(r rowScanner) error {
 		var orig int64
