@@ -31,9 +31,10 @@ type run struct {
 	state      compress.State
 	stateDirty bool
 
-	prev      *memo // the session's previous model call, for cache forensics
-	compacted bool  // a compaction ran since prev
-	refused   int   // estimate of the request the provider last refused as too long (0: none)
+	prev      *memo           // the session's previous model call, for cache forensics
+	compacted bool            // a compaction ran since prev
+	refused   int             // estimate of the request the provider last refused as too long (0: none)
+	said      map[string]bool // notices already given this turn
 }
 
 // Run runs one turn of sessionID with the user's input and returns what it did. An empty
@@ -201,10 +202,16 @@ func (r *run) load(ctx context.Context) error {
 	return err
 }
 
+// notice tells the user s, once per turn: a retried step does not repeat itself.
 func (r *run) notice(s string) {
-	if r.opts.OnNotice != nil && s != "" {
-		r.opts.OnNotice(s)
+	if r.opts.OnNotice == nil || s == "" || r.said[s] {
+		return
 	}
+	if r.said == nil {
+		r.said = map[string]bool{}
+	}
+	r.said[s] = true
+	r.opts.OnNotice(s)
 }
 
 // request builds the next model request from the working history, and estimates its size.
