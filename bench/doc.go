@@ -29,7 +29,8 @@
 // session_search for that alone returns a message holding the fact) or lost. The report gives
 // per window and engine the shares, losses, user asks lost, orphan tool pairs, the active tokens
 // after each compaction against the target, and the failed turns; a missed target (see
-// retentionRules) makes it fail with ErrVerify.
+// retentionRules) makes it fail with ErrVerify. BENCH_RETENTION_DUMP=<dir> writes each run's
+// scored request as text there, to see what a lost fact had left.
 //
 // RunCache is the prompt-cache benchmark: a scripted tool-heavy session through spool's agent
 // and the real OpenAI and Anthropic adapters against provider/fake over HTTP, on a simulated
