@@ -54,6 +54,11 @@ func (db *DB) ArchiveAndCompact(ctx context.Context, req store.CompactRequest, o
 		if err != nil {
 			return err
 		}
+		// The rows about to be archived that inserted messages may copy verbatim.
+		sources, err := compactionSources(ctx, tx, sid, watermark, rewind, enc)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, "UPDATE messages SET active = false, compacted = false WHERE id = ANY($1)",
 			append(rewind, tail...)); err != nil {
 			return err
@@ -65,6 +70,21 @@ func (db *DB) ArchiveAndCompact(ctx context.Context, req store.CompactRequest, o
 		for _, e := range enc {
 			b.Queue(insertMessageSQL, insertArgs(sid, e, true, false)...)
 		}
+		br := tx.SendBatch(ctx, b)
+		ids := make([]int64, len(enc))
+		for i := range enc {
+			if err := br.QueryRow().Scan(&ids[i]); err != nil {
+				br.Close()
+				return err
+			}
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		if err := linkCompactionCopies(ctx, tx, sources, enc, ids); err != nil {
+			return err
+		}
+		b = &pgx.Batch{}
 		for _, id := range tail {
 			b.Queue(`INSERT INTO messages (session_id, role, content, api_content,
 				tool_calls, tool_call_id, tool_name, reasoning, reasoning_details, finish_reason, token_count,
@@ -136,14 +156,15 @@ func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opt
 			return err
 		}
 		var ended *int64
-		if err := tx.QueryRow(ctx, "SELECT ended_at FROM sessions WHERE id = $1 FOR UPDATE", pid).Scan(&ended); err != nil {
+		var reason string
+		if err := tx.QueryRow(ctx, "SELECT ended_at, end_reason FROM sessions WHERE id = $1 FOR UPDATE", pid).Scan(&ended, &reason); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return notFound("session", pid)
 			}
 			return err
 		}
-		if ended != nil && !w.AllowClosed {
-			return fmt.Errorf("session %s has ended: %w", pid, store.ErrSessionClosed)
+		if err := continuable(pid, ended != nil, reason, w); err != nil {
+			return err
 		}
 		if err := checkWritable(ctx, tx, pid, w); err != nil {
 			return err
@@ -176,6 +197,19 @@ func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opt
 		return store.Session{}, fmt.Errorf("rotate %s: %w", pid, db.titleErr(ctx, err, child.Title))
 	}
 	return db.GetSession(ctx, child.ID)
+}
+
+// continuable says whether a rotation may continue a parent with this end stamp, as on SQLite:
+// an automatic stamp (a process exit, an idle timeout) is replaced by the rotation's own; a
+// rotated parent already has its continuation; a deliberate end means the conversation was left.
+func continuable(pid string, ended bool, reason string, w store.WriteOptions) error {
+	switch {
+	case !ended || w.AllowClosed || store.AutomaticEnd(reason):
+		return nil
+	case reason == store.EndCompression:
+		return fmt.Errorf("session %s was already continued by an earlier compaction: %w", pid, store.ErrSessionClosed)
+	}
+	return fmt.Errorf("session %s was ended (%s) and is not continued: %w", pid, reason, store.ErrSessionEnded)
 }
 
 // checkWritable locks the session's row, refuses writes to a missing or rotated session and

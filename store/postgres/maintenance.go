@@ -71,6 +71,10 @@ func (db *DB) ImportSession(ctx context.Context, s store.Session, prompt string,
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
+		// A bundle carries no copy links: infer them.
+		if err := linkStoredCopies(ctx, tx, ns.ID); err != nil {
+			return err
+		}
 		if err := recount(ctx, tx, ns.ID); err != nil {
 			return err
 		}
@@ -98,9 +102,14 @@ func freeTitle(ctx context.Context, tx pgx.Tx, title string) (string, error) {
 	}
 }
 
-// Prune implements store.Store: only ended sessions are deleted.
+// Prune implements store.Store: sessions idle since cutoff (their own and their chain root's last
+// activity), ended or not, except conversations whose turn lease is held now.
 func (db *DB) Prune(ctx context.Context, cutoff time.Time) (int, error) {
-	ids, err := column[string](ctx, db.pool, "SELECT id FROM sessions WHERE ended_at IS NOT NULL AND started_at < $1", micros(cutoff))
+	ids, err := column[string](ctx, db.pool, `SELECT s.id FROM sessions s JOIN sessions r ON r.id = s.root_id
+		WHERE s.last_active < $1 AND r.last_active < $1
+		AND NOT EXISTS (SELECT 1 FROM turn_leases l WHERE l.conversation_id = s.root_id
+			AND l.holder IS NOT NULL AND l.expires_at > `+nowUS+`)
+		ORDER BY s.id`, micros(cutoff))
 	if err != nil {
 		return 0, fmt.Errorf("prune: %w", err)
 	}
@@ -134,7 +143,8 @@ func (db *DB) Stats(ctx context.Context) (store.Stats, error) {
 		return st, fmt.Errorf("stats: %w", err)
 	}
 	err = q.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE active),
-		count(*) FILTER (WHERE NOT active AND compacted) FROM messages`).Scan(&st.Messages, &st.ActiveMessages, &st.ArchivedMessages)
+		count(*) FILTER (WHERE NOT active AND compacted), count(*) FILTER (WHERE NOT active AND NOT compacted)
+		FROM messages`).Scan(&st.Messages, &st.ActiveMessages, &st.ArchivedMessages, &st.SupersededMessages)
 	if err != nil {
 		return st, fmt.Errorf("stats: %w", err)
 	}

@@ -223,7 +223,7 @@ func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) 
 	case store.ViewActive:
 		where = "m.active"
 	case store.ViewDisplay:
-		where = "(m.active OR m.compacted)"
+		where = displayWhere
 	case store.ViewAll:
 		where = "true"
 	default:
@@ -241,9 +241,6 @@ func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) 
 		if _, err := getSession(ctx, db.pool, sessionID); err != nil {
 			return nil, fmt.Errorf("conversation: %w", err)
 		}
-	}
-	if v == store.ViewDisplay {
-		ms = sqlite.DedupeGenerations(ms)
 	}
 	return ms, nil
 }

@@ -31,20 +31,8 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// pending lists the suite's tests this backend does not pass yet, with the reason.
-var pending = map[string]string{
-	"SearchLongToolOutput":          "tool searches must read whole tool bodies, not the indexed prefix",
-	"SearchCJKOperators":            "OR and NOT in CJK queries (sqlite.CJKGroups)",
-	"SearchSortsByTimestamp":        "newest/oldest by message timestamp, not id",
-	"SearchHitFields":               "SearchHit.ToolName and Summary",
-	"SearchToolCallEnvelope":        "index tool names and argument values only (sqlite.CallsText)",
-	"CompactionCopies":              "link compaction copies (copy_of), one hit per original with Copies, display shows the newest copy",
-	"DisplayKeepsIdenticalMessages": "display view must not fold distinct identical rows (sqlite.DedupeGenerations is deprecated)",
-	"StatsAddUp":                    "Stats.SupersededMessages",
-	"Prune":                         "prune by last activity, ended or not",
-	"PruneByActivity":               "prune by last activity (own and chain root), keep held leases",
-	"RotateEndedParent":             "rotation clears automatic end stamps (store.AutomaticEnd), refuses deliberate ones with ErrSessionEnded",
-}
+// pending lists the suite's tests this backend does not pass yet, with the reason: none.
+var pending = map[string]string{}
 
 // TestConformancePoolerMode runs the suite again as it runs behind PgBouncer in transaction
 // mode: default_query_exec_mode=exec (no prepared statements kept on a server connection).

@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -22,9 +24,10 @@ const (
 
 // Search implements store.Store with store/sqlite's semantics: the same sanitizer, the same
 // tokens (see index.go), the same CJK routing (substrings of three or more characters through
-// the trigram index, shorter ones by a scan of the CJK rows), the same filters, sorts, paging,
-// snippets and context. Relevance is ts_rank instead of bm25, so the order of equally good hits
-// may differ between backends; the set of hits does not.
+// the trigram index, shorter ones by a scan of the CJK rows; OR and NOT as groups), whole tool
+// bodies for tool searches, compaction copies listed on their original, the same filters,
+// sorts, paging, snippets and context. Relevance is ts_rank instead of bm25, so the order of
+// equally good hits may differ between backends; the set of hits does not.
 func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.SearchHit, error) {
 	if q.Limit <= 0 {
 		q.Limit = defaultSearchLimit
@@ -42,6 +45,9 @@ func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.SearchHi
 		}
 		hits, err = db.searchWords(ctx, match, tsq, q)
 	}
+	if err == nil {
+		err = db.addCopies(ctx, hits)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("search %q: %w", q.Text, err)
 	}
@@ -53,10 +59,21 @@ func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.SearchHi
 	return hits, nil
 }
 
-// filters renders the visibility, source, role and session filters; args continue after the
-// caller's first len(args) parameters.
-func filters(q store.SearchQuery, args []any) (string, []any) {
-	conds := []string{"(m.active OR m.compacted)"}
+// longTool is the condition for the tool rows longer than the indexed prefix (the
+// messages_long_tool index spells it the same way).
+const longTool = "m.role = 'tool' AND length(m.content) > 8192"
+
+// wantsTools reports whether q asks for tool rows by role: then tool bodies are searched whole.
+func wantsTools(q store.SearchQuery) bool { return slices.Contains(q.Roles, store.RoleTool) }
+
+// filters renders the visibility, copy, source, role, session and user filters; args continue
+// after the caller's first len(args) parameters. skipLongTools leaves the long tool rows to
+// the whole-body scan.
+func filters(q store.SearchQuery, args []any, skipLongTools bool) (string, []any) {
+	conds := []string{"(m.active OR m.compacted)", "m.copy_of IS NULL"}
+	if skipLongTools {
+		conds = append(conds, "NOT ("+longTool+")")
+	}
 	in := func(col string, vals []string, not bool) {
 		if len(vals) == 0 {
 			return
@@ -79,25 +96,20 @@ func filters(q store.SearchQuery, args []any) (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
+// orderBy orders hits: by the message's own timestamp for newest and oldest (imported rows are
+// inserted late but dated early), id breaking ties; by rank otherwise.
 func orderBy(sort store.SearchSort, rank string) string {
 	switch sort {
 	case store.SortNewest:
-		return "m.id DESC"
+		return "m.timestamp DESC, m.id DESC"
 	case store.SortOldest:
-		return "m.id ASC"
+		return "m.timestamp ASC, m.id ASC"
 	}
 	return rank
 }
 
-func windowOrder(sort store.SearchSort) string {
-	if sort == store.SortOldest {
-		return "ASC"
-	}
-	return "DESC"
-}
-
 const hitCols = `m.id, m.session_id, m.role, s.source, s.model, s.started_at, m.timestamp, m.active, m.compacted,
-	m.content, coalesce(m.tool_calls, '')`
+	coalesce(m.tool_name, ''), m.summary, m.content, coalesce(m.tool_calls, '')`
 
 type hit struct {
 	store.SearchHit
@@ -107,9 +119,16 @@ type hit struct {
 func scanHit(r rowScanner) (hit, error) {
 	var h hit
 	var started, ts int64
+	var calls string
 	err := r.Scan(&h.MessageID, &h.SessionID, &h.Role, &h.Source, &h.Model, &started, &ts, &h.Active, &h.Compacted,
-		&h.text, &h.toolText)
+		&h.ToolName, &h.Summary, &h.text, &calls)
 	h.SessionStarted, h.Timestamp = fromMicros(started), fromMicros(ts)
+	if calls != "" {
+		// The word index holds the calls' names and argument values, not their JSON.
+		if tc, derr := store.DecodeToolCalls(calls); derr == nil {
+			h.toolText = sqlite.CallsText(tc)
+		}
+	}
 	return h, err
 }
 
@@ -121,19 +140,39 @@ func (db *DB) queryHits(ctx context.Context, query string, args []any) ([]hit, e
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (hit, error) { return scanHit(r) })
 }
 
-// searchWords ranks the newest rankWindow matches that pass the filters (GIN on the tsvector).
+// searchWords ranks the newest rankWindow matches that pass the filters (GIN on the tsvector),
+// or orders every match by timestamp; a tool search adds the long tool rows whose whole bodies
+// match, after the ranked hits (relevance) or merged by time.
 func (db *DB) searchWords(ctx context.Context, match, tsq string, q store.SearchQuery) ([]store.SearchHit, error) {
-	cond, args := filters(q, []any{tsq})
+	want := q.Offset + q.Limit
+	tools := wantsTools(q)
+	cond, args := filters(q, []any{tsq}, tools)
 	n := len(args)
-	args = append(args, rankWindow+q.Offset, q.Limit, q.Offset)
-	hits, err := db.queryHits(ctx, `SELECT `+hitCols+` FROM (SELECT m.id, ts_rank(m.tsv, $1::tsquery) AS rank
-		FROM messages m JOIN sessions s ON s.id = m.session_id
-		WHERE m.tsv @@ $1::tsquery AND `+cond+fmt.Sprintf(` ORDER BY m.id %s LIMIT $%d) w
-		JOIN messages m ON m.id = w.id JOIN sessions s ON s.id = m.session_id
-		ORDER BY %s LIMIT $%d OFFSET $%d`, windowOrder(q.Sort), n+1, orderBy(q.Sort, "w.rank DESC, m.id"), n+2, n+3), args)
+	var query string
+	if q.Sort == store.SortRelevance {
+		args = append(args, rankWindow+q.Offset, want)
+		query = `SELECT ` + hitCols + ` FROM (SELECT m.id, ts_rank(m.tsv, $1::tsquery) AS rank
+			FROM messages m JOIN sessions s ON s.id = m.session_id
+			WHERE m.tsv @@ $1::tsquery AND ` + cond + fmt.Sprintf(` ORDER BY m.id DESC LIMIT $%d) w
+			JOIN messages m ON m.id = w.id JOIN sessions s ON s.id = m.session_id
+			ORDER BY w.rank DESC, m.id LIMIT $%d`, n+1, n+2)
+	} else {
+		args = append(args, want)
+		query = `SELECT ` + hitCols + ` FROM messages m JOIN sessions s ON s.id = m.session_id
+			WHERE m.tsv @@ $1::tsquery AND ` + cond + ` ORDER BY ` + orderBy(q.Sort, "") + fmt.Sprintf(` LIMIT $%d`, n+1)
+	}
+	hits, err := db.queryHits(ctx, query, args)
 	if err != nil {
 		return nil, err
 	}
+	if tools {
+		long, err := db.scanLongTools(ctx, sqlite.LikeGroups(match), q, want)
+		if err != nil {
+			return nil, err
+		}
+		hits = mergeHits(hits, long, q.Sort)
+	}
+	hits = hits[min(q.Offset, len(hits)):min(want, len(hits))]
 	out := make([]store.SearchHit, len(hits))
 	for i, h := range hits {
 		h.Snippet = sqlite.WordSnippet(h.text, h.toolText, match)
@@ -142,14 +181,72 @@ func (db *DB) searchWords(ctx context.Context, match, tsq string, q store.Search
 	return out, nil
 }
 
-// searchCJK finds substrings: terms of three or more characters through the trigram index on
-// the CJK rows' indexed text, shorter ones by ILIKE over those rows' content.
-func (db *DB) searchCJK(ctx context.Context, q store.SearchQuery) ([]store.SearchHit, error) {
-	terms := sqlite.CJKTerms(q.Text)
-	if len(terms) == 0 {
+// mergeHits puts the whole-body scan's hits after the ranked ones, or merges both by time.
+func mergeHits(ranked, scanned []hit, sort store.SearchSort) []hit {
+	out := append(ranked, scanned...)
+	if sort == store.SortRelevance {
+		return out
+	}
+	slices.SortStableFunc(out, func(a, b hit) int {
+		c := cmp.Or(a.Timestamp.Compare(b.Timestamp), cmp.Compare(a.MessageID, b.MessageID))
+		if sort == store.SortNewest {
+			return -c
+		}
+		return c
+	})
+	return out
+}
+
+// likeExpr renders substring groups as SQL over m: a term occurs in the content or tool name.
+func likeExpr(groups [][]sqlite.LikeTerm, args []any) (string, []any) {
+	var ors []string
+	for _, g := range groups {
+		var ands []string
+		for _, t := range g {
+			args = append(args, "%"+likeEscape(cleanNUL(t.Text))+"%")
+			e := fmt.Sprintf(`(m.content ILIKE $%d OR coalesce(m.tool_name, '') ILIKE $%d)`, len(args), len(args))
+			if t.Neg {
+				e = "NOT " + e
+			}
+			ands = append(ands, e)
+		}
+		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+	}
+	return "(" + strings.Join(ors, " OR ") + ")", args
+}
+
+// scanLongTools reads the whole bodies of the tool rows longer than the indexed prefix (a partial
+// index lists only them), newest first (oldest first for SortOldest), up to limit.
+func (db *DB) scanLongTools(ctx context.Context, groups [][]sqlite.LikeTerm, q store.SearchQuery, limit int) ([]hit, error) {
+	if len(groups) == 0 {
 		return nil, nil
 	}
-	cond, args := filters(q, nil)
+	fq := q
+	fq.Roles = nil // every long row is a tool row
+	cond, args := filters(fq, nil, false)
+	like, args := likeExpr(groups, args)
+	order := "m.timestamp DESC, m.id DESC"
+	if q.Sort == store.SortOldest {
+		order = "m.timestamp ASC, m.id ASC"
+	}
+	args = append(args, limit)
+	return db.queryHits(ctx, `SELECT `+hitCols+` FROM messages m JOIN sessions s ON s.id = m.session_id
+		WHERE `+longTool+` AND `+cond+` AND `+like+` ORDER BY `+order+fmt.Sprintf(` LIMIT $%d`, len(args)), args)
+}
+
+// searchCJK finds substrings. A plain query (terms all required) takes the fast path: terms of
+// three or more characters through the trigram index on the CJK rows' indexed text, shorter ones
+// by ILIKE over those rows' content. OR, NOT or a tool search take the boolean path.
+func (db *DB) searchCJK(ctx context.Context, q store.SearchQuery) ([]store.SearchHit, error) {
+	groups := sqlite.CJKGroups(q.Text)
+	if len(groups) == 0 {
+		return nil, nil
+	}
+	if len(groups) > 1 || len(groups[0].Neg) > 0 || wantsTools(q) {
+		return db.searchCJKBoolean(ctx, groups, q)
+	}
+	terms := groups[0].Pos
+	cond, args := filters(q, nil, false)
 	cond = "m.cjk_text IS NOT NULL AND " + cond
 	for _, t := range terms {
 		col := "m.content"
@@ -172,6 +269,85 @@ func (db *DB) searchCJK(ctx context.Context, q store.SearchQuery) ([]store.Searc
 		out[i] = h.SearchHit
 	}
 	return out, nil
+}
+
+// searchCJKBoolean evaluates the groups exactly: a row matches when one group has all its
+// positive terms and none of its negated ones. A group with CJK text is matched as substrings
+// of the content of CJK rows; a group of Latin words alone through the word index. Without a
+// score, relevance lists newest first.
+func (db *DB) searchCJKBoolean(ctx context.Context, groups []sqlite.CJKGroup, q store.SearchQuery) ([]store.SearchHit, error) {
+	cond, args := filters(q, nil, false)
+	var preds, wordMatches []string
+	for _, g := range groups {
+		if !slices.ContainsFunc(g.Pos, sqlite.HasCJK) {
+			text := strings.Join(g.Pos, " ")
+			for _, n := range g.Neg {
+				text += " NOT " + n
+			}
+			expr := sqlite.SanitizeQuery(text)
+			tsq := buildTSQuery(expr)
+			if tsq == "" {
+				continue
+			}
+			args = append(args, tsq)
+			preds = append(preds, fmt.Sprintf("m.tsv @@ $%d::tsquery", len(args)))
+			wordMatches = append(wordMatches, expr)
+			continue
+		}
+		pred := []string{"m.cjk_text IS NOT NULL"}
+		for _, t := range g.Pos {
+			args = append(args, "%"+likeEscape(cleanNUL(t))+"%")
+			pred = append(pred, fmt.Sprintf("m.content ILIKE $%d", len(args)))
+		}
+		for _, t := range g.Neg {
+			args = append(args, "%"+likeEscape(cleanNUL(t))+"%")
+			pred = append(pred, fmt.Sprintf("m.content NOT ILIKE $%d", len(args)))
+		}
+		preds = append(preds, "("+strings.Join(pred, " AND ")+")")
+	}
+	if len(preds) == 0 {
+		return nil, nil
+	}
+	n := len(args)
+	args = append(args, q.Limit, q.Offset)
+	hits, err := db.queryHits(ctx, `SELECT `+hitCols+` FROM messages m JOIN sessions s ON s.id = m.session_id
+		WHERE `+cond+` AND (`+strings.Join(preds, " OR ")+`)
+		ORDER BY `+orderBy(q.Sort, "m.timestamp DESC, m.id DESC")+fmt.Sprintf(` LIMIT $%d OFFSET $%d`, n+1, n+2), args)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.SearchHit, len(hits))
+	for i, h := range hits {
+		h.Snippet = sqlite.CJKSnippet(h.text, groups, wordMatches)
+		out[i] = h.SearchHit
+	}
+	return out, nil
+}
+
+// addCopies lists, on each hit, the compaction copies of its message that are still visible.
+func (db *DB) addCopies(ctx context.Context, hits []store.SearchHit) error {
+	if len(hits) == 0 {
+		return nil
+	}
+	at := make(map[int64]int, len(hits))
+	ids := make([]int64, len(hits))
+	for i, h := range hits {
+		at[h.MessageID], ids[i] = i, h.MessageID
+	}
+	rows, err := db.pool.Query(ctx, `SELECT copy_of, id, active FROM messages WHERE copy_of = ANY($1)
+		AND (active OR compacted) ORDER BY id`, ids)
+	if err != nil {
+		return err
+	}
+	var orig int64
+	var c store.SearchCopy
+	_, err = pgx.ForEachRow(rows, []any{&orig, &c.MessageID, &c.Active}, func() error {
+		if i, ok := at[orig]; ok {
+			hits[i].Copies = append(hits[i].Copies, c)
+		}
+		return nil
+	})
+	return err
 }
 
 // addContext attaches the visible neighbours of each hit within its session, for the whole page

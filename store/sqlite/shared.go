@@ -128,3 +128,41 @@ func DedupeGenerations(ms []store.Message) []store.Message {
 	}
 	return out
 }
+
+// LikeTerm is one literal of a boolean substring match: it must (or, with Neg, must not) occur.
+type LikeTerm struct {
+	Text string
+	Neg  bool
+}
+
+// LikeGroups reads a sanitized MATCH expression as the substring subset a tool search applies
+// to whole tool bodies: OR separates groups, NOT negates the next term, AND is implied; quotes
+// and '*' are dropped (SearchLongToolOutput in store/storetest).
+func LikeGroups(match string) [][]LikeTerm {
+	var out [][]LikeTerm
+	for _, g := range likeGroupsOf(match) {
+		var terms []LikeTerm
+		for _, t := range g {
+			terms = append(terms, LikeTerm{Text: t.text, Neg: t.neg})
+		}
+		out = append(out, terms)
+	}
+	return out
+}
+
+// CJKSnippet is the snippet of a boolean CJK hit: the first positive term found in text, else
+// the matched words of wordMatches (the sanitized expressions of the Latin-only groups).
+func CJKSnippet(text string, groups []CJKGroup, wordMatches []string) string {
+	gs := make([]cjkGroup, len(groups))
+	for i, g := range groups {
+		gs[i] = cjkGroup{pos: g.Pos, neg: g.Neg}
+	}
+	var words []snipTerm
+	for _, m := range wordMatches {
+		words = append(words, matchTerms(m)...)
+	}
+	return cjkSnippet(text, gs, words)
+}
+
+// LongToolCond is the SQL condition (on m) for the tool rows longer than the indexed prefix.
+const LongToolCond = longTool
