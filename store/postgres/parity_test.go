@@ -179,3 +179,16 @@ func TestBadURL(t *testing.T) {
 		t.Fatalf("open of an unreachable server: %v (the password must not appear)", err)
 	}
 }
+
+// TestMigrationFiles needs no server: the embedded migrations number 1..n without gaps or
+// duplicates (two helpers adding the same number breaks every Open).
+func TestMigrationFiles(t *testing.T) {
+	t.Parallel()
+	ms, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != SchemaVersion() || len(ms) == 0 {
+		t.Fatalf("%d migrations, schema version %d", len(ms), SchemaVersion())
+	}
+}
