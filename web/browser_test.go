@@ -42,6 +42,12 @@ func chromiumPath(t *testing.T) string {
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
 	exe := chromiumPath(t)
+	// The profile directory is removed best effort: Chromium's helper processes can still be
+	// writing to it for a moment after the browser exits, which t.TempDir would report.
+	profile, err := os.MkdirTemp("", "spool-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
 		chromedp.Flag("headless", true),
@@ -53,14 +59,14 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 900),
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelB := chromedp.NewContext(actx)
 	// A hang guard for the whole browser session, not a verdict on speed.
 	ctx, cancelT := context.WithTimeout(ctx, 5*time.Minute)
-	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
+	t.Cleanup(func() { cancelT(); cancelB(); cancelA(); _ = os.RemoveAll(profile) })
 	if err := chromedp.Run(ctx); err != nil {
 		t.Fatalf("start chromium %s: %v", exe, err)
 	}
@@ -138,6 +144,12 @@ func TestBrowser(t *testing.T) {
 				t.Errorf("list lacks %q", want)
 			}
 		}
+		// Branches fold under their root and unfold again.
+		sel := fmt.Sprintf(`tr[data-in-group="%s"]`, f.demo)
+		run(t, ctx, "fold the branches", chromedp.Click(fmt.Sprintf(`button.toggle[data-group="%s"]`, f.demo)),
+			waitJS(`document.querySelector('`+sel+`').hidden === true`),
+			chromedp.Click(fmt.Sprintf(`button.toggle[data-group="%s"]`, f.demo)),
+			waitJS(`document.querySelector('`+sel+`').hidden === false`))
 		// Type to search: htmx swaps the rows in place.
 		run(t, ctx, "type to search", chromedp.SendKeys("#filter-q", "bold"),
 			waitJS(`!document.querySelector("#rows").textContent.includes("Refactor the parser")`),

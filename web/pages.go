@@ -19,6 +19,8 @@ type row struct {
 	Live     *store.HeldLease
 	Branches []row // branches of this session listed on the same page
 	BranchOf string
+	Group    string // the top-level row this one is nested under (its own id at the top)
+	Depth    int
 }
 
 // Name is what a row shows as its title.
@@ -79,42 +81,54 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request, v viewer) 
 	return s.render(w, "sessions.html", d)
 }
 
-// groupBranches nests each branch under its parent when both are on the page, keeping the
-// page's order (newest activity first) for the top level.
+// groupBranches nests each branch under its parent when both are on the page (at any depth),
+// keeping the page's order (newest activity first) at every level.
 func groupBranches(ls []store.SessionListing, live map[string]store.HeldLease) []row {
 	index := make(map[string]int, len(ls))
 	for i, l := range ls {
 		index[l.ID] = i
 	}
-	rows := make([]row, len(ls))
-	nested := make([]bool, len(ls))
+	children := make(map[int][]int, len(ls))
+	var top []int
 	for i, l := range ls {
-		rows[i] = row{SessionListing: l}
+		p, ok := index[l.ParentID]
+		if l.Relation == store.RelationBranch && ok && p != i {
+			children[p] = append(children[p], i)
+		} else {
+			top = append(top, i)
+		}
+	}
+	var build func(i int, group string, depth int) row
+	build = func(i int, group string, depth int) row {
+		l := ls[i]
+		r := row{SessionListing: l, Group: group, Depth: depth}
 		if h, ok := live[l.ID]; ok {
-			rows[i].Live = &h
+			r.Live = &h
 		}
 		if l.Relation == store.RelationBranch && l.ParentID != "" {
-			rows[i].BranchOf = l.ParentID
-			if _, ok := index[l.ParentID]; ok {
-				nested[i] = true
+			r.BranchOf = l.ParentID
+		}
+		if depth < 20 {
+			for _, c := range children[i] {
+				r.Branches = append(r.Branches, build(c, group, depth+1))
 			}
 		}
+		return r
 	}
-	// Children first into their parents (deepest last on the page are attached before their
-	// parent is itself attached, since a parent moves with its branches).
-	for i := len(rows) - 1; i >= 0; i-- {
-		if nested[i] {
-			p := index[rows[i].ParentID]
-			rows[p].Branches = append([]row{rows[i]}, rows[p].Branches...)
-		}
+	out := make([]row, 0, len(top))
+	for _, i := range top {
+		out = append(out, build(i, ls[i].ID, 0))
 	}
-	var top []row
-	for i := range rows {
-		if !nested[i] {
-			top = append(top, rows[i])
-		}
+	return out
+}
+
+// Descendants counts the branches nested under a row, at any depth.
+func (r row) Descendants() int {
+	n := len(r.Branches)
+	for _, b := range r.Branches {
+		n += b.Descendants()
 	}
-	return top
+	return n
 }
 
 func distinct(ls []store.SessionListing) (sources, models, cwds []string) {

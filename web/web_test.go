@@ -577,3 +577,29 @@ func TestPaging(t *testing.T) {
 		t.Fatal("page around a message")
 	}
 }
+
+// TestBranchGrouping nests branches under their parents at every depth, whatever the order the
+// page lists them in.
+func TestBranchGrouping(t *testing.T) {
+	t.Parallel()
+	l := func(id, parent string) store.SessionListing {
+		s := store.SessionListing{}
+		s.ID, s.ParentID = id, parent
+		if parent != "" {
+			s.Relation = store.RelationBranch
+		}
+		return s
+	}
+	// c (a branch of b, itself a branch of a) is listed before b; x's parent is not on the page.
+	rows := groupBranches([]store.SessionListing{l("c", "b"), l("a", ""), l("x", "gone"), l("b", "a")}, nil)
+	if len(rows) != 2 || rows[0].ID != "a" || rows[1].ID != "x" || rows[1].BranchOf != "gone" {
+		t.Fatalf("top rows = %+v", rows)
+	}
+	a := rows[0]
+	if len(a.Branches) != 1 || a.Branches[0].ID != "b" || len(a.Branches[0].Branches) != 1 || a.Branches[0].Branches[0].ID != "c" {
+		t.Fatalf("a's tree = %+v", a)
+	}
+	if c := a.Branches[0].Branches[0]; c.Group != "a" || c.Depth != 2 || a.Descendants() != 2 {
+		t.Fatalf("c = %+v, descendants %d", c, a.Descendants())
+	}
+}

@@ -67,6 +67,17 @@
   var hb = document.getElementById("help-btn");
   if (hb) hb.addEventListener("click", function () { var h = document.getElementById("help"); if (h && h.showModal) h.showModal(); });
 
+  // Branch groups in the sessions list fold and unfold (rows are shown without script).
+  document.addEventListener("click", function (e) {
+    var b = e.target.closest && e.target.closest("button.toggle[data-group]");
+    if (!b) return;
+    var open = b.getAttribute("aria-expanded") !== "true";
+    b.setAttribute("aria-expanded", String(open));
+    document.querySelectorAll('tr[data-in-group="' + CSS.escape(b.getAttribute("data-group")) + '"]').forEach(function (tr) {
+      tr.hidden = !open;
+    });
+  });
+
   // A link to #mID inside a collapsed archived span or tool call opens it.
   function reveal() {
     if (!location.hash || location.hash.length < 3) return;
