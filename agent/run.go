@@ -84,7 +84,11 @@ func (r *run) do(ctx context.Context, input string) error {
 		if err := r.t.Flush(ctx); err != nil {
 			return err
 		}
-		return r.loop(ctx)
+		if err := r.loop(ctx); err != nil {
+			return err
+		}
+		r.autoTitle(ctx)
+		return nil
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spoolhq/spool/config"
+	"github.com/spoolhq/spool/agent"
 	"github.com/spoolhq/spool/store"
 )
 
@@ -252,7 +253,11 @@ func (a *app) renderSession(s store.Session, kids, chain []store.Session, sp str
 		}
 	}
 	row("Session", s.ID)
-	row("Title", s.Title)
+	if agent.TitleSource(s) == "auto" {
+		row("Title", s.Title+" (automatic)")
+	} else {
+		row("Title", s.Title)
+	}
 	row("Source", s.Source)
 	row("Model", s.Model)
 	row("Started", formatTime(s.StartedAt))

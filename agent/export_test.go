@@ -1,0 +1,4 @@
+package agent
+
+// TitleFrom exposes titleFrom to the tests.
+var TitleFrom = titleFrom

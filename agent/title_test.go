@@ -1,0 +1,93 @@
+package agent_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/spoolhq/spool/agent"
+	"github.com/spoolhq/spool/provider/fake"
+	"github.com/spoolhq/spool/store"
+)
+
+// TestAutoTitle: a new session is named after its first exchange from the first ask; later turns
+// keep the name; a title the user set is never overwritten, and one the user cleared stays
+// cleared; the provenance tells them apart.
+func TestAutoTitle(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	ag := newAgent(t, st, fake.New(fake.Config{}), nil)
+	ctx := context.Background()
+	get := func(id string) store.Session {
+		t.Helper()
+		s, err := st.GetSession(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	first := run(t, ag, "", "please fix the tokenizer bug in parse.go, it drops unicode input entirely.")
+	s := get(first.SessionID)
+	if s.Title != "Please fix the tokenizer bug in parse.go, it" || agent.TitleSource(s) != "auto" {
+		t.Fatalf("title %q (%s)", s.Title, agent.TitleSource(s))
+	}
+	run(t, ag, first.SessionID, "and now something else entirely")
+	if got := get(first.SessionID).Title; got != s.Title {
+		t.Errorf("a later turn renamed the session to %q", got)
+	}
+
+	// The same first ask elsewhere gets the next free number; still automatic.
+	second := run(t, ag, "", "please fix the tokenizer bug in parse.go, it drops unicode input entirely.")
+	if s2 := get(second.SessionID); s2.Title != s.Title+" #2" || agent.TitleSource(s2) != "auto" {
+		t.Errorf("second title %q (%s)", s2.Title, agent.TitleSource(s2))
+	}
+
+	// A user title before the first exchange stays; so does a rename after it.
+	named, err := ag.CreateSession(ctx, store.NewSession{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetTitle(ctx, named.ID, "my own name"); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ag, named.ID, "SAY hi")
+	if n := get(named.ID); n.Title != "my own name" || agent.TitleSource(n) != "user" {
+		t.Errorf("user title became %q (%s)", n.Title, agent.TitleSource(n))
+	}
+	if err := st.SetTitle(ctx, first.SessionID, "renamed"); err != nil {
+		t.Fatal(err)
+	}
+	if agent.TitleSource(get(first.SessionID)) != "user" {
+		t.Error("a renamed session still counts as automatically titled")
+	}
+	if err := st.SetTitle(ctx, first.SessionID, ""); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ag, first.SessionID, "one more")
+	if got := get(first.SessionID).Title; got != "" {
+		t.Errorf("a title the user cleared came back as %q", got)
+	}
+}
+
+func TestTitleFromFirstAsk(t *testing.T) {
+	t.Parallel()
+	for ask, want := range map[string]string{
+		"fix it":                            "Fix it",
+		"SAY hello there":                   "Hello there",
+		"CALL list_files {}\nwhat is here?": "What is here",
+		"   \n\n  deploy the app to staging now!!!":        "Deploy the app to staging now",
+		"one two three four five six seven eight nine ten": "One two three four five six seven eight",
+		"CALL terminal {}": "",
+		"修复解析器":            "修复解析器",
+		"a\x1b[2Jb c":      "A [2Jb c",
+	} {
+		if got := agent.TitleFrom(ask); got != want {
+			t.Errorf("TitleFrom(%q) = %q, want %q", ask, got, want)
+		}
+	}
+	if got := agent.TitleFrom(strings.Repeat("x", 100)); got != "" {
+		// One word longer than the limit: no title rather than a cut word.
+		t.Errorf("an overlong word gave %q", got)
+	}
+}
