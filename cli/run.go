@@ -165,7 +165,17 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 		approver = tools.AutoApprove
 	}
 	aux, _ := cfg.Auxiliary.Compression.ClientFor(cfg.Provider)
-	reg := agent.Registry(tools.Default(), tools.Env{WorkDir: wd, Home: cfg.Home, Store: st, Approver: approver,
+	comp := compress.FromConfig(cfg)
+	// detail=summary of session_search: the auxiliary compression model, then the main model.
+	recallSum := agent.RecallSummarizer{Store: st, Models: []agent.SummaryModel{{Client: client, Model: model}}}
+	if comp.SummaryModel != "" && comp.SummaryModel != model {
+		auxClient := summary
+		if auxClient == nil {
+			auxClient = client
+		}
+		recallSum.Models = append([]agent.SummaryModel{{Client: auxClient, Model: comp.SummaryModel}}, recallSum.Models...)
+	}
+	reg := agent.Registry(tools.Default(), tools.Env{WorkDir: wd, Home: cfg.Home, Store: st, Approver: approver, Summarizer: recallSum,
 		ConfirmWrites: confirmWrites && !f.yes,
 		Secrets:       tools.NewSecrets(os.Environ(), cfg.Provider.KeyEnv(), aux.KeyEnv())})
 	ag, err := agent.New(agent.Deps{Store: st, Client: client, SummaryClient: summary, Tools: reg, Config: agent.Config{
@@ -173,7 +183,7 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 		Provider:      name,
 		CacheTTL:      cfg.Provider.CacheLifetime(),
 		ContextLength: window,
-		Compression:   compress.FromConfig(cfg),
+		Compression:   comp,
 		Rotate:        !cfg.Compression.InPlace,
 		Prompt:        prompt.Env{Home: cfg.Home, WorkDir: wd, Platform: "cli"},
 		Lease:         leaseOptions(cfg),

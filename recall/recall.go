@@ -78,6 +78,12 @@ type Result struct {
 	Messages       []Message `json:"messages"`
 	BookendStart   []Message `json:"bookend_start"`
 	BookendEnd     []Message `json:"bookend_end"`
+	// Summary (detail=summary) is a model's focused summary of the session around the match,
+	// for the query; SummarySpan the first and last message id it was written from.
+	Summary     string  `json:"summary,omitempty"`
+	SummarySpan []int64 `json:"summary_span,omitempty"`
+	// SummaryError says why this result shows raw messages although a summary was asked for.
+	SummaryError string `json:"summary_error,omitempty"`
 }
 
 // Discovery is discover's answer.
@@ -88,6 +94,8 @@ type Discovery struct {
 	Results []Result `json:"results"`
 	Count   int      `json:"count"`
 	Message string   `json:"message"`
+	// Note explains a detail=summary answer, or why it fell back to raw matches.
+	Note string `json:"note,omitempty"`
 }
 
 // SessionMeta describes the session a scroll or read shows.
@@ -157,12 +165,27 @@ type Failure struct {
 
 // Run parses the tool arguments, runs the request for the calling session and returns the JSON
 // the model reads. It never fails: errors become a Failure payload.
-func Run(ctx context.Context, st Store, current string, args json.RawMessage) []byte {
+// sum serves detail=summary; nil falls back to raw matches with a note.
+func Run(ctx context.Context, st Store, current string, args json.RawMessage, sum ...Summarizer) []byte {
 	req, err := ParseArgs(current, args)
 	if err != nil {
 		return encode(Failure{Mode: req.Mode(), Error: err.Error()})
 	}
-	v, err := Do(ctx, st, req)
+	var v any
+	if req.Summary && req.Mode() == ModeDiscover {
+		var d Discovery
+		d, err = Discover(ctx, st, req)
+		if err == nil {
+			var s Summarizer
+			if len(sum) > 0 {
+				s = sum[0]
+			}
+			summarize(ctx, st, s, req, &d)
+		}
+		v = d
+	} else {
+		v, err = Do(ctx, st, req)
+	}
 	if err != nil {
 		return encode(Failure{Mode: req.Mode(), Error: err.Error()})
 	}

@@ -40,6 +40,9 @@ type Request struct {
 	Roles []string
 	Sort  string // "newest", "oldest", anything else: relevance
 	Full  bool   // detail=full: expand every discover result, not only the top one
+	// Summary (detail=summary): a model summarizes each discover result's session around its
+	// match for the query (see Summarizer).
+	Summary bool
 }
 
 // roles is Roles, or user and assistant when none were asked for.
@@ -94,6 +97,7 @@ func ParseArgs(current string, raw json.RawMessage) (Request, error) {
 		Window:    clamp(intOr(a.Window, DefaultWindow), 1, MaxWindow),
 		Sort:      strings.ToLower(strings.TrimSpace(a.Sort)),
 		Full:      strings.EqualFold(strings.TrimSpace(a.Detail), "full"),
+		Summary:   strings.EqualFold(strings.TrimSpace(a.Detail), "summary"),
 	}
 	if !isNull(a.AroundMessageID) {
 		id, ok := asInt(a.AroundMessageID)

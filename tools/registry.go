@@ -44,6 +44,9 @@ type Env struct {
 	SessionID string
 	// Store is the session store session_search reads; nil disables that tool.
 	Store recall.Store
+	// Summarizer serves session_search's detail=summary (a model call the agent makes and
+	// records); nil makes that detail fall back to raw matches with a note.
+	Summarizer recall.Summarizer
 	// Workspace confines the file tools: paths outside it need the Approver's consent. Empty
 	// means the git root above WorkDir, else WorkDir itself.
 	Workspace string
