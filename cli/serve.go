@@ -186,7 +186,7 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", listen, err)
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	if notice != "" {
 		fmt.Fprintln(a.stderr, notice)
 	}
