@@ -12,6 +12,7 @@ import (
 	"github.com/spoolhq/spool/prompt"
 	"github.com/spoolhq/spool/provider"
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/tokens"
 	"github.com/spoolhq/spool/turn"
 	"github.com/spoolhq/spool/wire"
 )
@@ -136,10 +137,18 @@ func New(d Deps) (*Agent, error) {
 	if a.engine == nil && cfg.Compression.Enabled {
 		c := compress.New(cfg.Compression, compress.ClientSummarizer{Client: d.Client, Aux: d.SummaryClient, AuxModel: cfg.Compression.SummaryModel})
 		c.Now = a.now
+		// The compressor counts as the gate does, so "at or under the target" means the same
+		// to both.
+		c.Estimator = wireEstimator{}
 		a.engine = c
 	}
 	return a, nil
 }
+
+// wireEstimator is compress.Estimator counting like the agent's request estimate.
+type wireEstimator struct{}
+
+func (wireEstimator) Message(m store.Message) int { return tokens.EstimateMessage(m) }
 
 func (a *Agent) compressModel() compress.Model {
 	return compress.Model{Name: a.cfg.Model, Provider: a.cfg.Provider, ContextLength: a.cfg.ContextLength, MaxTokens: a.cfg.MaxTokens}

@@ -76,7 +76,9 @@ func (c *Compressor) ladder(req Request, sp *split, sum summaryResult, b Budgets
 		for i := sp.start; i < k.end; i++ {
 			replaced += sp.tok[i]
 		}
-		return k.tokens+b.Fixed <= b.Target && 4*(sp.before-k.tokens) >= replaced
+		// 3% of the target is left as slack for estimators that count the same request
+		// slightly differently (the caller's estimate of the next request is what is checked).
+		return k.tokens+b.Fixed <= b.Target-b.Target*3/100 && 4*(sp.before-k.tokens) >= replaced
 	}
 	var best *candidate
 	try := func(k candidate) bool {
