@@ -322,7 +322,14 @@ func TestLostLeaseNeverWrites(t *testing.T) {
 	a := newAgent(t, st, fake.New(fake.Config{}), tt, func(d *agent.Deps) {
 		d.Config.Lease.TTL, d.Config.Lease.RenewEvery = 200*time.Millisecond, 50*time.Millisecond
 	})
-	sid := run(t, a, "", "hello").SessionID
+	// The session exists before the run: a first turn on this store could itself outlive the
+	// 200 ms lease on a loaded machine (every renewal fails here) and fail this test for the
+	// wrong reason.
+	s, err := db.CreateSession(context.Background(), store.NewSession{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := s.ID
 	// Another holder takes the lease once ours expired, and writes with its own fence.
 	go func() {
 		time.Sleep(300 * time.Millisecond)
@@ -332,7 +339,7 @@ func TestLostLeaseNeverWrites(t *testing.T) {
 		}
 		thiefWrote <- err
 	}()
-	_, err := a.Run(context.Background(), sid, "CALL slow {}", agent.RunOptions{})
+	_, err = a.Run(context.Background(), sid, "CALL slow {}", agent.RunOptions{})
 	if !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("err = %v, want the lease loss", err)
 	}

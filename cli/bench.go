@@ -18,6 +18,7 @@ func (a *app) benchCommand() *cobra.Command {
 	cmd.AddCommand(a.benchRetentionCommand())
 	cmd.AddCommand(a.benchCacheCommand())
 	cmd.AddCommand(a.benchGatewayCommand())
+	cmd.AddCommand(a.benchReliabilityCommand(), a.benchReliabilityWorkerCommand())
 	return cmd
 }
 

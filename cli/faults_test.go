@@ -269,3 +269,19 @@ func TestConfigDuplicatesAndEnvTypos(t *testing.T) {
 		t.Errorf("env typo: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// The reliability benchmark runs end to end, scaled down, and reports 0 in every column.
+func TestBenchReliabilityScaledDown(t *testing.T) {
+	t.Parallel()
+	r := spool(t, t.TempDir(), "bench", "reliability", "--json", "--minutes", "0.05", "--kills", "4", "--fences", "1", "--imports", "5", "--queries", "100")
+	if r.code != 0 {
+		t.Fatalf("bench reliability: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	rep := decode[map[string]map[string]any](t, r)
+	if rep["kill"]["trials"] != float64(4) || rep["fence"]["trials"] != float64(1) || rep["import"]["files"] != float64(5) || rep["search"]["queries"] != float64(100) {
+		t.Fatalf("report = %v", rep)
+	}
+	if c, _ := rep["mixed"]["commands"].(float64); c == 0 {
+		t.Fatalf("no mixed-load commands ran: %v", rep["mixed"])
+	}
+}
