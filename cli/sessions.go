@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spoolhq/spool/config"
 	"github.com/spoolhq/spool/agent"
+	"github.com/spoolhq/spool/config"
 	"github.com/spoolhq/spool/store"
 )
 
