@@ -138,3 +138,44 @@ func firstText(raw string) string {
 	rest := raw[i+len(`"text":"`):]
 	return rest[:strings.Index(rest, `"`)]
 }
+
+// TestAutomaticCompaction: a long conversation over the API compacts by itself (the agent's
+// preflight), and the chain goes on.
+func TestAutomaticCompaction(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	s := startServe(t, home, "compression:\n  threshold_tokens: 1500\n  protect_first_n: 1\n  protect_last_n: 2\n", "--context-length", "4096")
+	c := client(s)
+	var items []responses.ResponseInputItemUnionParam
+	for i := 1; i <= 10; i++ {
+		items = append(items, item(fmt.Sprintf("fact %d: %s", i, strings.Repeat("the long plan continues ", 30)), responses.EasyInputMessageRoleUser),
+			item(fmt.Sprintf("ack %d", i), responses.EasyInputMessageRoleAssistant))
+	}
+	conv, err := c.Conversations.New(bg, conversations.ConversationNewParams{Items: items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Responses.New(bg, responses.ResponseNewParams{Model: "spool", Input: input("what now"),
+		Conversation: responses.ResponseNewParamsConversationUnion{OfString: sdk.String(conv.ID)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (The fake model answers the start of the wire text, which after a compaction is spool's
+	// reference note, so only the shape of the answer is checked.)
+	if !strings.HasPrefix(r.OutputText(), "Answer ") || r.Status != "completed" {
+		t.Fatalf("answer after the compaction: %s", r.RawJSON())
+	}
+	_, _, _, msgs := transcript(t, home, conv.ID)
+	summaries := 0
+	for _, m := range msgs {
+		if m.Summary && m.Active {
+			summaries++
+		}
+	}
+	if summaries == 0 {
+		t.Fatalf("no automatic compaction: %+v", msgs)
+	}
+	if _, err := c.Responses.New(bg, responses.ResponseNewParams{Model: "spool", Input: input("and then"), PreviousResponseID: sdk.String(r.ID)}); err != nil {
+		t.Fatal(err)
+	}
+}
