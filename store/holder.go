@@ -20,9 +20,28 @@ type Holder struct {
 	Nonce string
 }
 
+// HostIDEnv names the environment variable that overrides the host a holder names. Processes
+// with different host ids treat each other as remote: a holder on another host is never probed,
+// so its leases and locks are reclaimed only after their TTL. Two processes on one machine with
+// two ids behave as two hosts sharing one PostgreSQL database (the multi-host proof uses it).
+const HostIDEnv = "SPOOL_HOST_ID"
+
+// hostID is this process's host in holder strings: $SPOOL_HOST_ID, else the host name.
+func hostID() (string, error) {
+	if h := os.Getenv(HostIDEnv); h != "" {
+		return strings.Map(func(r rune) rune {
+			if r == ':' || r == '=' || r < 0x20 {
+				return '_'
+			}
+			return r
+		}, h), nil
+	}
+	return os.Hostname()
+}
+
 // NewHolder describes the current process with a fresh nonce.
 func NewHolder() Holder {
-	host, _ := os.Hostname()
+	host, _ := hostID()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	pid := os.Getpid()
@@ -71,7 +90,7 @@ func HolderProvablyDead(holder string) bool {
 	if err != nil {
 		return false
 	}
-	host, err := os.Hostname()
+	host, err := hostID()
 	if err != nil || h.Host == "" || h.Host != host || h.PID == os.Getpid() {
 		return false
 	}
