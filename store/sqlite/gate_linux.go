@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,8 +18,12 @@ import (
 // the lock is free. The gate only orders spool's writers; correctness still rests on SQLite's
 // locking, and the busy retry still covers other processes.
 type writeGate struct {
-	f   *os.File
 	sem chan struct{} // one goroutine of this process at a time holds or waits for the flock
+	// mu guards f against close: a writer still leaving the gate (its unlock) must not race a
+	// Close of the handle, nor unlock a descriptor number the process has reused since.
+	mu     sync.RWMutex
+	f      *os.File
+	closed bool
 }
 
 func openWriteGate(dbPath string) (*writeGate, error) {
@@ -39,7 +44,14 @@ func (g *writeGate) enter(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
+		<-g.sem
+		return fmt.Errorf("write gate: %w", os.ErrClosed)
+	}
 	fd := int(g.f.Fd())
+	g.mu.RUnlock()
 	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
 		return nil
 	}
@@ -77,7 +89,11 @@ func (g *writeGate) exit() {
 	if g == nil {
 		return
 	}
-	_ = unix.Flock(int(g.f.Fd()), unix.LOCK_UN)
+	g.mu.RLock()
+	if !g.closed {
+		_ = unix.Flock(int(g.f.Fd()), unix.LOCK_UN)
+	}
+	g.mu.RUnlock()
 	<-g.sem
 }
 
@@ -85,5 +101,8 @@ func (g *writeGate) close() error {
 	if g == nil {
 		return nil
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
 	return g.f.Close()
 }

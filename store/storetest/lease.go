@@ -142,7 +142,12 @@ func testLeases(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	defer watch.Close()
+	released := make(chan struct{})
+	// The release may still be leaving the store when the watcher wakes: wait for it before the
+	// test's cleanup closes the store.
+	defer func() { <-released }()
 	go func() {
+		defer close(released)
 		time.Sleep(50 * time.Millisecond)
 		_ = st.ReleaseLease(bg, d2)
 	}()
