@@ -223,7 +223,7 @@ func (c *chat) turn(ctx context.Context, input string) {
 	res, err := c.ag.Run(tctx, c.sid, input, agent.RunOptions{
 		OnDelta: func(d provider.Delta) {
 			if d.Content != "" {
-				v.write(d.Content)
+				v.write(visible(d.Content))
 			}
 		},
 		OnWait: func(waited time.Duration, holder string) {

@@ -371,6 +371,10 @@ func TestChatApprovals(t *testing.T) {
 	s.typeLine("SAY the next line is a message")
 	s.expect("\nthe next line is a message\n")
 	s.expect("› ")
+	// A streamed reply carrying an escape sequence shows it, it does not clear the screen.
+	s.typeLine("SAY esc \x1b[2J done")
+	s.expect("esc \\x1b[2J done")
+	s.expect("› ")
 	// Ctrl-C at an idle prompt leaves with the shell's interrupt status and says how to come back.
 	if _, err := s.tty.Write([]byte{3}); err != nil {
 		t.Fatal(err)
