@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -107,6 +108,9 @@ func (a *app) configExplainCommand() *cobra.Command {
 			}
 			fmt.Fprintf(a.stdout, "config: %s\n", file)
 			fmt.Fprintf(a.stdout, "context window: %d tokens (%s)\n", window, source)
+			if cfg.Provider.Name == "openai" {
+				fmt.Fprintf(a.stdout, "provider api: %s (provider.api: chat | responses)\n", cmp.Or(cfg.Provider.API, "chat"))
+			}
 			if !ccfg.Enabled {
 				fmt.Fprintln(a.stdout, "note: compression.enabled is false: sessions never compact automatically (manual /compress still works)")
 			}

@@ -111,8 +111,11 @@ func (a *app) dial(p config.Provider, keys configKeys) (c provider.Client, name,
 		if key == "" && (p.BaseURL == "" || strings.Contains(p.BaseURL, "api.openai.com")) {
 			return nil, "", "", "", fmt.Errorf("provider openai: no API key: set %s (or %s in the config)", p.KeyEnv(), keys.keyEnv)
 		}
-		c, err = openai.New(openai.Config{BaseURL: p.BaseURL, APIKey: key})
+		c, err = openai.New(openai.Config{BaseURL: p.BaseURL, APIKey: key, API: p.API})
 	case "anthropic":
+		if p.API != "" && p.API != "chat" {
+			return nil, "", "", "", fmt.Errorf("provider.api %s is an OpenAI setting; provider anthropic has one API", p.API)
+		}
 		if key == "" && (p.BaseURL == "" || strings.Contains(p.BaseURL, "api.anthropic.com")) {
 			return nil, "", "", "", fmt.Errorf("provider anthropic: no API key: set %s (or %s in the config)", p.KeyEnv(), keys.keyEnv)
 		}

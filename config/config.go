@@ -58,6 +58,9 @@ type Provider struct {
 	// ContextLength is the model's window in tokens; 0 looks the model up in the table of known
 	// models (128,000 for a model it does not know). --context-length overrides it.
 	ContextLength int `yaml:"context_length" min:"0"`
+	// API is the wire API for provider openai: "chat" (Chat Completions, the default) or
+	// "responses" (the Responses API, stateless, with reasoning items replayed each turn).
+	API string `yaml:"api" enum:",chat,responses"`
 }
 
 // CacheLifetime is CacheTTL as a duration (5 minutes when unset).

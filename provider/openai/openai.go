@@ -44,6 +44,9 @@ type Config struct {
 	// MaxTokensField picks MaxCompletionTokens or MaxTokens. Empty: max_completion_tokens on
 	// api.openai.com, max_tokens elsewhere.
 	MaxTokensField string
+	// API picks the wire API: APIChat (Chat Completions, the default when empty) or
+	// APIResponses (POST /responses, stateless, with reasoning items replayed).
+	API string
 }
 
 // Client is an OpenAI Chat Completions endpoint. It is safe for concurrent use.
@@ -51,6 +54,7 @@ type Client struct {
 	sdk            sdk.Client
 	name           string
 	maxTokensField string
+	api            string
 }
 
 var _ provider.Client = (*Client)(nil)
@@ -77,6 +81,14 @@ func New(cfg Config) (*Client, error) {
 	default:
 		return nil, fmt.Errorf("openai: MaxTokensField %q is neither %q nor %q", field, MaxCompletionTokens, MaxTokens)
 	}
+	api := cfg.API
+	switch api {
+	case "":
+		api = APIChat
+	case APIChat, APIResponses:
+	default:
+		return nil, fmt.Errorf("openai: API %q is neither %q nor %q", api, APIChat, APIResponses)
+	}
 	name := cfg.Name
 	if name == "" {
 		name = "openai"
@@ -92,7 +104,7 @@ func New(cfg Config) (*Client, error) {
 	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
 		opts = append(opts, option.WithHeader(k, cfg.Headers[k]))
 	}
-	return &Client{sdk: sdk.NewClient(opts...), name: name, maxTokensField: field}, nil
+	return &Client{sdk: sdk.NewClient(opts...), name: name, maxTokensField: field, api: api}, nil
 }
 
 // Name implements provider.Client.
@@ -101,6 +113,9 @@ func (c *Client) Name() string { return c.name }
 // Chat implements provider.Client. On a stream cut short the error is provider.ClassNetwork and
 // the Response holds what had arrived.
 func (c *Client) Chat(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (provider.Response, error) {
+	if c.api == APIResponses {
+		return c.chatResponses(ctx, req, onDelta)
+	}
 	params, err := c.params(req)
 	if err != nil {
 		return provider.Response{}, &provider.Error{Class: provider.ClassBadRequest, Provider: c.name, Message: err.Error()}
