@@ -20,6 +20,7 @@ import (
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/postgres"
 	"github.com/spoolhq/spool/store/sqlite"
+	"github.com/spoolhq/spool/tools/mcp"
 )
 
 // app is the state one spool invocation shares between its commands.
@@ -34,6 +35,9 @@ type app struct {
 	st     store.Store
 	closer io.Closer
 	exit   int // status for a command that succeeded but found problems (db check)
+
+	mcp       *mcp.Manager // the MCP servers, started once per process (closeMCP)
+	mcpWarned bool
 }
 
 // config loads the configuration once per invocation.

@@ -39,6 +39,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
+	if merr := a.closeMCP(); merr != nil {
+		fmt.Fprintf(stderr, "spool: warning: %s\n", oneLine(merr.Error()))
+	}
 	if cerr := a.closeStore(); cerr != nil && err == nil {
 		// The command's own failure, when there is one, is the line worth printing.
 		err = cerr
@@ -118,6 +121,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(a.sessionsCommand(), a.searchCommand(), a.dbCommand(), a.benchCommand())
 	root.AddCommand(a.runCommand(), a.chatCommand())
 	root.AddCommand(a.configCommand(), a.uiCommand(), a.serveCommand())
+	root.AddCommand(a.mcpCommand())
 	root.AddCommand(a.importCommand())
 	a.addCompletions(root)
 	return root

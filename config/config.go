@@ -27,6 +27,33 @@ type Config struct {
 	Sessions    Sessions    `yaml:"sessions"`
 	Leases      Leases      `yaml:"leases"`
 	Serve       Serve       `yaml:"serve"`
+	MCP         MCP         `yaml:"mcp"`
+}
+
+// MCP configures Model Context Protocol servers, whose tools join the built-in ones (package
+// tools/mcp) in `spool run` and `spool chat`.
+type MCP struct {
+	// Servers are the MCP servers, each a stdio command or a streamable HTTP URL. They are set
+	// in the config file only (no environment variable).
+	Servers []MCPServer `yaml:"servers"`
+	// ConnectTimeout bounds starting a server and listing its tools.
+	ConnectTimeout time.Duration `yaml:"connect_timeout" min:"1"`
+	// CallTimeout bounds one tool call; a server that does not answer in time is stopped.
+	CallTimeout time.Duration `yaml:"call_timeout" min:"1"`
+	// MaxRestarts is how often a server that died or hung is restarted before it is failed.
+	MaxRestarts int `yaml:"max_restarts" min:"0"`
+}
+
+// MCPServer is one MCP server. Exactly one of Command and URL is set.
+type MCPServer struct {
+	// Name namespaces the server's tools: mcp__<name>__<tool>.
+	Name string `yaml:"name"`
+	// Command is the argv of a stdio server.
+	Command []string `yaml:"command"`
+	// Env is added to the command's environment, which never holds spool's own secrets.
+	Env map[string]string `yaml:"env"`
+	// URL is a streamable HTTP endpoint.
+	URL string `yaml:"url"`
 }
 
 // Database configures the session store.
@@ -214,5 +241,6 @@ func Default(home string) Config {
 			Listen: "127.0.0.1:8642", BusyWait: 2 * time.Second, RetryAfter: time.Second, MaxConcurrent: 8,
 			MaxRequestBytes: 4 << 20, TurnTimeout: 10 * time.Minute, DrainTimeout: 30 * time.Second, KeepAlive: 15 * time.Second,
 		},
+		MCP: MCP{ConnectTimeout: 30 * time.Second, CallTimeout: 2 * time.Minute, MaxRestarts: 3},
 	}
 }

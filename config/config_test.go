@@ -172,6 +172,7 @@ serve:
 		Sessions:  Sessions{MaxResumeMessages: 0, MaxExportMessages: 5},
 		Leases:    Leases{TTL: 10 * time.Minute, RenewEvery: 2 * time.Minute, Wait: 0},
 		Serve:     Default(home).Serve,
+		MCP:       Default(home).MCP,
 	}
 	want.Serve.Listen, want.Serve.BusyWait = "127.0.0.1:9000", 0
 	want.Serve.Keys = map[string]string{"alice": "2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90"}

@@ -172,6 +172,22 @@ func (w walker) node(v reflect.Value, n *yaml.Node, key string) error {
 			}
 		}
 		return nil
+	case v.Kind() == reflect.Slice:
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+			return nil
+		}
+		if n.Kind != yaml.SequenceNode {
+			return &Error{Source: w.at(n), Key: key, Reason: "must be a list"}
+		}
+		list := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, el := range n.Content {
+			if err := w.node(list.Index(i), el, fmt.Sprintf("%s[%d]", key, i)); err != nil {
+				return err
+			}
+		}
+		v.Set(list)
+		w.sources[key] = w.at(n)
+		return nil
 	case v.Kind() == reflect.Map:
 		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 			return nil
@@ -393,6 +409,9 @@ func applyEnv(cfg *Config, environ []string, sources map[string]string) error {
 		if !ok {
 			continue
 		}
+		if l.value.Kind() == reflect.Slice {
+			return &Error{Source: name, Key: l.key, Reason: "is a list: set it in the config file"}
+		}
 		if l.value.Kind() == reflect.Map {
 			m := reflect.MakeMap(l.value.Type())
 			for _, part := range strings.Split(s, ",") {
@@ -487,6 +506,45 @@ func (c *Config) validate(sources map[string]string) error {
 			key = "auxiliary.compression.base_url"
 		}
 		return bad(key, "needs auxiliary.compression.model: the main model's name means nothing to another endpoint")
+	}
+	return c.validateMCP(sources)
+}
+
+var mcpServerName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+// validateMCP checks each MCP server: a unique, tool-name-safe name and exactly one transport.
+func (c *Config) validateMCP(sources map[string]string) error {
+	seen := map[string]int{}
+	for i, s := range c.MCP.Servers {
+		key := fmt.Sprintf("mcp.servers[%d]", i)
+		at := func(field string) string {
+			if src, ok := sources[key+"."+field]; ok {
+				return src
+			}
+			return sources["mcp.servers"]
+		}
+		bad := func(field, format string, args ...any) error {
+			return &Error{Source: at(field), Key: key + "." + field, Reason: fmt.Sprintf(format, args...)}
+		}
+		if !mcpServerName.MatchString(s.Name) {
+			return bad("name", "%q is not a server name (want 1-32 letters, digits, '_' or '-'; it becomes part of tool names)", s.Name)
+		}
+		if j, dup := seen[s.Name]; dup {
+			return bad("name", "%q is also the name of mcp.servers[%d]: names must be unique", s.Name, j)
+		}
+		seen[s.Name] = i
+		switch {
+		case len(s.Command) == 0 && s.URL == "":
+			return bad("command", "server %s needs a command (argv list) or a url", s.Name)
+		case len(s.Command) > 0 && s.URL != "":
+			return bad("url", "server %s has both a command and a url: keep one", s.Name)
+		case len(s.Command) > 0 && strings.TrimSpace(s.Command[0]) == "":
+			return bad("command", "server %s: the program (first item) is empty", s.Name)
+		case s.URL != "" && !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://"):
+			return bad("url", "%q must start with http:// or https:// (a streamable HTTP endpoint)", s.URL)
+		case s.URL != "" && len(s.Env) > 0:
+			return bad("env", "server %s: env applies to a command, not a url", s.Name)
+		}
 	}
 	return nil
 }

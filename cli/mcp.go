@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spoolhq/spool/config"
+	"github.com/spoolhq/spool/tools"
+	"github.com/spoolhq/spool/tools/mcp"
+)
+
+// mcpServers starts the configured MCP servers once per process (Run closes them) and returns
+// their manager; nil when none are configured.
+func (a *app) mcpServers(ctx context.Context, cfg config.Config) *mcp.Manager {
+	if a.mcp != nil || len(cfg.MCP.Servers) == 0 {
+		return a.mcp
+	}
+	servers := make([]mcp.Server, 0, len(cfg.MCP.Servers))
+	for _, s := range cfg.MCP.Servers {
+		servers = append(servers, mcp.Server{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL})
+	}
+	aux, _ := cfg.Auxiliary.Compression.ClientFor(cfg.Provider)
+	secrets := tools.NewSecrets(os.Environ(), cfg.Provider.KeyEnv(), aux.KeyEnv())
+	restarts := cfg.MCP.MaxRestarts
+	if restarts == 0 {
+		restarts = -1 // none
+	}
+	a.mcp = mcp.Start(ctx, servers, mcp.Options{
+		ConnectTimeout: cfg.MCP.ConnectTimeout,
+		CallTimeout:    cfg.MCP.CallTimeout,
+		MaxRestarts:    restarts,
+		// A server is a program the user chose, but spool's own keys are not its business.
+		Environ: secrets.Environ(os.Environ()),
+	})
+	return a.mcp
+}
+
+// mcpTools are the tools of the connected MCP servers; a server that failed is named on stderr
+// (the agent runs without its tools).
+func (a *app) mcpTools(ctx context.Context, cfg config.Config) []tools.Tool {
+	m := a.mcpServers(ctx, cfg)
+	if m == nil {
+		return nil
+	}
+	if !a.mcpWarned {
+		a.mcpWarned = true
+		for _, s := range m.Status() {
+			if s.State == mcp.Failed {
+				fmt.Fprintf(a.stderr, "spool: warning: MCP server %s failed: %s\n", s.Name, oneLine(s.Error))
+			}
+		}
+	}
+	return m.Tools()
+}
+
+// closeMCP ends the MCP servers this process started.
+func (a *app) closeMCP() error {
+	if a.mcp == nil {
+		return nil
+	}
+	err := a.mcp.Close()
+	a.mcp = nil
+	return err
+}
+
+func (a *app) mcpCommand() *cobra.Command {
+	cmd := groupCommand("mcp", "Inspect the MCP servers whose tools join the built-in ones")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "Connect to every configured MCP server and show its state and tools",
+		Long: "Start (or connect to) each server in the config's mcp.servers, list its tools and stop it\n" +
+			"again. A server is connected, or failed with the reason. Tool names are the ones the model\n" +
+			"sees: mcp__<server>__<tool>.",
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.config()
+			if err != nil {
+				return err
+			}
+			var status []mcp.Status
+			if m := a.mcpServers(cmd.Context(), cfg); m != nil {
+				status = m.Status()
+			}
+			if status == nil {
+				status = []mcp.Status{}
+			}
+			if a.json {
+				return a.printJSON(map[string]any{"servers": status})
+			}
+			if len(status) == 0 {
+				fmt.Fprintln(a.stdout, "No MCP servers configured (add them under mcp.servers in config.yaml).")
+				return nil
+			}
+			for _, s := range status {
+				state := s.State
+				if s.Error != "" {
+					state += ": " + visible(oneLine(s.Error))
+				}
+				fmt.Fprintf(a.stdout, "%s (%s) %s\n", visible(s.Name), s.Transport, state)
+				for _, t := range s.Tools {
+					line := "  " + t.Name
+					if t.Skipped != "" {
+						line += "  [not offered: " + oneLine(t.Skipped) + "]"
+					} else if d := firstLine(t.Description); d != "" {
+						line += "  " + d
+					}
+					fmt.Fprintln(a.stdout, visible(line))
+				}
+			}
+			return nil
+		},
+	})
+	return cmd
+}
+
+// firstLine is the first line of s, cut to 100 characters.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > 100 {
+		s = string(r[:100]) + "..."
+	}
+	return s
+}
