@@ -410,3 +410,45 @@ func TestResponsesBadConfigAndRequest(t *testing.T) {
 		t.Errorf("bad requests reached the server %d times", n)
 	}
 }
+
+// Stored reasoning items are sent as stored, even with characters an HTML-safe JSON encoder
+// would escape; items from other providers (OpenRouter's reasoning.* details) are not sent.
+func TestResponsesReplayIsByteExact(t *testing.T) {
+	t.Parallel()
+	item := `{"id":"rs_1","type":"reasoning","encrypted_content":"gAAA+/=","summary":[{"type":"summary_text","text":"a<b && c>d \u00e9 é"}]}`
+	tests := []struct {
+		name    string
+		details string
+		want    bool
+	}{
+		{"responses", `[` + item + `,{"id":"msg_1","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"old","annotations":[]}]}]`, true},
+		{"openrouter", `[{"type":"reasoning.encrypted","data":"abc=="}]`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := replay.Serve(t, replay.Load(t, rfix("02-stream-text.sse")))
+			req := userReq("q")
+			req.Messages = append(req.Messages,
+				provider.Message{Role: "assistant", Content: "answer", ReasoningDetails: json.RawMessage(tt.details)},
+				provider.Message{Role: "user", Content: "next"})
+			if _, err := newResponsesClient(t, srv).Chat(context.Background(), req, func(provider.Delta) {}); err != nil {
+				t.Fatal(err)
+			}
+			body := srv.Requests()[0].Body
+			if got := bytes.Contains(body, []byte(item)); got != tt.want {
+				t.Errorf("item sent byte for byte = %v, want %v: %s", got, tt.want, body)
+			}
+			if bytes.Contains(body, []byte("reasoning.encrypted\"")) || bytes.Contains(body, []byte(`"old"`)) {
+				t.Errorf("foreign details or stale text sent: %s", body)
+			}
+			wantMsg := `{"content":"answer","role":"assistant"}`
+			if tt.want {
+				wantMsg = `"id":"msg_1"`
+			}
+			if !bytes.Contains(body, []byte(wantMsg)) || !bytes.Contains(body, []byte(`"answer"`)) {
+				t.Errorf("assistant text not sent as %s: %s", wantMsg, body)
+			}
+		})
+	}
+}
