@@ -3,12 +3,17 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
+	"github.com/spoolhq/spool/agent"
 	"github.com/spoolhq/spool/config"
+	"github.com/spoolhq/spool/provider"
+	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/tools"
 	"github.com/spoolhq/spool/tools/mcp"
 )
@@ -55,6 +60,59 @@ func (a *app) mcpTools(ctx context.Context, cfg config.Config) []tools.Tool {
 		}
 	}
 	return m.Tools()
+}
+
+// agentTools are the tools of an agent: the built-ins, plus the MCP servers' tools when servers
+// are configured, whose lists are refreshed between turns.
+func (a *app) agentTools(ctx context.Context, cfg config.Config, env tools.Env) (agent.Tools, error) {
+	extra := a.mcpTools(ctx, cfg)
+	reg, err := tools.New(append(tools.Builtins(), extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("tools: %w", err)
+	}
+	if a.mcp == nil {
+		return agent.Registry(reg, env), nil
+	}
+	return &liveTools{m: a.mcp, env: env, reg: agent.Registry(reg, env), stderr: a.stderr}, nil
+}
+
+// liveTools offers the built-in and MCP tools and lists the MCP servers' tools again at the start
+// of every turn after the first (Definitions is read once per turn), never within one. When a
+// server's list changed, the tools prefix changes and the next model call cannot use the prompt
+// cache: a line on stderr names the server.
+type liveTools struct {
+	m      *mcp.Manager
+	env    tools.Env
+	stderr io.Writer
+
+	mu     sync.Mutex
+	reg    agent.Tools
+	served bool
+}
+
+func (l *liveTools) Definitions() []provider.Tool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.served {
+		if changed := l.m.Refresh(context.Background()); len(changed) > 0 {
+			reg, err := tools.New(append(tools.Builtins(), l.m.Tools()...)...)
+			if err != nil {
+				fmt.Fprintf(l.stderr, "spool: warning: MCP servers %s changed their tools, kept the old list: %s\n", strings.Join(changed, ", "), oneLine(err.Error()))
+			} else {
+				l.reg = agent.Registry(reg, l.env)
+				fmt.Fprintf(l.stderr, "spool: cache break: MCP server %s changed its tool list; the tools prefix changes once for this turn\n", strings.Join(changed, ", "))
+			}
+		}
+	}
+	l.served = true
+	return l.reg.Definitions()
+}
+
+func (l *liveTools) Call(ctx context.Context, sessionID string, c store.ToolCall) (string, bool) {
+	l.mu.Lock()
+	reg := l.reg
+	l.mu.Unlock()
+	return reg.Call(ctx, sessionID, c)
 }
 
 // closeMCP ends the MCP servers this process started.

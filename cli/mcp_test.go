@@ -61,7 +61,7 @@ func TestMCPList(t *testing.T) {
 	for _, tl := range got.Servers[0].Tools {
 		names = append(names, tl.Name)
 	}
-	if len(names) != 8 || names[0] != "mcp__t__add" || !strings.Contains(strings.Join(names, " "), "mcp__t__echo") {
+	if len(names) != 9 || names[0] != "mcp__t__add" || !strings.Contains(strings.Join(names, " "), "mcp__t__echo") {
 		t.Errorf("tools = %v", names)
 	}
 	text := spool(t, home, "mcp", "list").ok(t, "mcp list")

@@ -180,13 +180,12 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 	}
 	// MCP tools join the built-ins; the registry sorts them, so the tools prefix is the same in
 	// every process while the servers' lists do not change.
-	all, err := tools.New(append(tools.Builtins(), a.mcpTools(ctx, cfg)...)...)
-	if err != nil {
-		return nil, nil, "", fmt.Errorf("tools: %w", err)
-	}
-	reg := agent.Registry(all, tools.Env{WorkDir: wd, Home: cfg.Home, Store: st, Approver: approver, Summarizer: recallSum,
+	reg, err := a.agentTools(ctx, cfg, tools.Env{WorkDir: wd, Home: cfg.Home, Store: st, Approver: approver, Summarizer: recallSum,
 		ConfirmWrites: confirmWrites && !f.yes,
 		Secrets:       tools.NewSecrets(os.Environ(), cfg.Provider.KeyEnv(), aux.KeyEnv())})
+	if err != nil {
+		return nil, nil, "", err
+	}
 	ag, err := agent.New(agent.Deps{Store: st, Client: client, SummaryClient: summary, Tools: reg, Config: agent.Config{
 		Model:         model,
 		Provider:      name,

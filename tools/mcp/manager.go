@@ -461,3 +461,65 @@ func (b *tailBuffer) lastLine() string {
 	}
 	return last
 }
+
+// Refresh lists the tools of every connected server again and returns the names of the servers
+// whose list changed, in configuration order; Tools then returns the new lists. A server that
+// does not answer in time keeps its old list. Call it between turns only: the tools offered
+// within a turn must not change.
+func (m *Manager) Refresh(ctx context.Context) []string {
+	if m == nil {
+		return nil
+	}
+	changed := make([]bool, len(m.servers))
+	var wg sync.WaitGroup
+	for i, s := range m.servers {
+		wg.Go(func() { changed[i] = s.refresh(ctx) })
+	}
+	wg.Wait()
+	var out []string
+	for i, s := range m.servers {
+		if changed[i] {
+			out = append(out, s.cfg.Name)
+		}
+	}
+	return out
+}
+
+func (s *server) refresh(ctx context.Context) bool {
+	s.mu.Lock()
+	session, old := s.session, s.listed
+	s.mu.Unlock()
+	if session == nil {
+		return false
+	}
+	lctx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
+	defer cancel()
+	var list []*sdk.Tool
+	for t, err := range session.Tools(lctx, nil) {
+		if err != nil {
+			return false
+		}
+		list = append(list, t)
+	}
+	if listKey(list) == listKey(old) {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.session != session {
+		return false // restarted meanwhile
+	}
+	s.listed = list
+	return true
+}
+
+// listKey identifies a tool list by what the model sees of it, whatever the server's order.
+func listKey(list []*sdk.Tool) string {
+	keys := make([]string, 0, len(list))
+	for _, t := range list {
+		schema, _ := json.Marshal(t.InputSchema)
+		keys = append(keys, t.Name+"\x00"+t.Description+"\x00"+string(schema))
+	}
+	slices.Sort(keys)
+	return strings.Join(keys, "\x01")
+}

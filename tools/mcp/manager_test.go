@@ -60,7 +60,7 @@ func TestStdioListAndCall(t *testing.T) {
 	t.Parallel()
 	m, reg := start(t, mcp.Options{}, stdio("t"))
 	weird := mcp.ToolName("t", "weird.name/with spaces")
-	want := []string{"mcp__t__add", "mcp__t__crash", "mcp__t__echo", "mcp__t__env", "mcp__t__fail", "mcp__t__hang", "mcp__t__zeta", weird}
+	want := []string{"mcp__t__add", "mcp__t__crash", "mcp__t__echo", "mcp__t__env", "mcp__t__fail", "mcp__t__grow", "mcp__t__hang", "mcp__t__zeta", weird}
 	slices.Sort(want)
 	if got := reg.Names(); !slices.Equal(got, want) {
 		t.Fatalf("names = %v, want %v", got, want)
@@ -278,5 +278,41 @@ func TestToolName(t *testing.T) {
 	}
 	if d, e := mcp.ToolName("s", "a.b"), mcp.ToolName("s", "a/b"); d == e {
 		t.Errorf("a.b and a/b share the name %q", d)
+	}
+}
+
+func TestRefreshBetweenTurns(t *testing.T) {
+	t.Parallel()
+	m, _ := start(t, mcp.Options{}, stdio("a"), stdio("b"))
+	ctx := context.Background()
+	defs := func() []byte {
+		reg, err := tools.New(m.Tools()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(reg.Definitions())
+		return b
+	}
+	before := defs()
+	if got := m.Refresh(ctx); len(got) != 0 || !bytes.Equal(defs(), before) {
+		t.Fatalf("refresh with no change: changed %v, same bytes %v", got, bytes.Equal(defs(), before))
+	}
+	reg, _ := tools.New(m.Tools()...)
+	if res := reg.Call(ctx, approve, "mcp__b__grow", `{}`); res.IsError {
+		t.Fatalf("grow: %+v", res)
+	}
+	// The list a registry was built from does not change by itself (a turn keeps its tools).
+	if !bytes.Equal(defs(), before) {
+		t.Fatal("tools changed without a refresh")
+	}
+	if got := m.Refresh(ctx); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("refresh after b grew: changed %v, want [b]", got)
+	}
+	after := defs()
+	if bytes.Equal(after, before) || !bytes.Contains(after, []byte("mcp__b__extra")) || bytes.Contains(after, []byte("mcp__a__extra")) {
+		t.Fatalf("definitions after refresh:\n%s", after)
+	}
+	if got := m.Refresh(ctx); len(got) != 0 || !bytes.Equal(defs(), after) {
+		t.Fatalf("second refresh: changed %v", got)
 	}
 }

@@ -68,12 +68,22 @@ func newServer(extra bool) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "weird.name/with spaces", Description: "A name the registry cannot take as it is."}, func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
 		return text("weird"), nil, nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "grow", Description: "Offer one more tool from now on."}, func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+		addExtra(s)
+		return text("grown"), nil, nil
+	})
 	if extra {
-		mcp.AddTool(s, &mcp.Tool{Name: "extra", Description: "Only with -extra."}, func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+		addExtra(s)
+	}
+	return s
+}
+
+func addExtra(s *mcp.Server) {
+	{
+		mcp.AddTool(s, &mcp.Tool{Name: "extra", Description: "Only with -extra or after grow."}, func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
 			return text("extra"), nil, nil
 		})
 	}
-	return s
 }
 
 func main() {
