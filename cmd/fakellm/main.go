@@ -1,6 +1,6 @@
 // Command fakellm serves the deterministic scripted model of provider/fake over real HTTP, in
-// both the OpenAI Chat Completions (/v1/chat/completions) and Anthropic Messages (/v1/messages)
-// wire formats, so tests, benchmarks and manual runs can drive real client code without a
+// the OpenAI Chat Completions (/v1/chat/completions), OpenAI Responses (/v1/responses) and
+// Anthropic Messages (/v1/messages) wire formats, so tests, benchmarks and manual runs can drive real client code without a
 // network or a key. The first line on stdout is the base URL it listens on ("-addr
 // 127.0.0.1:0" picks a free port). It is a development tool: spool itself uses provider/fake
 // in process and never starts this program.

@@ -29,6 +29,13 @@ var adapterCases = []adapterCase{
 		}
 		return c
 	}},
+	{"openai-responses", false, func(t *testing.T, base string) provider.Client {
+		c, err := openai.New(openai.Config{BaseURL: base + "/v1", APIKey: "sk-fake-adapter-test", API: openai.APIResponses})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}},
 	{"anthropic", true, func(t *testing.T, base string) provider.Client {
 		c, err := anthropic.New(anthropic.Config{BaseURL: base, APIKey: "sk-ant-fake-adapter-test"})
 		if err != nil {

@@ -1,6 +1,8 @@
 // Package fake is a deterministic scripted model. It implements provider.Client in process
 // (Name "fake": spool's offline model) and serves the real HTTP wire formats of OpenAI Chat
-// Completions and Anthropic Messages (Model.Handler), streamed and not, with the bodies, usage
+// Completions, the OpenAI Responses API (stateless; every answer carries a reasoning item with
+// deterministic encrypted_content, and a replayed reasoning item without it, or without its
+// following item, gets the real 400) and Anthropic Messages (Model.Handler), streamed and not, with the bodies, usage
 // fields, SSE framing and error bodies of the recordings in shared/fixtures/providers. Tests
 // and benchmarks run real client code against it; cmd/fakellm serves it as a process.
 //
