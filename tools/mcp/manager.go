@@ -354,6 +354,7 @@ func (s *server) connectLocked(ctx context.Context) error {
 		s.stderr = &tailBuffer{}
 		cmd.Stderr = s.stderr
 		cmd.WaitDelay = 2 * time.Second
+		ownGroup(cmd)
 		s.cmd = cmd
 		transport = &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	default:
@@ -362,7 +363,7 @@ func (s *server) connectLocked(ctx context.Context) error {
 	session, err := s.client.Connect(cctx, transport, nil)
 	if err != nil {
 		if s.cmd != nil && s.cmd.Process != nil {
-			_ = s.cmd.Process.Kill()
+			killGroup(s.cmd)
 			_ = s.cmd.Wait()
 		}
 		s.cmd = nil
@@ -378,9 +379,7 @@ func (s *server) connectLocked(ctx context.Context) error {
 
 // dropLocked kills the process (a hung server would not stop on its own) and closes the session.
 func (s *server) dropLocked() {
-	if s.cmd != nil && s.cmd.Process != nil {
-		_ = s.cmd.Process.Kill()
-	}
+	killGroup(s.cmd)
 	_ = s.closeLocked()
 }
 
@@ -390,6 +389,7 @@ func (s *server) closeLocked() error {
 		err = s.session.Close()
 		s.session = nil
 	}
+	killGroup(s.cmd) // whatever the server left running
 	s.cmd = nil
 	return err
 }
