@@ -398,3 +398,28 @@ type Route struct {
 	Origin    json.RawMessage
 	UpdatedAt time.Time
 }
+
+// MaxRouteKey bounds a session key; real keys are well under 200 bytes.
+const MaxRouteKey = 512
+
+// Validate checks a route before any backend stores it: a key (not starting with /, at most
+// MaxRouteKey bytes), a session, and an origin that is a JSON object when set.
+func (r Route) Validate() error {
+	switch {
+	case r.Key == "":
+		return Invalid("session_key", "empty")
+	case len(r.Key) > MaxRouteKey:
+		return Invalid("session_key", "%d bytes, the limit is %d", len(r.Key), MaxRouteKey)
+	case r.Key[0] == '/':
+		return Invalid("session_key", "%q starts with /", r.Key)
+	case r.SessionID == "":
+		return Invalid("session_id", "empty")
+	}
+	if len(r.Origin) > 0 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(r.Origin, &obj); err != nil {
+			return Invalid("origin", "must be a JSON object: %v", err)
+		}
+	}
+	return nil
+}

@@ -305,29 +305,44 @@ func (s *Server) completionOf(rep gateway.Reply, id string, created int64, model
 	}
 }
 
-// replay answers from a stored idempotent outcome.
-func (s *Server) replay(w http.ResponseWriter, e *store.IdempotencyEntry, streamed, includeUsage bool) {
-	var rec stored
-	if err := json.Unmarshal(e.Response, &rec); err != nil {
-		writeError(w, newError(http.StatusInternalServerError, "server_error", "replay_failed", "the stored outcome of this Idempotency-Key is unreadable").noRetry())
-		return
-	}
+// errReplayUnreadable answers a stored idempotent outcome that no longer decodes.
+func errReplayUnreadable() *apiError {
+	return newError(http.StatusInternalServerError, "server_error", "replay_failed", "the stored outcome of this Idempotency-Key is unreadable").noRetry()
+}
+
+// replayWhole sets the headers every replay carries and, for an error or a non-streamed answer,
+// writes the stored body as it was sent; it reports whether the answer is complete (false: the
+// caller streams rec's body again).
+func replayWhole(w http.ResponseWriter, e *store.IdempotencyEntry, rec stored, streamed bool) bool {
 	w.Header().Set("Idempotent-Replayed", "true")
 	if rec.SessionID != "" {
 		w.Header().Set("X-Spool-Session-Id", rec.SessionID)
 	}
-	if e.Status != http.StatusOK || !streamed {
-		w.Header().Set("Content-Type", "application/json")
-		if e.Status != http.StatusOK {
-			w.Header().Set("x-should-retry", "false")
-		}
-		w.WriteHeader(e.Status)
-		w.Write(append(rec.Body, '\n'))
+	if e.Status == http.StatusOK && streamed {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if e.Status != http.StatusOK {
+		w.Header().Set("x-should-retry", "false")
+	}
+	w.WriteHeader(e.Status)
+	w.Write(append(rec.Body, '\n'))
+	return true
+}
+
+// replay answers from a stored idempotent outcome.
+func (s *Server) replay(w http.ResponseWriter, e *store.IdempotencyEntry, streamed, includeUsage bool) {
+	var rec stored
+	if err := json.Unmarshal(e.Response, &rec); err != nil {
+		writeError(w, errReplayUnreadable())
+		return
+	}
+	if replayWhole(w, e, rec, streamed) {
 		return
 	}
 	var c completion
 	if err := json.Unmarshal(rec.Body, &c); err != nil {
-		writeError(w, newError(http.StatusInternalServerError, "server_error", "replay_failed", "the stored outcome of this Idempotency-Key is unreadable").noRetry())
+		writeError(w, errReplayUnreadable())
 		return
 	}
 	s.replayStream(w, c, includeUsage)

@@ -367,20 +367,10 @@ func (s *Server) replayResponse(w http.ResponseWriter, e *store.IdempotencyEntry
 		} `json:"output"`
 	}
 	if json.Unmarshal(e.Response, &rec) != nil || (e.Status == http.StatusOK && json.Unmarshal(rec.Body, &obj) != nil) {
-		writeError(w, newError(http.StatusInternalServerError, "server_error", "replay_failed", "the stored outcome of this Idempotency-Key is unreadable").noRetry())
+		writeError(w, errReplayUnreadable())
 		return
 	}
-	w.Header().Set("Idempotent-Replayed", "true")
-	if rec.SessionID != "" {
-		w.Header().Set("X-Spool-Session-Id", rec.SessionID)
-	}
-	if e.Status != http.StatusOK || !streamed {
-		w.Header().Set("Content-Type", "application/json")
-		if e.Status != http.StatusOK {
-			w.Header().Set("x-should-retry", "false")
-		}
-		w.WriteHeader(e.Status)
-		w.Write(append(rec.Body, '\n'))
+	if replayWhole(w, e, rec, streamed) {
 		return
 	}
 	text := ""

@@ -12,32 +12,9 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// maxRouteKey bounds a session key, as on SQLite.
-const maxRouteKey = 512
-
-func validateRoute(r store.Route) error {
-	switch {
-	case r.Key == "":
-		return store.Invalid("session_key", "empty")
-	case len(r.Key) > maxRouteKey:
-		return store.Invalid("session_key", "%d bytes, the limit is %d", len(r.Key), maxRouteKey)
-	case r.Key[0] == '/':
-		return store.Invalid("session_key", "%q starts with /", r.Key)
-	case r.SessionID == "":
-		return store.Invalid("session_id", "empty")
-	}
-	if len(r.Origin) > 0 {
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(r.Origin, &obj); err != nil {
-			return store.Invalid("origin", "must be a JSON object: %v", err)
-		}
-	}
-	return nil
-}
-
 // PutRoute implements store.Store.
 func (db *DB) PutRoute(ctx context.Context, r store.Route) error {
-	if err := validateRoute(r); err != nil {
+	if err := r.Validate(); err != nil {
 		return fmt.Errorf("put route %q: %w", r.Key, err)
 	}
 	if r.UpdatedAt.IsZero() {
