@@ -94,21 +94,18 @@ func allowWrite(ctx context.Context, env Env, abs, name, old, content string) er
 }
 
 // ask puts req to the approver; without one the answer is no, with a reason the model can act on.
+// A refusal of something outside the workspace says so.
 func ask(ctx context.Context, env Env, req ApprovalRequest) error {
-	approve := env.Approver
-	if approve == nil {
+	if env.Approver == nil {
 		what := "reading"
 		if req.Tool == "write_file" {
 			what = "writing"
 		}
-		approve = Deny(fmt.Sprintf("%s %s needs approval: it is outside the workspace %s (non-interactive runs need --yes)",
-			what, req.Path, req.WorkDir))
+		return Deny(fmt.Sprintf("%s %s needs approval: it is outside the workspace %s (non-interactive runs need --yes)",
+			what, req.Path, req.WorkDir))(ctx, req)
 	}
-	err := approve(ctx, req)
-	if err == nil {
-		return nil
-	}
-	if req.Outside && errors.Is(err, ErrDenied) && !strings.Contains(err.Error(), "outside the workspace") {
+	err := env.Approver(ctx, req)
+	if err != nil && req.Outside && errors.Is(err, ErrDenied) {
 		return fmt.Errorf("%s is outside the workspace %s: %w", req.Path, req.WorkDir, err)
 	}
 	return err
