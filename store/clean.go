@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 	"unicode"
@@ -150,5 +151,36 @@ func ValidateModelConfig(raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return Invalid("model_config", "must be a JSON object: %v", err)
 	}
+	return nil
+}
+
+// ValidateNewSession checks ns as every backend does before inserting it (ids, relation and
+// parent, model config) and cleans its title.
+func ValidateNewSession(ns *NewSession) error {
+	if err := ValidateID(ns.ID); err != nil {
+		return err
+	}
+	if ns.ParentID != "" {
+		if err := ValidateID(ns.ParentID); err != nil {
+			return fmt.Errorf("parent: %w", err)
+		}
+	}
+	if !ns.Relation.Valid() {
+		return Invalid("relation", "unknown relation %q", ns.Relation)
+	}
+	if ns.Relation != RelationNone && ns.ParentID == "" {
+		return Invalid("relation", "%q needs a parent session", ns.Relation)
+	}
+	if ns.ParentID == ns.ID {
+		return Invalid("parent", "a session cannot be its own parent")
+	}
+	if err := ValidateModelConfig(ns.ModelConfig); err != nil {
+		return err
+	}
+	t, err := CleanTitle(ns.Title)
+	if err != nil {
+		return err
+	}
+	ns.Title = t
 	return nil
 }

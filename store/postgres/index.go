@@ -8,7 +8,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/spoolhq/spool/store"
-	"github.com/spoolhq/spool/store/sqlite"
+	"github.com/spoolhq/spool/store/fts"
 )
 
 // The word index is a tsvector the writer builds in Go: the same tokens, in the same places, as
@@ -59,7 +59,7 @@ func buildTSV(role, content, toolName, toolCalls string) string {
 		}
 		pos++ // the gap between columns
 	}
-	add(sqlite.IndexedText(role, content))
+	add(fts.IndexedText(role, content))
 	add(toolName)
 	add(toolCalls)
 	var b strings.Builder
@@ -96,7 +96,7 @@ func writeLexeme(b *strings.Builder, tok string) {
 	b.WriteByte('\'')
 }
 
-// buildTSQuery translates a sanitized FTS5 MATCH expression (sqlite.SanitizeQuery's output:
+// buildTSQuery translates a sanitized FTS5 MATCH expression (fts.SanitizeQuery's output:
 // barewords, "phrases", a trailing * for a prefix, AND, OR, NOT) into tsquery text with the same
 // meaning. FTS5 binds adjacent terms (implicit AND) tighter than any operator, then NOT, AND, OR;
 // each run of adjacent terms becomes one parenthesized group, and NOT becomes "& !", which
@@ -184,10 +184,10 @@ func renderPhrase(text string, prefix bool) string {
 
 // cjkText is what the substring index holds for a row: its indexed text when it contains CJK.
 func cjkText(role, content string) *string {
-	if !sqlite.HasCJK(content) {
+	if !fts.HasCJK(content) {
 		return nil
 	}
-	s := sqlite.IndexedText(role, content)
+	s := fts.IndexedText(role, content)
 	return &s
 }
 
@@ -198,17 +198,17 @@ func rowIndex(m store.Message, calls *string) (tsv string, cjk *string) {
 	c := ""
 	if calls != nil {
 		if tcs, err := store.DecodeToolCalls(*calls); err == nil {
-			c = sqlite.CallsText(tcs)
+			c = fts.CallsText(tcs)
 		}
 	}
 	return buildTSV(m.Role, m.Content, m.ToolName, c), cjkText(m.Role, m.Content)
 }
 
-// tokens splits text as the SQLite index does: sqlite.Tokens, then unicode61's default
+// tokens splits text as the SQLite index does: fts.Tokens, then unicode61's default
 // remove_diacritics=1, which folds a Latin letter carrying one diacritic to its base letter
 // ("Ş" and "s" are one token; "ß" stays itself).
 func tokens(text string) []string {
-	toks := sqlite.Tokens(text)
+	toks := fts.Tokens(text)
 	for i, t := range toks {
 		toks[i] = foldDiacritics(t)
 	}

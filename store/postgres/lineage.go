@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spoolhq/spool/store"
-	"github.com/spoolhq/spool/store/sqlite"
+	"github.com/spoolhq/spool/store/fts"
 )
 
 const chainWalkCap = 1000
@@ -172,7 +172,7 @@ func recount(ctx context.Context, tx pgx.Tx, id string) error {
 		last_active = greatest(last_active, coalesce((SELECT max(timestamp) FROM messages WHERE session_id = $1), 0)),
 		preview = coalesce(preview, (SELECT left(content, $2) FROM messages WHERE session_id = $1
 			AND role = 'user' AND NOT summary AND (active OR compacted) ORDER BY id LIMIT 1))
-		WHERE id = $1`, id, sqlite.PreviewChars+1)
+		WHERE id = $1`, id, fts.PreviewChars+1)
 	return err
 }
 

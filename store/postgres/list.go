@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/spoolhq/spool/store"
-	"github.com/spoolhq/spool/store/sqlite"
+	"github.com/spoolhq/spool/store/fts"
 )
 
 // ListSessions implements store.Store. A compression chain lists once, as its root, with its
@@ -61,7 +61,7 @@ func (db *DB) ListSessions(ctx context.Context, o store.ListOptions) ([]store.Se
 		}
 		l.Session, l.LastActive = s, fromMicros(last)
 		if preview != nil {
-			l.Preview = sqlite.ShapePreview(*preview)
+			l.Preview = fts.ShapePreview(*preview)
 		}
 		if hasCont {
 			chained = append(chained, len(out))

@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spoolhq/spool/store"
-	"github.com/spoolhq/spool/store/sqlite"
 )
 
 // ImportSession implements store.Store.
@@ -60,7 +59,7 @@ func (db *DB) ImportSession(ctx context.Context, s store.Session, prompt string,
 		}
 		if prompt != "" {
 			p := cleanNUL(store.CleanText(prompt))
-			if err := setPromptTx(ctx, tx, ns.ID, p, sqlite.PromptHash(p)); err != nil {
+			if err := setPromptTx(ctx, tx, ns.ID, p, store.PromptHash(p)); err != nil {
 				return err
 			}
 		}

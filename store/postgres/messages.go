@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/spoolhq/spool/store"
-	"github.com/spoolhq/spool/store/sqlite"
+	"github.com/spoolhq/spool/store/fts"
 )
 
 // Append implements store.Store.
@@ -91,7 +91,7 @@ func insertArgs(sessionID string, e encodedMessage, active, compacted bool) []an
 func firstUserText(enc []encodedMessage) *string {
 	for _, e := range enc {
 		if e.m.Role == store.RoleUser && !e.m.Summary {
-			s := sqlite.TruncateRunes(e.m.Content, sqlite.PreviewChars+1)
+			s := fts.TruncateRunes(e.m.Content, fts.PreviewChars+1)
 			return &s
 		}
 	}

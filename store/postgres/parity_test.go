@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/fts"
 	"github.com/spoolhq/spool/store/postgres/pgtest"
 	"github.com/spoolhq/spool/store/sqlite"
 )
@@ -92,7 +93,7 @@ func TestSearchParityWithSQLite(t *testing.T) {
 	for _, q := range queries {
 		want, got := contentsOf(lite, q), contentsOf(pg, q)
 		if !slices.Equal(want, got) {
-			t.Errorf("search %q: PostgreSQL found rows %v, SQLite %v (tsquery %q)", q, got, want, buildTSQuery(sqlite.SanitizeQuery(q)))
+			t.Errorf("search %q: PostgreSQL found rows %v, SQLite %v (tsquery %q)", q, got, want, buildTSQuery(fts.SanitizeQuery(q)))
 		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spoolhq/spool/store"
-	"github.com/spoolhq/spool/store/sqlite"
+	"github.com/spoolhq/spool/store/fts"
 )
 
 const (
@@ -35,10 +35,10 @@ func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.SearchHi
 	q.Offset = max(q.Offset, 0)
 	var hits []store.SearchHit
 	var err error
-	if sqlite.HasCJK(q.Text) {
+	if fts.HasCJK(q.Text) {
 		hits, err = db.searchCJK(ctx, q)
 	} else {
-		match := sqlite.SanitizeQuery(q.Text)
+		match := fts.SanitizeQuery(q.Text)
 		tsq := buildTSQuery(match)
 		if tsq == "" {
 			return nil, nil
@@ -126,7 +126,7 @@ func scanHit(r rowScanner) (hit, error) {
 	if calls != "" {
 		// The word index holds the calls' names and argument values, not their JSON.
 		if tc, derr := store.DecodeToolCalls(calls); derr == nil {
-			h.toolText = sqlite.CallsText(tc)
+			h.toolText = fts.CallsText(tc)
 		}
 	}
 	return h, err
@@ -166,7 +166,7 @@ func (db *DB) searchWords(ctx context.Context, match, tsq string, q store.Search
 		return nil, err
 	}
 	if tools {
-		long, err := db.scanLongTools(ctx, sqlite.LikeGroups(match), q, want)
+		long, err := db.scanLongTools(ctx, fts.LikeGroups(match), q, want)
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +175,7 @@ func (db *DB) searchWords(ctx context.Context, match, tsq string, q store.Search
 	hits = hits[min(q.Offset, len(hits)):min(want, len(hits))]
 	out := make([]store.SearchHit, len(hits))
 	for i, h := range hits {
-		h.Snippet = sqlite.WordSnippet(h.text, h.toolText, match)
+		h.Snippet = fts.WordSnippet(h.text, h.toolText, match)
 		out[i] = h.SearchHit
 	}
 	return out, nil
@@ -198,7 +198,7 @@ func mergeHits(ranked, scanned []hit, sort store.SearchSort) []hit {
 }
 
 // likeExpr renders substring groups as SQL over m: a term occurs in the content or tool name.
-func likeExpr(groups [][]sqlite.LikeTerm, args []any) (string, []any) {
+func likeExpr(groups [][]fts.LikeTerm, args []any) (string, []any) {
 	var ors []string
 	for _, g := range groups {
 		var ands []string
@@ -217,7 +217,7 @@ func likeExpr(groups [][]sqlite.LikeTerm, args []any) (string, []any) {
 
 // scanLongTools reads the whole bodies of the tool rows longer than the indexed prefix (a partial
 // index lists only them), newest first (oldest first for SortOldest), up to limit.
-func (db *DB) scanLongTools(ctx context.Context, groups [][]sqlite.LikeTerm, q store.SearchQuery, limit int) ([]hit, error) {
+func (db *DB) scanLongTools(ctx context.Context, groups [][]fts.LikeTerm, q store.SearchQuery, limit int) ([]hit, error) {
 	if len(groups) == 0 {
 		return nil, nil
 	}
@@ -238,7 +238,7 @@ func (db *DB) scanLongTools(ctx context.Context, groups [][]sqlite.LikeTerm, q s
 // three or more characters through the trigram index on the CJK rows' indexed text, shorter ones
 // by ILIKE over those rows' content. OR, NOT or a tool search take the boolean path.
 func (db *DB) searchCJK(ctx context.Context, q store.SearchQuery) ([]store.SearchHit, error) {
-	groups := sqlite.CJKGroups(q.Text)
+	groups := fts.CJKGroups(q.Text)
 	if len(groups) == 0 {
 		return nil, nil
 	}
@@ -265,7 +265,7 @@ func (db *DB) searchCJK(ctx context.Context, q store.SearchQuery) ([]store.Searc
 	}
 	out := make([]store.SearchHit, len(hits))
 	for i, h := range hits {
-		h.Snippet = sqlite.SubstringSnippet(h.text, terms[0])
+		h.Snippet = fts.SubstringSnippet(h.text, terms[0])
 		out[i] = h.SearchHit
 	}
 	return out, nil
@@ -275,16 +275,16 @@ func (db *DB) searchCJK(ctx context.Context, q store.SearchQuery) ([]store.Searc
 // positive terms and none of its negated ones. A group with CJK text is matched as substrings
 // of the content of CJK rows; a group of Latin words alone through the word index. Without a
 // score, relevance lists newest first.
-func (db *DB) searchCJKBoolean(ctx context.Context, groups []sqlite.CJKGroup, q store.SearchQuery) ([]store.SearchHit, error) {
+func (db *DB) searchCJKBoolean(ctx context.Context, groups []fts.CJKGroup, q store.SearchQuery) ([]store.SearchHit, error) {
 	cond, args := filters(q, nil, false)
 	var preds, wordMatches []string
 	for _, g := range groups {
-		if !slices.ContainsFunc(g.Pos, sqlite.HasCJK) {
+		if !slices.ContainsFunc(g.Pos, fts.HasCJK) {
 			text := strings.Join(g.Pos, " ")
 			for _, n := range g.Neg {
 				text += " NOT " + n
 			}
-			expr := sqlite.SanitizeQuery(text)
+			expr := fts.SanitizeQuery(text)
 			tsq := buildTSQuery(expr)
 			if tsq == "" {
 				continue
@@ -318,7 +318,7 @@ func (db *DB) searchCJKBoolean(ctx context.Context, groups []sqlite.CJKGroup, q 
 	}
 	out := make([]store.SearchHit, len(hits))
 	for i, h := range hits {
-		h.Snippet = sqlite.CJKSnippet(h.text, groups, wordMatches)
+		h.Snippet = fts.CJKSnippet(h.text, groups, wordMatches)
 		out[i] = h.SearchHit
 	}
 	return out, nil
@@ -411,10 +411,10 @@ func (db *DB) addContext(ctx context.Context, hits []store.SearchHit) error {
 // CheckMatch reports whether the engine refuses the translated form of query (a non-nil error);
 // benchmarks count these as engine rejections. CJK queries never reach the tsquery parser.
 func (db *DB) CheckMatch(ctx context.Context, query string) error {
-	if sqlite.HasCJK(query) {
+	if fts.HasCJK(query) {
 		return nil
 	}
-	tsq := buildTSQuery(sqlite.SanitizeQuery(query))
+	tsq := buildTSQuery(fts.SanitizeQuery(query))
 	if tsq == "" {
 		return nil
 	}

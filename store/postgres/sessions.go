@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spoolhq/spool/store"
-	"github.com/spoolhq/spool/store/sqlite"
 )
 
 // CreateSession implements store.Store.
@@ -50,26 +49,9 @@ func (db *DB) titleErr(ctx context.Context, err error, title string) error {
 }
 
 func validateNewSession(ns *store.NewSession) error {
-	if strings.TrimSpace(ns.ID) != ns.ID || strings.ContainsAny(ns.ID, "/\\\x00") || strings.Contains(ns.ID, "..") {
-		return store.Invalid("id", "%q contains whitespace, a path separator or \"..\"", ns.ID)
-	}
-	if !ns.Relation.Valid() {
-		return store.Invalid("relation", "unknown relation %q", ns.Relation)
-	}
-	if ns.Relation != store.RelationNone && ns.ParentID == "" {
-		return store.Invalid("relation", "%q needs a parent session", ns.Relation)
-	}
-	if ns.ParentID == ns.ID {
-		return store.Invalid("parent", "a session cannot be its own parent")
-	}
-	if err := store.ValidateModelConfig(ns.ModelConfig); err != nil {
+	if err := store.ValidateNewSession(ns); err != nil {
 		return err
 	}
-	t, err := store.CleanTitle(ns.Title)
-	if err != nil {
-		return err
-	}
-	ns.Title = t
 	// PostgreSQL text cannot hold NUL; every other field is cleaned by the store package.
 	for _, f := range []*string{&ns.Source, &ns.UserID, &ns.SessionKey, &ns.Model, &ns.Cwd, &ns.GitBranch} {
 		*f = store.CleanIdent(*f)
@@ -445,7 +427,7 @@ func deleteSessionTx(ctx context.Context, tx pgx.Tx, id string) error {
 // SetSystemPrompt implements store.Store.
 func (db *DB) SetSystemPrompt(ctx context.Context, id, prompt string) (string, error) {
 	prompt = cleanNUL(store.CleanText(prompt))
-	hash := sqlite.PromptHash(prompt)
+	hash := store.PromptHash(prompt)
 	err := db.write(ctx, routineBudget, func(tx pgx.Tx) error {
 		return setPromptTx(ctx, tx, id, prompt, hash)
 	})

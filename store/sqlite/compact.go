@@ -139,7 +139,7 @@ func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opt
 			return store.Session{}, fmt.Errorf("rotate %s: %w", pid, err)
 		}
 	}
-	if err := validateNewSession(&child); err != nil {
+	if err := store.ValidateNewSession(&child); err != nil {
 		return store.Session{}, fmt.Errorf("rotate %s: %w", pid, err)
 	}
 	watermark := req.Watermark

@@ -48,7 +48,7 @@ func (db *DB) importTx(ctx context.Context, tx *sql.Tx, s store.Session, prompt 
 	if ns.StartedAt.IsZero() {
 		return store.Invalid("started_at", "missing")
 	}
-	if err := validateNewSession(&ns); err != nil {
+	if err := store.ValidateNewSession(&ns); err != nil {
 		return err
 	}
 	enc, _, err := encodeMessages(ms)
@@ -81,7 +81,7 @@ func (db *DB) importTx(ctx context.Context, tx *sql.Tx, s store.Session, prompt 
 	}
 	if prompt != "" {
 		p := store.CleanText(prompt)
-		if err := setPromptTx(ctx, tx, ns.ID, p, PromptHash(p)); err != nil {
+		if err := setPromptTx(ctx, tx, ns.ID, p, store.PromptHash(p)); err != nil {
 			return err
 		}
 	}

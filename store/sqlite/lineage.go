@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/fts"
 )
 
 const chainWalkCap = 1000
@@ -132,7 +133,7 @@ func (db *DB) Branch(ctx context.Context, parentID string, child store.NewSessio
 	if child.ID == "" {
 		child.ID = store.NewSessionID(child.StartedAt)
 	}
-	if err := validateNewSession(&child); err != nil {
+	if err := store.ValidateNewSession(&child); err != nil {
 		return store.Session{}, fmt.Errorf("branch %s: %w", parentID, err)
 	}
 	err = db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error {
@@ -198,6 +199,6 @@ func recount(ctx context.Context, tx *sql.Tx, id string) error {
 		last_active = max(last_active, coalesce((SELECT max(timestamp) FROM messages WHERE session_id = ?1), 0)),
 		preview = coalesce(preview, (SELECT substr(content, 1, ?2) FROM messages WHERE session_id = ?1
 			AND role = 'user' AND summary = 0 AND (active = 1 OR compacted = 1) ORDER BY id LIMIT 1))
-		WHERE id = ?1`, id, previewChars+1)
+		WHERE id = ?1`, id, fts.PreviewChars+1)
 	return err
 }

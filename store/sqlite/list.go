@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/fts"
 )
 
 // ListSessions implements store.Store. A compression chain lists once, as its root, with its
@@ -55,7 +56,7 @@ func (db *DB) ListSessions(ctx context.Context, o store.ListOptions) ([]store.Se
 		}
 		l.Session, l.LastActive = s, fromMicros(last)
 		if preview != nil {
-			l.Preview = shapePreview(*preview)
+			l.Preview = fts.ShapePreview(*preview)
 		}
 		if hasCont {
 			chained = append(chained, len(out))
@@ -75,9 +76,4 @@ func (db *DB) ListSessions(ctx context.Context, o store.ListOptions) ([]store.Se
 		out[i].TipID = chain[len(chain)-1].ID
 	}
 	return out, nil
-}
-
-// shapePreview flattens newlines and cuts to 60 characters plus "..." when longer.
-func shapePreview(s string) string {
-	return headSnippet(strings.Join(strings.Fields(s), " "), previewChars)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/fts"
 )
 
 // Append implements store.Store.
@@ -44,14 +45,14 @@ func encodeMessages(ms []store.Message) ([]encodedMessage, int, error) {
 		if err := store.PrepareMessage(&m); err != nil {
 			return nil, 0, fmt.Errorf("message %d: %w", i, err)
 		}
-		e := encodedMessage{m: m, cjk: hasCJK(m.Content)}
+		e := encodedMessage{m: m, cjk: fts.HasCJK(m.Content)}
 		if len(m.ToolCalls) > 0 {
 			b, err := json.Marshal(m.ToolCalls)
 			if err != nil {
 				return nil, 0, fmt.Errorf("message %d: encode tool calls: %w", i, err)
 			}
 			e.calls = sql.NullString{String: string(b), Valid: true}
-			e.callText = sql.NullString{String: callsText(m.ToolCalls), Valid: true}
+			e.callText = sql.NullString{String: fts.CallsText(m.ToolCalls), Valid: true}
 			toolCalls += len(m.ToolCalls)
 		}
 		out[i] = e
@@ -96,15 +97,12 @@ const (
 		summary, active, compacted, cjk, call_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
-// previewChars is how much of the first user message a session keeps for pickers.
-const previewChars = 60
-
 // firstUserText is the preview candidate of a batch: its first user message, cut to one more
 // character than a preview shows (so the picker knows to add "...").
 func firstUserText(enc []encodedMessage) sql.NullString {
 	for _, e := range enc {
 		if e.m.Role == store.RoleUser && !e.m.Summary {
-			return sql.NullString{String: truncateRunes(e.m.Content, previewChars+1), Valid: true}
+			return sql.NullString{String: fts.TruncateRunes(e.m.Content, fts.PreviewChars+1), Valid: true}
 		}
 	}
 	return sql.NullString{}

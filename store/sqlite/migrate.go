@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/fts"
 )
 
 //go:embed migrations/*.sql
@@ -135,7 +136,7 @@ func backfillCJK(ctx context.Context, tx *sql.Tx) error {
 			rows.Close()
 			return err
 		}
-		if hasCJK(content) {
+		if fts.HasCJK(content) {
 			ids = append(ids, id)
 		}
 	}
@@ -181,7 +182,7 @@ func relinkAndReindex(ctx context.Context, tx *sql.Tx) error {
 		if err != nil {
 			continue // unreadable calls load as none; they index as nothing
 		}
-		if _, err := tx.ExecContext(ctx, "UPDATE messages SET call_text = ? WHERE id = ?", callsText(tcs), c.id); err != nil {
+		if _, err := tx.ExecContext(ctx, "UPDATE messages SET call_text = ? WHERE id = ?", fts.CallsText(tcs), c.id); err != nil {
 			return err
 		}
 	}

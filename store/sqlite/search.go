@@ -5,19 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/fts"
 )
 
 const (
 	defaultSearchLimit = 20
 	contextChars       = 200
-	snippetTokens      = 40
 )
 
 // Search implements store.Store. User text never reaches the engine raw: it is sanitized, so no
@@ -33,10 +31,10 @@ func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.SearchHi
 	}
 	var hits []store.SearchHit
 	var err error
-	if hasCJK(q.Text) {
+	if fts.HasCJK(q.Text) {
 		hits, err = db.searchCJK(ctx, q)
 	} else {
-		match := sanitizeFTSQuery(q.Text)
+		match := fts.SanitizeQuery(q.Text)
 		if match == "" {
 			return nil, nil
 		}
@@ -122,12 +120,9 @@ func wantsTools(q store.SearchQuery) bool {
 	return slices.Contains(q.Roles, store.RoleTool)
 }
 
-// indexedToolChars is how much of a tool row's text the full-text indexes hold; longTool is
-// the condition (spelled as the messages_long_tool index spells it) for the rows with more.
-const (
-	indexedToolChars = 8192
-	longTool         = "m.role = 'tool' AND length(m.content) > 8192"
-)
+// longTool is the condition (spelled as the messages_long_tool index spells it) for the tool
+// rows longer than the indexed prefix (fts.IndexedToolChars).
+const longTool = "m.role = 'tool' AND length(m.content) > 8192"
 
 // The last column says whether compaction copies of the row exist (one probe of the copy index,
 // so addCopies only queries for the few hits that have some).
@@ -196,22 +191,15 @@ func (db *DB) searchWords(ctx context.Context, match string, q store.SearchQuery
 	}
 	if wantsTools(q) {
 		// Both lists run to the page end; merged, they are cut to the page.
-		long, err := db.scanLongTools(ctx, likeGroupsOf(match), q, want)
+		long, err := db.scanLongTools(ctx, fts.LikeGroups(match), q, want)
 		if err != nil {
 			return nil, err
 		}
 		hits = mergeHits(hits, long, q.Sort)
 	}
 	hits = hits[min(q.Offset, len(hits)):min(want, len(hits))]
-	terms := matchTerms(match)
 	for i := range hits {
-		h := &hits[i]
-		var ok bool
-		if h.Snippet, ok = snippet(h.text, terms, snippetTokens); !ok {
-			if h.Snippet, ok = snippet(h.toolText, terms, snippetTokens); !ok {
-				h.Snippet = headSnippet(h.text, 120)
-			}
-		}
+		hits[i].Snippet = fts.WordSnippet(hits[i].text, hits[i].toolText, match)
 	}
 	return unwrap(hits), nil
 }
@@ -233,69 +221,18 @@ func mergeHits(ranked, scanned []hit, sort store.SearchSort) []hit {
 	return out
 }
 
-// likeTerm is one literal of a boolean LIKE match: a substring that must (or, negated, must not)
-// occur.
-type likeTerm struct {
-	text string
-	neg  bool
-}
-
-// likeGroupsOf reads a sanitized MATCH expression as the reference's LIKE subset: OR separates
-// groups, NOT negates the next term, AND is implied; quotes and '*' are dropped. A group with no
-// positive term is dropped.
-func likeGroupsOf(match string) [][]likeTerm {
-	var groups [][]likeTerm
-	var cur []likeTerm
-	flush := func() {
-		if slices.ContainsFunc(cur, func(t likeTerm) bool { return !t.neg }) {
-			groups = append(groups, cur)
-		}
-		cur = nil
-	}
-	neg := false
-	for rest := strings.TrimSpace(match); rest != ""; rest = strings.TrimSpace(rest) {
-		var word string
-		if rest[0] == '"' {
-			end := strings.IndexByte(rest[1:], '"')
-			if end < 0 {
-				end = len(rest) - 1
-			}
-			word, rest = rest[1:end+1], rest[min(end+2, len(rest)):]
-		} else {
-			word, rest, _ = strings.Cut(rest, " ")
-		}
-		switch word {
-		case "AND":
-			continue
-		case "OR":
-			flush()
-			neg = false
-			continue
-		case "NOT":
-			neg = true
-			continue
-		}
-		if word = strings.Trim(word, "*"); word != "" {
-			cur = append(cur, likeTerm{text: word, neg: neg})
-		}
-		neg = false
-	}
-	flush()
-	return groups
-}
-
 // likeExpr renders groups as SQL over m: a term occurs in the content or the tool name.
-func likeExpr(groups [][]likeTerm) (string, []any) {
+func likeExpr(groups [][]fts.LikeTerm) (string, []any) {
 	var ors []string
 	var args []any
 	for _, g := range groups {
 		var ands []string
 		for _, t := range g {
 			e := `(m.content LIKE ? ESCAPE '\' OR coalesce(m.tool_name, '') LIKE ? ESCAPE '\')`
-			if t.neg {
+			if t.Neg {
 				e = "NOT " + e
 			}
-			pat := "%" + likeEscape(t.text) + "%"
+			pat := "%" + likeEscape(t.Text) + "%"
 			ands = append(ands, e)
 			args = append(args, pat, pat)
 		}
@@ -308,7 +245,7 @@ func likeExpr(groups [][]likeTerm) (string, []any) {
 // whole bodies (the reference scans every tool body for a tool search; only these rows need
 // it). The rows come from a partial index that holds only them, newest first (oldest first for
 // SortOldest), up to limit.
-func (db *DB) scanLongTools(ctx context.Context, groups [][]likeTerm, q store.SearchQuery, limit int) ([]hit, error) {
+func (db *DB) scanLongTools(ctx context.Context, groups [][]fts.LikeTerm, q store.SearchQuery, limit int) ([]hit, error) {
 	if len(groups) == 0 {
 		return nil, nil
 	}
@@ -330,43 +267,6 @@ func (db *DB) scanLongTools(ctx context.Context, groups [][]likeTerm, q store.Se
 		return err
 	})
 	return hits, err
-}
-
-// callsText is what the word index holds of a message's tool calls: tool names and argument
-// values (arguments that are not JSON as they are), not the JSON around them, cut to
-// indexedToolChars like a tool row's text.
-func callsText(calls []store.ToolCall) string {
-	var b strings.Builder
-	for i, c := range calls {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(c.Function.Name)
-		var v any
-		if json.Unmarshal([]byte(c.Function.Arguments), &v) != nil {
-			v = c.Function.Arguments
-		}
-		appendJSONValues(&b, v)
-	}
-	return truncateRunes(b.String(), indexedToolChars)
-}
-
-func appendJSONValues(b *strings.Builder, v any) {
-	switch x := v.(type) {
-	case map[string]any:
-		keys := slices.Sorted(maps.Keys(x))
-		for _, k := range keys {
-			appendJSONValues(b, x[k])
-		}
-	case []any:
-		for _, e := range x {
-			appendJSONValues(b, e)
-		}
-	case string:
-		b.WriteString(" " + x)
-	case float64:
-		b.WriteString(" " + strconv.FormatFloat(x, 'g', -1, 64))
-	}
 }
 
 // rankWindow bounds how many matches are ranked by relevance: the newest rankWindow of them. A
@@ -471,14 +371,14 @@ func (db *DB) addCopies(ctx context.Context, hits []store.SearchHit) error {
 // small share of a typical store. A query with OR or NOT, or one asking for tool rows (whose
 // bodies are searched whole), takes the boolean path (searchCJKBoolean).
 func (db *DB) searchCJK(ctx context.Context, q store.SearchQuery) ([]store.SearchHit, error) {
-	groups := cjkGroups(q.Text)
+	groups := fts.CJKGroups(q.Text)
 	if len(groups) == 0 {
 		return nil, nil
 	}
-	if len(groups) > 1 || len(groups[0].neg) > 0 || wantsTools(q) {
+	if len(groups) > 1 || len(groups[0].Neg) > 0 || wantsTools(q) {
 		return db.searchCJKBoolean(ctx, groups, q)
 	}
-	terms := groups[0].pos
+	terms := groups[0].Pos
 	var long, short []string
 	for _, t := range terms {
 		if utf8.RuneCountInString(t) >= 3 {
@@ -509,7 +409,7 @@ func (db *DB) searchCJK(ctx context.Context, q store.SearchQuery) ([]store.Searc
 		JOIN sessions s ON s.id = m.session_id WHERE `+cond+` ORDER BY `+orderBy(q.Sort, rank)+` LIMIT ? OFFSET ?`,
 		append(append(pre, args...), q.Limit, q.Offset), func(r rowScanner) error {
 			h, err := scanHit(r)
-			h.Snippet = substringSnippet(h.text, terms[0])
+			h.Snippet = fts.SubstringSnippet(h.text, terms[0])
 			hits = append(hits, h.SearchHit)
 			return err
 		})
@@ -525,38 +425,38 @@ func trigramPhrase(t string) string { return `"` + strings.ReplaceAll(t, `"`, `"
 // propose candidates (trigram for terms of three or more characters, the CJK-flagged rows
 // otherwise, the long tool rows when tool rows are asked for); the LIKE predicate decides.
 // Without a score, relevance lists newest first.
-func (db *DB) searchCJKBoolean(ctx context.Context, groups []cjkGroup, q store.SearchQuery) ([]store.SearchHit, error) {
+func (db *DB) searchCJKBoolean(ctx context.Context, groups []fts.CJKGroup, q store.SearchQuery) ([]store.SearchHit, error) {
 	var cands, preds []string
 	var candArgs, predArgs []any
-	var wordTerms []snipTerm
+	var wordMatches []string
 	scanCJK := false
 	like := func(t string) string { return "%" + likeEscape(t) + "%" }
 	for _, g := range groups {
-		if !slices.ContainsFunc(g.pos, hasCJK) {
-			text := strings.Join(g.pos, " ")
-			for _, n := range g.neg {
+		if !slices.ContainsFunc(g.Pos, fts.HasCJK) {
+			text := strings.Join(g.Pos, " ")
+			for _, n := range g.Neg {
 				text += " NOT " + n
 			}
-			expr := sanitizeFTSQuery(text)
+			expr := fts.SanitizeQuery(text)
 			if expr == "" {
 				continue
 			}
 			sub := "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
 			cands, candArgs = append(cands, sub), append(candArgs, expr)
 			preds, predArgs = append(preds, "m.id IN ("+sub+")"), append(predArgs, expr)
-			wordTerms = append(wordTerms, matchTerms(expr)...)
+			wordMatches = append(wordMatches, expr)
 			continue
 		}
 		var long []string
 		pred := []string{"m.cjk = 1"}
-		for _, t := range g.pos {
+		for _, t := range g.Pos {
 			if utf8.RuneCountInString(t) >= 3 {
 				long = append(long, trigramPhrase(t))
 			}
 			pred = append(pred, `m.content LIKE ? ESCAPE '\'`)
 			predArgs = append(predArgs, like(t))
 		}
-		for _, t := range g.neg {
+		for _, t := range g.Neg {
 			pred = append(pred, `m.content NOT LIKE ? ESCAPE '\'`)
 			predArgs = append(predArgs, like(t))
 		}
@@ -584,106 +484,15 @@ func (db *DB) searchCJKBoolean(ctx context.Context, groups []cjkGroup, q store.S
 		ORDER BY `+orderBy(q.Sort, "m.timestamp DESC, m.id DESC")+` LIMIT ? OFFSET ?`,
 		append(append(append(candArgs, args...), predArgs...), q.Limit, q.Offset), func(r rowScanner) error {
 			h, err := scanHit(r)
-			h.Snippet = cjkSnippet(h.text, groups, wordTerms)
+			h.Snippet = fts.CJKSnippet(h.text, groups, wordMatches)
 			hits = append(hits, h.SearchHit)
 			return err
 		})
 	return hits, err
 }
 
-// cjkSnippet marks the first positive term found in text, else the matched words.
-func cjkSnippet(text string, groups []cjkGroup, words []snipTerm) string {
-	for _, g := range groups {
-		for _, t := range g.pos {
-			if strings.Contains(text, t) {
-				return substringSnippet(text, t)
-			}
-		}
-	}
-	if s, ok := snippet(text, words, snippetTokens); ok {
-		return s
-	}
-	return headSnippet(text, 120)
-}
-
-// cjkGroup is one OR branch of a CJK query: literal substrings that must occur, and ones that
-// must not.
-type cjkGroup struct{ pos, neg []string }
-
-// cjkGroups reads a CJK query with the operators of the Latin path: OR separates groups, NOT
-// excludes the next term, AND (or nothing) requires both. Operators are upper case, as in FTS5;
-// a dangling or doubled one is repaired the same way (repairOperators). Quotes and FTS syntax
-// characters around a term are dropped, and so are lower-case operator words and NEAR. A group
-// with nothing positive in it is dropped.
-func cjkGroups(s string) []cjkGroup {
-	var items []ftsItem
-	for _, f := range strings.Fields(cleanRunes(truncateRunes(s, maxFTSQueryRunes))) {
-		f = strings.Trim(f, `"*()+-^:`)
-		switch {
-		case f == "AND" || f == "OR" || f == "NOT":
-			items = append(items, ftsItem{text: f, op: true, opWord: true})
-		case f == "", isOperatorWord(f), strings.EqualFold(f, "NEAR"):
-		default:
-			items = append(items, ftsItem{text: f})
-		}
-	}
-	items = repairOperators(items)
-	var groups []cjkGroup
-	var cur cjkGroup
-	flush := func() {
-		if len(cur.pos) > 0 {
-			groups = append(groups, cur)
-		}
-		cur = cjkGroup{}
-	}
-	neg := false
-	for _, it := range items {
-		switch {
-		case it.op && it.text == "OR":
-			flush()
-		case it.op && it.text == "NOT":
-			neg = true
-			continue
-		case it.op:
-		case neg:
-			cur.neg = append(cur.neg, it.text)
-		default:
-			cur.pos = append(cur.pos, it.text)
-		}
-		neg = false
-	}
-	flush()
-	return groups
-}
-
 func likeEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
-}
-
-// substringSnippet shows 120 characters from 40 before the first occurrence of term, marked.
-func substringSnippet(content, term string) string {
-	i := strings.Index(content, term)
-	if i < 0 {
-		return truncateRunes(content, 120)
-	}
-	r := []rune(content)
-	at := utf8.RuneCountInString(content[:i])
-	n := utf8.RuneCountInString(term)
-	start := max(0, at-40)
-	end := min(len(r), start+120)
-	var b strings.Builder
-	if start > 0 {
-		b.WriteString("...")
-	}
-	b.WriteString(string(r[start:at]))
-	b.WriteString(">>>" + string(r[at:min(at+n, len(r))]) + "<<<")
-	if at+n < end {
-		b.WriteString(string(r[at+n : end]))
-	}
-	if end < len(r) {
-		b.WriteString("...")
-	}
-	return b.String()
 }
 
 // addContext attaches the visible neighbours of each hit within its session: one query finds the
@@ -748,10 +557,10 @@ func (db *DB) addContext(ctx context.Context, hits []store.SearchHit) error {
 // CheckMatch reports whether the FTS engine refuses the sanitized form of query (a non-nil
 // error); benchmarks count these as engine rejections. CJK queries never reach MATCH unquoted.
 func (db *DB) CheckMatch(ctx context.Context, query string) error {
-	if hasCJK(query) {
+	if fts.HasCJK(query) {
 		return nil
 	}
-	match := sanitizeFTSQuery(query)
+	match := fts.SanitizeQuery(query)
 	if match == "" {
 		return nil
 	}

@@ -2,9 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,7 +31,7 @@ func (db *DB) CreateSession(ctx context.Context, ns store.NewSession) (store.Ses
 	if ns.ID == "" {
 		ns.ID = store.NewSessionID(ns.StartedAt)
 	}
-	if err := validateNewSession(&ns); err != nil {
+	if err := store.ValidateNewSession(&ns); err != nil {
 		return store.Session{}, fmt.Errorf("create session %s: %w", ns.ID, err)
 	}
 	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
@@ -43,35 +41,6 @@ func (db *DB) CreateSession(ctx context.Context, ns store.NewSession) (store.Ses
 		return store.Session{}, fmt.Errorf("create session %s: %w", ns.ID, err)
 	}
 	return db.GetSession(ctx, ns.ID)
-}
-
-func validateNewSession(ns *store.NewSession) error {
-	if err := store.ValidateID(ns.ID); err != nil {
-		return err
-	}
-	if ns.ParentID != "" {
-		if err := store.ValidateID(ns.ParentID); err != nil {
-			return fmt.Errorf("parent: %w", err)
-		}
-	}
-	if !ns.Relation.Valid() {
-		return store.Invalid("relation", "unknown relation %q", ns.Relation)
-	}
-	if ns.Relation != store.RelationNone && ns.ParentID == "" {
-		return store.Invalid("relation", "%q needs a parent session", ns.Relation)
-	}
-	if ns.ParentID == ns.ID {
-		return store.Invalid("parent", "a session cannot be its own parent")
-	}
-	if err := store.ValidateModelConfig(ns.ModelConfig); err != nil {
-		return err
-	}
-	t, err := store.CleanTitle(ns.Title)
-	if err != nil {
-		return err
-	}
-	ns.Title = t
-	return nil
 }
 
 // createSessionTx inserts ns unless its id exists (ensure semantics).
@@ -459,16 +428,10 @@ func deleteSessionTx(ctx context.Context, tx *sql.Tx, id string) error {
 	return nil
 }
 
-// PromptHash is the content address of a system prompt.
-func PromptHash(prompt string) string {
-	sum := sha256.Sum256([]byte(prompt))
-	return hex.EncodeToString(sum[:])
-}
-
 // SetSystemPrompt implements store.Store.
 func (db *DB) SetSystemPrompt(ctx context.Context, id, prompt string) (string, error) {
 	prompt = store.CleanText(prompt)
-	hash := PromptHash(prompt)
+	hash := store.PromptHash(prompt)
 	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
 		return setPromptTx(ctx, tx, id, prompt, hash)
 	})

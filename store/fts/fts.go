@@ -1,16 +1,6 @@
-package sqlite
+package fts
 
-import (
-	"encoding/json"
-
-	"github.com/spoolhq/spool/store"
-)
-
-// The search language of spool is defined here, next to the FTS5 index it was written for, and
-// store/postgres reuses it so both backends accept the same queries and find the same rows: the
-// sanitizer, the unicode61-like tokenizer, CJK detection and the snippet builders. These are
-// thin exports of the functions the SQLite backend itself uses (pure Go, no SQL).
-// TODO: move them into a package of their own (store/fts) once the concurrent search work lands.
+import "github.com/spoolhq/spool/store"
 
 // IndexedToolChars is how much of a tool row's content the full-text indexes hold.
 const IndexedToolChars = 8192
@@ -92,42 +82,11 @@ func ShapePreview(s string) string { return shapePreview(s) }
 // PreviewChars is how much of the first user message a session keeps for pickers.
 const PreviewChars = previewChars
 
+// HeadSnippet is the first n characters of text, with "..." when it was longer.
+func HeadSnippet(text string, n int) string { return headSnippet(text, n) }
+
 // TruncateRunes cuts s to at most n characters.
 func TruncateRunes(s string, n int) string { return truncateRunes(s, n) }
-
-// DedupeGenerations is the display view's old filter: archived rows that a later compaction
-// copied verbatim are dropped, keeping for each identical message the row with the highest
-// (active, id).
-//
-// Deprecated: it also folds distinct messages that merely look alike (the same text twice at
-// the same time; issue 10, item 4). The SQLite backend links copies instead (messages.copy_of,
-// set by ArchiveAndCompact, inferred for imports by linkStoredCopies) and shows every row that
-// no newer visible row copies (DisplayKeepsIdenticalMessages, CompactionCopies in storetest).
-func DedupeGenerations(ms []store.Message) []store.Message {
-	type key struct {
-		role, content, callID, name, calls string
-		ts                                 int64
-	}
-	keyOf := func(m store.Message) key {
-		calls, _ := json.Marshal(m.ToolCalls)
-		return key{m.Role, m.Content, m.ToolCallID, m.ToolName, string(calls), m.Timestamp.UnixMicro()}
-	}
-	winner := make(map[key]int, len(ms))
-	for i, m := range ms {
-		k := keyOf(m)
-		j, ok := winner[k]
-		if !ok || (m.Active && !ms[j].Active) || (m.Active == ms[j].Active && m.ID > ms[j].ID) {
-			winner[k] = i
-		}
-	}
-	out := ms[:0:0]
-	for i, m := range ms {
-		if winner[keyOf(m)] == i {
-			out = append(out, m)
-		}
-	}
-	return out
-}
 
 // LikeTerm is one literal of a boolean substring match: it must (or, with Neg, must not) occur.
 type LikeTerm struct {
@@ -163,6 +122,3 @@ func CJKSnippet(text string, groups []CJKGroup, wordMatches []string) string {
 	}
 	return cjkSnippet(text, gs, words)
 }
-
-// LongToolCond is the SQL condition (on m) for the tool rows longer than the indexed prefix.
-const LongToolCond = longTool
