@@ -62,6 +62,9 @@ type Config struct {
 	Source string
 	// CacheTTL is the provider's cache lifetime for break explanations (DefaultCacheTTL).
 	CacheTTL time.Duration
+	// Delegation configures the delegate tool (sub-agents in child sessions); its zero value
+	// offers no such tool.
+	Delegation Delegation
 	// Hints name the user's remedies (compact by hand, start over) in the words of the entry
 	// point, for the messages that end a turn or pause compaction.
 	Hints compress.Hints
@@ -99,6 +102,11 @@ type Agent struct {
 
 	mu    sync.Mutex
 	memos map[string]*memo // per session: the last request's forensics
+
+	// depth is how many delegations deep this agent runs (0: the caller's own agent);
+	// allowDelegate is false for a sub-agent whose caller left delegate out of its tools.
+	depth         int
+	allowDelegate bool
 }
 
 // New checks deps and returns an agent.
@@ -125,7 +133,7 @@ func New(d Deps) (*Agent, error) {
 	if cfg.Source == "" {
 		cfg.Source = "cli"
 	}
-	a := &Agent{st: d.Store, client: d.Client, tools: d.Tools, engine: d.Compressor, cfg: cfg, now: d.Now, memos: map[string]*memo{}}
+	a := &Agent{st: d.Store, client: d.Client, tools: d.Tools, engine: d.Compressor, cfg: cfg, now: d.Now, memos: map[string]*memo{}, allowDelegate: true}
 	if a.now == nil {
 		a.now = time.Now
 	}

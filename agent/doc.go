@@ -22,6 +22,18 @@
 // so the history stays acceptable to every provider. Nothing is half-written: each flush is one
 // fenced batch.
 //
+// Delegation (Config.Delegation, off when MaxDepth is 0): the agent offers a "delegate" tool
+// (goal, optional context, optional tool subset, optional session_id of an earlier delegation
+// to continue). Each delegation runs a sub-agent in a child session (parent = the caller,
+// relation delegate, source subagent) with its own frozen prompt (the "subagent" platform
+// hint), compaction, usage records and turn lease, on the caller's context: an interrupt stops
+// the child, which keeps its transcript. The child's tools are the caller's (the same approver
+// and secrets, so no more rights) or the named subset; it gets delegate itself only below
+// MaxDepth. Consecutive delegate calls of one response run at once, at most MaxParallel
+// together; the results (DelegateResult JSON: session_id, status, answer cut to
+// MaxDelegateAnswer, error, counts) are stored in call order. The child ends with
+// delegate_done, delegate_failed or delegate_cancelled.
+//
 // Cache forensics: every model call is fingerprinted (wire.FingerprintOf). When a call reads
 // fewer cached tokens than the session's previous call, the request is diffed against the
 // previous one's fingerprint, kept in memory per session. After a restart there is no fingerprint

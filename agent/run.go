@@ -199,6 +199,7 @@ func (r *run) load(ctx context.Context) error {
 	if r.a.tools != nil {
 		r.tools = r.a.tools.Definitions()
 	}
+	r.tools = r.a.withDelegate(r.tools)
 	if r.prompt, err = prompt.Load(ctx, r.a.st, r.promptEnv()); err != nil {
 		return err
 	}

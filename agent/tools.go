@@ -14,30 +14,59 @@ const MaxToolResult = 256 << 10
 // CancelledResult is the recorded result of a tool call the turn was interrupted before.
 const CancelledResult = "Tool call cancelled: the user interrupted the turn before this call finished. Nothing more is known about its effect."
 
+// toolOutcome is one tool call's result text. final marks a text that already says how an
+// interrupt ended the call (a delegation's result), so it is not wrapped again.
+type toolOutcome struct {
+	text  string
+	isErr bool
+	final bool
+}
+
 // runTools runs the calls of one response in order and appends one result per call, in call
-// order. A tool's failure (or panic) is its result; an interrupt gives every unanswered call a
-// cancellation result, so the history never holds a call without its answer.
+// order. Consecutive delegate calls run at once (each in its own child session, bounded by
+// Delegation.MaxParallel); every other call runs alone, in order. A tool's failure (or panic)
+// is its result; an interrupt gives every unanswered call a cancellation result, so the history
+// never holds a call without its answer. Callbacks run on the turn's goroutine.
 func (r *run) runTools(ctx context.Context, calls []store.ToolCall) error {
-	for _, c := range calls {
-		var text string
-		isErr := false
+	for i := 0; i < len(calls); {
+		j := i + 1
+		if r.isDelegate(calls[i]) {
+			for j < len(calls) && r.isDelegate(calls[j]) {
+				j++
+			}
+		}
+		group := calls[i:j]
+		outs := make([]toolOutcome, len(group))
 		if ctx.Err() != nil {
-			text, isErr = CancelledResult, true
+			for k := range outs {
+				outs[k] = toolOutcome{text: CancelledResult, isErr: true, final: true}
+			}
 		} else {
-			if r.opts.OnToolCall != nil {
-				r.opts.OnToolCall(c)
+			for _, c := range group {
+				if r.opts.OnToolCall != nil {
+					r.opts.OnToolCall(c)
+				}
 			}
-			text, isErr = r.callTool(ctx, c)
-			if ctx.Err() != nil {
+			if r.isDelegate(group[0]) {
+				outs = r.delegateAll(ctx, group)
+			} else {
+				text, isErr := r.callTool(ctx, group[0])
+				outs[0] = toolOutcome{text: text, isErr: isErr}
+			}
+			r.res.ToolCalls += len(group)
+		}
+		for k, c := range group {
+			o := outs[k]
+			if ctx.Err() != nil && !o.final {
 				// Whatever the tool said after the interrupt is not trustworthy as a result.
-				text, isErr = CancelledResult+"\n\nPartial output:\n"+text, true
+				o.text, o.isErr = CancelledResult+"\n\nPartial output:\n"+o.text, true
 			}
-			r.res.ToolCalls++
+			if r.opts.OnToolResult != nil {
+				r.opts.OnToolResult(c, o.text, o.isErr)
+			}
+			r.add(store.Message{Role: store.RoleTool, Content: o.text, ToolCallID: c.ID, ToolName: c.Function.Name, Timestamp: r.a.now()})
 		}
-		if r.opts.OnToolResult != nil {
-			r.opts.OnToolResult(c, text, isErr)
-		}
-		r.add(store.Message{Role: store.RoleTool, Content: text, ToolCallID: c.ID, ToolName: c.Function.Name, Timestamp: r.a.now()})
+		i = j
 	}
 	if ctx.Err() != nil {
 		r.res.Interrupted = true

@@ -62,6 +62,9 @@ var builtinPlatformHints = map[string]string{
 	"telegram": `You are talking to the user on Telegram. Avoid Markdown tables and long code blocks; keep messages short.`,
 	"discord":  `You are talking to the user on Discord. Messages over 2000 characters are split; keep them short.`,
 	"slack":    `You are talking to the user on Slack. Use Slack formatting sparingly; avoid Markdown tables.`,
+	"subagent": `You are a sub-agent: another agent delegated one task to you and reads only your final answer. ` +
+		`Nobody answers questions in between: work on the task with your tools, then end with one answer ` +
+		`that states the result, what you found or changed (with paths and identifiers) and what is left undone.`,
 }
 
 func platformHint(env Env) string {

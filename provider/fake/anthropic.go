@@ -232,7 +232,7 @@ func (m *Model) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if err := sleep(r.Context(), res.delay); err != nil {
+	if err := res.hold(r.Context()); err != nil {
 		return
 	}
 	id := "msg_01" + res.seed[:22]

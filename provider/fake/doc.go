@@ -17,6 +17,10 @@
 //     calls). Only tools offered in the request may be called; otherwise the model says so
 //     in text. Omitted arguments mean {}.
 //     SAY <text>                  answer exactly <text> (lines joined with newlines).
+//     WAIT <name> <n>             hold this call's answer until n calls (this one included)
+//     have arrived at barrier <name>, or the call's context ends; later arrivals pass at once.
+//     It proves calls are in flight together without a clock (Model.AwaitBarrier, over HTTP
+//     GET /fake/barrier?name=B&n=N, waits for the arrivals).
 //     FAULT <kind> [arg] [xN]     fail this call (see Faults); with xN only the first N times
 //     this exact prompt is sent, so a retry can succeed.
 //     Directives act only while the last message is the user's: after tool results come back

@@ -19,6 +19,7 @@ const maxBody = 64 << 20
 //	GET  /v1/models             a one-model list, for clients that probe it
 //	POST /fake/fail?fault=KIND&n=N   same as FailNext (KIND as ParseFault reads it)
 //	GET  /fake/stats            Stats as JSON (add ?wire=openai|anthropic for one wire)
+//	GET  /fake/barrier?name=B&n=N   answers 204 once N calls have arrived at WAIT barrier B
 func (m *Model) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", m.serveOpenAI)
@@ -45,6 +46,19 @@ func (m *Model) Handler() http.Handler {
 			}
 		}
 		m.FailNext(n, f)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /fake/barrier", func(w http.ResponseWriter, r *http.Request) {
+		n := 1
+		if s := r.URL.Query().Get("n"); s != "" {
+			if err := json.Unmarshal([]byte(s), &n); err != nil || n < 1 {
+				http.Error(w, "n must be a positive integer", http.StatusBadRequest)
+				return
+			}
+		}
+		if err := m.AwaitBarrier(r.Context(), r.URL.Query().Get("name"), n); err != nil {
+			return
+		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /fake/stats", func(w http.ResponseWriter, r *http.Request) {

@@ -111,6 +111,7 @@ type Model struct {
 	caches map[string]*prefixCache // by wire: "openai", "anthropic", "inproc"
 	queued []Fault
 	fired  map[prefixKey]int // how often a counted FAULT directive fired for one prompt
+	bars   map[string]*barrier
 	stats  Stats
 	byWire map[string]*Stats
 }
@@ -121,6 +122,7 @@ func New(cfg Config) *Model {
 		cfg:    cfg.withDefaults(),
 		caches: map[string]*prefixCache{"openai": newPrefixCache(), "anthropic": newPrefixCache(), "inproc": newPrefixCache()},
 		fired:  map[prefixKey]int{},
+		bars:   map[string]*barrier{},
 		byWire: map[string]*Stats{},
 	}
 }
@@ -188,6 +190,8 @@ type result struct {
 	delay  time.Duration // slow fault plus configured latency
 	cut    bool
 	seed   string // hex hash of the prompt, for deterministic ids
+	// wait is the WAIT barrier this call holds its answer at (nil: none).
+	wait *barrier
 }
 
 // failure is a refused call: either an injected fault or a request the fake rejects.
@@ -235,6 +239,9 @@ func (m *Model) process(c call) (result, *failure) {
 			m.fired[pk]++
 			fault = d.fault
 		}
+	}
+	if d := callDirectives(c); d.barrier != "" {
+		res.wait = m.arrive(d.barrier, d.barrierN)
 	}
 	promptTokens := CountTokens(full)
 	if fault != nil {
@@ -322,7 +329,7 @@ func (m *Model) Chat(ctx context.Context, req provider.Request, onDelta func(pro
 		}
 		return provider.Response{}, providerError(Fault{Kind: f.kind}, w.status, msg)
 	}
-	if err := sleep(ctx, res.delay); err != nil {
+	if err := res.hold(ctx); err != nil {
 		return provider.Response{}, ctxError(err)
 	}
 	if onDelta != nil {

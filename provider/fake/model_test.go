@@ -196,3 +196,45 @@ func TestParseFault(t *testing.T) {
 		}
 	}
 }
+
+// WAIT holds calls until the barrier's count arrived: two calls in flight at once pass it, one
+// alone waits until its context ends.
+func TestWaitBarrier(t *testing.T) {
+	t.Parallel()
+	m := New(Config{})
+	ctx := context.Background()
+	ask := func(ctx context.Context, text string) (provider.Response, error) {
+		return m.Chat(ctx, provider.Request{Model: "fake", Messages: []provider.Message{{Role: "user", Content: text}}}, nil)
+	}
+	done := make(chan string, 2)
+	for _, s := range []string{"one", "two"} {
+		go func() {
+			r, err := ask(ctx, "WAIT pair 2\nSAY "+s)
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			done <- r.Content
+		}()
+	}
+	got := map[string]bool{<-done: true, <-done: true}
+	if !got["one"] || !got["two"] {
+		t.Fatalf("answers = %v", got)
+	}
+	if err := m.AwaitBarrier(ctx, "pair", 2); err != nil {
+		t.Fatal(err)
+	}
+	lone, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { _, err := ask(lone, "WAIT alone 2\nSAY never"); errc <- err }()
+	if err := m.AwaitBarrier(ctx, "alone", 1); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-errc; err == nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("a call alone at its barrier ended with %v, want context.Canceled", err)
+	}
+	if r, err := ask(ctx, "WAIT bad\nSAY x"); err != nil || !strings.Contains(r.Content, "could not follow") {
+		t.Fatalf("malformed WAIT: %q, %v", r.Content, err)
+	}
+}

@@ -115,7 +115,7 @@ func (m *Model) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if err := sleep(r.Context(), res.delay); err != nil {
+	if err := res.hold(r.Context()); err != nil {
 		return
 	}
 	id := "chatcmpl-" + res.seed[:29]

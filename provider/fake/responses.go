@@ -124,7 +124,7 @@ func (m *Model) serveResponses(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if err := sleep(r.Context(), res.delay); err != nil {
+	if err := res.hold(r.Context()); err != nil {
 		return
 	}
 	reasoning := map[string]any{"id": "rs_" + res.seed, "type": "reasoning",

@@ -16,6 +16,8 @@ type directives struct {
 	fault      *Fault
 	faultTimes int // 0: every time
 	say        []string
+	barrier    string   // WAIT: the barrier this call waits at ("" none)
+	barrierN   int      // how many calls the barrier waits for
 	text       []string // the lines that are not directives
 	badLine    string   // first malformed directive, answered in text
 }
@@ -65,6 +67,19 @@ func parseDirectives(content string) directives {
 			d.fault, d.faultTimes = &f, times
 		case "SAY":
 			d.say = append(d.say, rest)
+		case "WAIT":
+			fields := strings.Fields(rest)
+			n := 0
+			if len(fields) == 2 {
+				n, _ = strconv.Atoi(fields[1])
+			}
+			if n < 1 {
+				if d.badLine == "" {
+					d.badLine = trimmed
+				}
+				continue
+			}
+			d.barrier, d.barrierN = fields[0], n
 		default:
 			if trimmed != "" {
 				d.text = append(d.text, trimmed)
