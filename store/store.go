@@ -101,6 +101,28 @@ type Store interface {
 	// GetRoute returns the routing entry of a session key, ErrNotFound when there is none.
 	GetRoute(ctx context.Context, key string) (Route, error)
 
+	// ClaimRoute stores r unless r.Key already has a route; then it returns that route and
+	// false, unchanged. Two concurrent claims of one key: exactly one gets true (single-flight
+	// of a chat's first session across processes).
+	ClaimRoute(ctx context.Context, r Route) (Route, bool, error)
+
+	// RecordInbound inserts e as a pending inbox event claimed by e.Holder until
+	// e.ClaimedUntil, unless (Platform, EventID) is known; then it returns the stored event and
+	// false, unchanged. Finished events older than InboundRetention are swept a few at a time.
+	RecordInbound(ctx context.Context, e InboundEvent) (InboundEvent, bool, error)
+	// ClaimInbound takes an unfinished event for holder until now+ttl when its claim is ours,
+	// expired, or its holder provably dead; otherwise it returns the event and false.
+	ClaimInbound(ctx context.Context, platform, eventID, holder string, ttl time.Duration) (InboundEvent, bool, error)
+	// UpdateInbound moves a claimed event on (ErrLeaseLost when u.Holder no longer holds it;
+	// ErrNotFound when it is unknown). InboundDone releases the claim.
+	UpdateInbound(ctx context.Context, u InboundUpdate) error
+	// UnfinishedInbound lists a platform's events not yet done, oldest first (limit 0: 100).
+	UnfinishedInbound(ctx context.Context, platform string, limit int) ([]InboundEvent, error)
+	// PutSend records (or replaces) one send-ledger entry.
+	PutSend(ctx context.Context, e SendEntry) error
+	// Sends lists a turn's ledger entries by chunk.
+	Sends(ctx context.Context, turnID string) ([]SendEntry, error)
+
 	// ClaimIdempotencyKey inserts c.Entry as a pending claim (Status 0) unless a live entry for
 	// (Scope, Key) exists; then it returns that entry and false, unchanged. Two concurrent
 	// claims of one key: exactly one gets true.
