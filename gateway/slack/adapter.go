@@ -1,0 +1,219 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spoolhq/spool/gateway/platform"
+)
+
+// Platform is the adapter's platform name.
+const Platform = "slack"
+
+// WebhookPattern is where spool serve mounts the Events API endpoint.
+const WebhookPattern = "/platforms/slack/events"
+
+// Default limits: Slack takes 40,000 characters but asks for at most 4,000 per message, and
+// chat.update is a Tier 3 method (about 50 a minute).
+const (
+	DefaultMaxChars  = 4000
+	DefaultEditEvery = 1200 * time.Millisecond
+)
+
+// handleTimeout bounds recording an event before the ack (Slack gives up after 3 s).
+const handleTimeout = 2500 * time.Millisecond
+
+func init() {
+	platform.Register(Platform, func(s platform.Settings, env platform.Env) (platform.Adapter, error) {
+		if s.Token == "" {
+			return nil, errors.New("slack: no bot token (platforms.slack.token_env names an empty variable)")
+		}
+		mode := s.Mode
+		switch {
+		case mode == "" && s.AppToken != "":
+			mode = "socket"
+		case mode == "":
+			mode = "events"
+		}
+		switch mode {
+		case "socket":
+			if s.AppToken == "" {
+				return nil, errors.New("slack: socket mode needs an app-level token (platforms.slack.app_token_env)")
+			}
+		case "events":
+			if s.SigningSecret == "" {
+				return nil, errors.New("slack: the Events API needs a signing secret (platforms.slack.signing_secret_env)")
+			}
+		default:
+			return nil, fmt.Errorf("slack: mode %q is not events or socket", mode)
+		}
+		return New(Config{Client: NewClient(ClientConfig{BaseURL: s.BaseURL, Token: s.Token, AppToken: s.AppToken}),
+			SigningSecret: []byte(s.SigningSecret), Socket: mode == "socket"})
+	})
+}
+
+// Config configures an Adapter.
+type Config struct {
+	Client *Client
+	// SigningSecret verifies Events API requests (empty: the endpoint refuses everything).
+	SigningSecret []byte
+	// Socket makes Run hold a Socket Mode connection (else Run only waits: events come over
+	// HTTP to Webhook's handler).
+	Socket bool
+	// Now is the clock signatures are checked against (nil: time.Now).
+	Now func() time.Time
+	// BotUser is the bot's own user id (its messages are ignored); empty: auth.test in Run.
+	BotUser string
+	// Limits (zero fields: DefaultMaxChars, DefaultEditEvery).
+	Limits platform.Limits
+}
+
+// Adapter is one Slack app (platform.WebhookAdapter): an Events API endpoint and/or a Socket
+// Mode connection for intake, chat.postMessage / chat.update for replies.
+type Adapter struct {
+	c      *Client
+	secret []byte
+	socket bool
+	now    func() time.Time
+	limits platform.Limits
+
+	bot atomic.Value // string
+
+	mu     sync.Mutex
+	counts map[string]int64
+}
+
+var _ platform.WebhookAdapter = (*Adapter)(nil)
+
+// New returns an adapter.
+func New(cfg Config) (*Adapter, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("slack: a client is required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Limits.MaxChars <= 0 {
+		cfg.Limits.MaxChars = DefaultMaxChars
+	}
+	if cfg.Limits.EditEvery <= 0 {
+		cfg.Limits.EditEvery = DefaultEditEvery
+	}
+	a := &Adapter{c: cfg.Client, secret: cfg.SigningSecret, socket: cfg.Socket, now: cfg.Now, limits: cfg.Limits,
+		counts: map[string]int64{}}
+	a.bot.Store(cfg.BotUser)
+	return a, nil
+}
+
+// Platform implements platform.Adapter.
+func (a *Adapter) Platform() string { return Platform }
+
+// Limits implements platform.Outbound.
+func (a *Adapter) Limits() platform.Limits { return a.limits }
+
+// Client is the adapter's Web API client.
+func (a *Adapter) Client() *Client { return a.c }
+
+func (a *Adapter) botUser() string { s, _ := a.bot.Load().(string); return s }
+
+// Counts returns the adapter's counters (received, rejected, not_accepted, socket_reconnect ...).
+func (a *Adapter) Counts() map[string]int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[string]int64, len(a.counts))
+	for k, v := range a.counts {
+		out[k] = v
+	}
+	return out
+}
+
+func (a *Adapter) count(k string) {
+	a.mu.Lock()
+	a.counts[k]++
+	a.mu.Unlock()
+}
+
+// Run implements platform.Adapter: it learns the bot's own user id, then holds a Socket Mode
+// connection (reconnecting) until ctx ends, or, for the Events API, just waits.
+func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
+	if a.botUser() == "" {
+		u, _, err := a.c.AuthTest(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("slack: who am I: %w", err)
+		}
+		a.bot.Store(u)
+	}
+	if !a.socket {
+		<-ctx.Done()
+		return nil
+	}
+	return a.runSocket(ctx, h)
+}
+
+// Webhook implements platform.WebhookAdapter: the Events API endpoint.
+func (a *Adapter) Webhook(h platform.Handler) (string, http.Handler) {
+	return WebhookPattern, &events{a: a, h: h}
+}
+
+// Send implements platform.Outbound: chat.postMessage into to.ChatID (thread to.ThreadID).
+func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (string, error) {
+	m, err := a.c.PostMessage(ctx, to.ChatID, to.ThreadID, text)
+	if err != nil {
+		return "", err
+	}
+	return m.TS, nil
+}
+
+// Edit implements platform.Outbound: chat.update.
+func (a *Adapter) Edit(ctx context.Context, to platform.Address, messageID, text string) error {
+	return a.c.Update(ctx, to.ChatID, messageID, text)
+}
+
+// deliver hands an inbound message to h within the ack budget; nil means "ack it".
+func (a *Adapter) deliver(h platform.Handler, in Inbound) error {
+	ctx, cancel := context.WithTimeout(context.Background(), handleTimeout)
+	defer cancel()
+	if err := h.Handle(ctx, in.Event()); err != nil {
+		a.count("not_accepted")
+		return err
+	}
+	a.count("received")
+	return nil
+}
+
+// Event is the platform event of a Slack message. Its EventID is the message's identity
+// (team, channel, ts): every redelivery of the event carries the same event_id and the same
+// ts, and a mention that arrives both as message and as app_mention (two event_ids) is one
+// message, so it runs one turn.
+func (in Inbound) Event() platform.Event {
+	ct := platform.Group
+	switch {
+	case in.DM():
+		ct = platform.DM
+	case in.ThreadTS != "":
+		ct = platform.Thread
+	}
+	ev := platform.Event{Address: platform.Address{Platform: Platform, ChatType: ct, ScopeID: in.TeamID,
+		ChatID: in.Channel, ThreadID: in.ThreadTS, UserID: in.User},
+		EventID: in.TeamID + ":" + in.Channel + ":" + in.TS, MessageID: in.TS, Text: in.Text}
+	if sec, frac, ok := splitTS(in.TS); ok {
+		ev.At = time.Unix(sec, frac*1000).UTC()
+	}
+	return ev
+}
+
+func splitTS(ts string) (sec, usec int64, ok bool) {
+	var s, u int64
+	if _, err := fmt.Sscanf(ts, "%d.%d", &s, &u); err != nil {
+		return 0, 0, false
+	}
+	return s, u, true
+}

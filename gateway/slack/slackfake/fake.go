@@ -1,0 +1,371 @@
+// Package slackfake is a local fake of the Slack platform on 127.0.0.1 for tests and the
+// platform soak: the Web API methods spool's adapter calls (chat.postMessage, chat.update,
+// auth.test, apps.connections.open) answering with Slack's documented shapes ({"ok":false,
+// "error":...} on failure, 429 with Retry-After), a Socket Mode websocket (hello, events_api
+// envelopes redelivered until acked, disconnect), and a poster of signed Events API requests.
+// Faults are queued per method. It never sleeps to synchronise: Wait blocks on a condition.
+package slackfake
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Fault is one injected failure of a Web API call.
+type Fault struct {
+	Status     int     // an HTTP status to answer instead (429, 500, 503 ...)
+	RetryAfter float64 // seconds, with 429
+	// Hang holds the request until the client gives up (a timeout).
+	Hang bool
+	// After performs the call, then answers Status (a crash between send and ack).
+	After bool
+}
+
+// Posted is a message the bot posted, as the fake stores it.
+type Posted struct {
+	Channel, TS, ThreadTS, Text string
+	Edits                       int
+	Metadata                    map[string]any // chat.postMessage's metadata, as sent
+}
+
+// Server is the fake.
+type Server struct {
+	BotToken, AppToken string
+	TeamID, BotUser    string
+
+	srv *http.Server
+	ln  net.Listener
+	URL string // Web API base, ending in /api/
+
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced on every change
+	faults   map[string][]Fault
+	calls    map[string]int
+	msgs     []*Posted
+	byKey    map[string]*Posted // channel+ts
+	tsN      int64
+	eventN   int64
+	envN     int64
+	conns    map[*websocket.Conn]bool
+	pending  []*pendingEnv // pushed envelopes not yet acked
+	acked    int
+	ticket   int
+	upgrader websocket.Upgrader
+}
+
+type pendingEnv struct {
+	id      string
+	payload json.RawMessage
+	retry   int
+	sentTo  *websocket.Conn
+}
+
+// Start listens on 127.0.0.1 with a random port.
+func Start() (*Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{BotToken: "xoxb-fake-bot", AppToken: "xapp-fake-app", TeamID: "T0FAKE", BotUser: "U0BOT",
+		ln: ln, URL: "http://" + ln.Addr().String() + "/api/", changed: make(chan struct{}),
+		faults: map[string][]Fault{}, calls: map[string]int{}, byKey: map[string]*Posted{},
+		conns: map[*websocket.Conn]bool{}, tsN: 1_700_000_000_000_000}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/", s.api)
+	mux.HandleFunc("/link/", s.socket)
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// Close stops the fake and drops its websockets.
+func (s *Server) Close() {
+	s.mu.Lock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	_ = s.srv.Close()
+}
+
+func (s *Server) notify() { // with s.mu held
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Wait blocks until cond (called with the fake's state locked) holds or ctx ends.
+func (s *Server) Wait(ctx context.Context, cond func(v View) bool) error {
+	for {
+		s.mu.Lock()
+		ok := cond(View{s})
+		ch := s.changed
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("slackfake: waiting: %w", ctx.Err())
+		}
+	}
+}
+
+// View reads the fake's state inside Wait and Inspect.
+type View struct{ s *Server }
+
+// Messages are the posted messages in channel ("" = all), in posting order.
+func (v View) Messages(channel string) []Posted {
+	var out []Posted
+	for _, m := range v.s.msgs {
+		if channel == "" || m.Channel == channel {
+			out = append(out, *m)
+		}
+	}
+	return out
+}
+
+// Calls is how often method was called (faulted calls included).
+func (v View) Calls(method string) int { return v.s.calls[method] }
+
+// Acked is how many Socket Mode envelopes were acknowledged; Pending how many wait for one.
+func (v View) Acked() int   { return v.s.acked }
+func (v View) Pending() int { return len(v.s.pending) }
+
+// Conns is the number of open Socket Mode connections.
+func (v View) Conns() int { return len(v.s.conns) }
+
+// Inspect runs f on the current state.
+func (s *Server) Inspect(f func(v View)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(View{s})
+}
+
+// Fail queues faults for method's next calls.
+func (s *Server) Fail(method string, faults ...Fault) {
+	s.mu.Lock()
+	s.faults[method] = append(s.faults[method], faults...)
+	s.mu.Unlock()
+}
+
+func (s *Server) api(w http.ResponseWriter, r *http.Request) {
+	method := strings.TrimPrefix(r.URL.Path, "/api/")
+	var body map[string]any
+	if r.Method != http.MethodPost {
+		writeJSON(w, 200, map[string]any{"ok": false, "error": "method_not_supported_for_channel_type"})
+		return
+	}
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			writeJSON(w, 200, map[string]any{"ok": false, "error": "invalid_json"})
+			return
+		}
+	} else {
+		_ = r.ParseForm()
+		body = map[string]any{}
+		for k := range r.PostForm {
+			body[k] = r.PostForm.Get(k)
+		}
+	}
+	s.mu.Lock()
+	s.calls[method]++
+	var f *Fault
+	if q := s.faults[method]; len(q) > 0 {
+		f = &q[0]
+		s.faults[method] = q[1:]
+	}
+	s.notify()
+	s.mu.Unlock()
+	if f != nil && !f.After {
+		if f.Hang {
+			<-r.Context().Done()
+			return
+		}
+		fail(w, *f)
+		return
+	}
+	want := s.BotToken
+	if method == "apps.connections.open" {
+		want = s.AppToken
+	}
+	if r.Header.Get("Authorization") != "Bearer "+want {
+		writeJSON(w, 200, map[string]any{"ok": false, "error": "invalid_auth"})
+		return
+	}
+	str := func(k string) string { v, _ := body[k].(string); return v }
+	var out map[string]any
+	s.mu.Lock()
+	switch method {
+	case "auth.test":
+		out = map[string]any{"ok": true, "url": "https://fake.slack.com/", "team": "Fake", "user": "spool",
+			"team_id": s.TeamID, "user_id": s.BotUser, "bot_id": "B0BOT"}
+	case "apps.connections.open":
+		s.ticket++
+		out = map[string]any{"ok": true, "url": fmt.Sprintf("ws://%s/link/?ticket=%d&app_id=A0FAKE", s.ln.Addr(), s.ticket)}
+	case "chat.postMessage":
+		ch, text := str("channel"), str("text")
+		switch {
+		case ch == "":
+			out = map[string]any{"ok": false, "error": "channel_not_found"}
+		case text == "":
+			out = map[string]any{"ok": false, "error": "no_text"}
+		default:
+			s.tsN++
+			ts := fmt.Sprintf("%d.%06d", s.tsN/1_000_000, s.tsN%1_000_000)
+			m := &Posted{Channel: ch, TS: ts, ThreadTS: str("thread_ts"), Text: text}
+			m.Metadata, _ = body["metadata"].(map[string]any)
+			s.msgs = append(s.msgs, m)
+			s.byKey[ch+"\x00"+ts] = m
+			msg := map[string]any{"type": "message", "user": s.BotUser, "bot_id": "B0BOT", "text": text, "ts": ts}
+			if m.ThreadTS != "" {
+				msg["thread_ts"] = m.ThreadTS
+			}
+			out = map[string]any{"ok": true, "channel": ch, "ts": ts, "message": msg}
+		}
+	case "chat.update":
+		ch, ts := str("channel"), str("ts")
+		m := s.byKey[ch+"\x00"+ts]
+		switch {
+		case m == nil:
+			out = map[string]any{"ok": false, "error": "message_not_found"}
+		case str("text") == "":
+			out = map[string]any{"ok": false, "error": "no_text"}
+		default:
+			m.Text = str("text")
+			m.Edits++
+			out = map[string]any{"ok": true, "channel": ch, "ts": ts, "text": m.Text}
+		}
+	case "conversations.history", "conversations.replies":
+		// newest first (history) / thread parent first (replies), metadata only when asked
+		ch, thread := str("channel"), str("ts")
+		meta, _ := body["include_all_metadata"].(bool)
+		var list []map[string]any
+		for i := len(s.msgs) - 1; i >= 0; i-- {
+			m := s.msgs[i]
+			if m.Channel != ch || (method == "conversations.replies" && m.ThreadTS != thread && m.TS != thread) ||
+				(method == "conversations.history" && m.ThreadTS != "") {
+				continue
+			}
+			e := map[string]any{"type": "message", "user": s.BotUser, "bot_id": "B0BOT", "text": m.Text, "ts": m.TS}
+			if meta && m.Metadata != nil {
+				e["metadata"] = m.Metadata
+			}
+			list = append(list, e)
+		}
+		if method == "conversations.replies" {
+			for i, j := 0, len(list)-1; i < j; i, j = i+1, j-1 {
+				list[i], list[j] = list[j], list[i]
+			}
+		}
+		out = map[string]any{"ok": true, "messages": list, "has_more": false}
+	default:
+		out = map[string]any{"ok": false, "error": "unknown_method"}
+	}
+	s.notify()
+	s.mu.Unlock()
+	if f != nil { // After: the call happened, the answer is lost
+		fail(w, *f)
+		return
+	}
+	writeJSON(w, 200, out)
+}
+
+func fail(w http.ResponseWriter, f Fault) {
+	if f.Status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", strconv.FormatFloat(f.RetryAfter, 'f', -1, 64))
+		writeJSON(w, 429, map[string]any{"ok": false, "error": "ratelimited"})
+		return
+	}
+	w.WriteHeader(cmpStatus(f.Status))
+	_, _ = w.Write([]byte("upstream trouble"))
+}
+
+func cmpStatus(s int) int {
+	if s == 0 {
+		return http.StatusInternalServerError
+	}
+	return s
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Message describes a user's message for an event.
+type Message struct {
+	Channel     string
+	ChannelType string // im, channel, group, mpim (default: from the channel id's first letter)
+	User        string
+	Text        string
+	TS          string // "" = a fresh one
+	ThreadTS    string
+	EventID     string // "" = a fresh one
+}
+
+// Event returns the event_callback JSON of m, as the Events API posts it (and Socket Mode
+// carries it as an envelope's payload), with m's ids filled in.
+func (s *Server) Event(m *Message) []byte {
+	s.mu.Lock()
+	if m.TS == "" {
+		s.tsN++
+		m.TS = fmt.Sprintf("%d.%06d", s.tsN/1_000_000, s.tsN%1_000_000)
+	}
+	if m.EventID == "" {
+		s.eventN++
+		m.EventID = fmt.Sprintf("Ev%08d", s.eventN)
+	}
+	team := s.TeamID
+	s.mu.Unlock()
+	ct := m.ChannelType
+	if ct == "" {
+		ct = "channel"
+		if strings.HasPrefix(m.Channel, "D") {
+			ct = "im"
+		}
+	}
+	ev := map[string]any{"type": "message", "channel": m.Channel, "channel_type": ct, "user": m.User,
+		"text": m.Text, "ts": m.TS, "event_ts": m.TS, "team": team}
+	if m.ThreadTS != "" {
+		ev["thread_ts"] = m.ThreadTS
+	}
+	b, _ := json.Marshal(map[string]any{"token": "verification-token-unused", "team_id": team, "api_app_id": "A0FAKE",
+		"event": ev, "type": "event_callback", "event_id": m.EventID, "event_time": time.Now().Unix(),
+		"authorizations": []map[string]any{{"team_id": team, "user_id": s.BotUser, "is_bot": true}}})
+	return b
+}
+
+// Post delivers body to an Events API endpoint signed with secret at time at, as Slack does
+// (retry > 0 adds X-Slack-Retry-Num / X-Slack-Retry-Reason). It returns the HTTP status.
+func Post(ctx context.Context, hc *http.Client, url string, secret []byte, at time.Time, body []byte, retry int) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	ts := strconv.FormatInt(at.Unix(), 10)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", sign(secret, ts, body))
+	if retry > 0 {
+		req.Header.Set("X-Slack-Retry-Num", strconv.Itoa(retry))
+		req.Header.Set("X-Slack-Retry-Reason", "http_timeout")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode, nil
+}
