@@ -1,0 +1,366 @@
+package discord
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/spoolhq/spool/gateway/platform"
+)
+
+// Platform is the adapter's platform name.
+const Platform = "discord"
+
+// Limits: Discord's 2,000 characters; channel sends are about 5 per 5 s.
+const (
+	MaxChars         = 2000
+	DefaultEditEvery = 1200 * time.Millisecond
+)
+
+func init() {
+	platform.Register(Platform, func(s platform.Settings, env platform.Env) (platform.Adapter, error) {
+		if s.Token == "" {
+			return nil, errors.New("discord: no bot token (platforms.discord.token_env names an empty variable)")
+		}
+		return New(Config{Token: s.Token, BaseURL: s.BaseURL})
+	})
+}
+
+// Sleeper waits d or until ctx ends.
+type Sleeper func(ctx context.Context, d time.Duration) error
+
+// Sleep is the real Sleeper.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Config configures an Adapter.
+type Config struct {
+	Token string // the bot token, without "Bot "
+	// BaseURL replaces https://discord.com/ ("" = Discord's own).
+	BaseURL string
+	HTTP    *http.Client // its Transport is wrapped (nil: a 30 s timeout client)
+	Sleep   Sleeper
+	// Retries bounds 5xx / network retries (0: 3; <0: none).
+	Retries int
+	Limits  platform.Limits
+}
+
+// Adapter is one Discord bot (platform.Adapter).
+type Adapter struct {
+	s       *discordgo.Session
+	sleep   Sleeper
+	retries int
+	limits  platform.Limits
+
+	mu      sync.Mutex
+	h       platform.Handler
+	threads map[string]chanInfo
+	counts  map[string]int64
+	runCtx  context.Context
+}
+
+type chanInfo struct {
+	thread bool
+	parent string
+}
+
+var _ platform.Adapter = (*Adapter)(nil)
+
+// New returns an adapter; Run connects it.
+func New(cfg Config) (*Adapter, error) {
+	if cfg.Token == "" {
+		return nil, errors.New("discord: a bot token is required")
+	}
+	s, err := discordgo.New("Bot " + cfg.Token)
+	if err != nil {
+		return nil, fmt.Errorf("discord: %w", err)
+	}
+	hc := cfg.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	if cfg.BaseURL != "" {
+		base := cfg.BaseURL
+		if !strings.HasSuffix(base, "/") {
+			base += "/"
+		}
+		rt := hc.Transport
+		if rt == nil {
+			rt = http.DefaultTransport
+		}
+		c := *hc
+		c.Transport = rebase{to: base, rt: rt}
+		hc = &c
+	}
+	s.Client = hc
+	s.ShouldRetryOnRateLimit = false // waited out here, through the sleeper
+	s.ShouldReconnectOnError = true
+	s.SyncEvents = true // one chat's messages reach the Handler in order
+	s.MaxRestRetries = 0
+	s.Identify.Intents = discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages | discordgo.IntentsMessageContent
+	if cfg.Sleep == nil {
+		cfg.Sleep = Sleep
+	}
+	switch {
+	case cfg.Retries == 0:
+		cfg.Retries = 3
+	case cfg.Retries < 0:
+		cfg.Retries = 0
+	}
+	if cfg.Limits.MaxChars <= 0 || cfg.Limits.MaxChars > MaxChars {
+		cfg.Limits.MaxChars = MaxChars
+	}
+	if cfg.Limits.EditEvery <= 0 {
+		cfg.Limits.EditEvery = DefaultEditEvery
+	}
+	a := &Adapter{s: s, sleep: cfg.Sleep, retries: cfg.Retries, limits: cfg.Limits,
+		threads: map[string]chanInfo{}, counts: map[string]int64{}}
+	s.AddHandler(a.onMessage)
+	return a, nil
+}
+
+// rebase sends requests for https://discord.com/ to another base URL.
+type rebase struct {
+	to string
+	rt http.RoundTripper
+}
+
+func (r rebase) RoundTrip(req *http.Request) (*http.Response, error) {
+	u := req.URL.String()
+	if !strings.HasPrefix(u, discordgo.EndpointDiscord) {
+		return r.rt.RoundTrip(req)
+	}
+	nu, err := req.URL.Parse(r.to + strings.TrimPrefix(u, discordgo.EndpointDiscord))
+	if err != nil {
+		return nil, err
+	}
+	req = req.Clone(req.Context())
+	req.URL = nu
+	req.Host = nu.Host
+	return r.rt.RoundTrip(req)
+}
+
+// Platform implements platform.Adapter.
+func (a *Adapter) Platform() string { return Platform }
+
+// Limits implements platform.Outbound.
+func (a *Adapter) Limits() platform.Limits { return a.limits }
+
+// Counts returns the adapter's counters.
+func (a *Adapter) Counts() map[string]int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[string]int64, len(a.counts))
+	for k, v := range a.counts {
+		out[k] = v
+	}
+	return out
+}
+
+func (a *Adapter) count(k string) {
+	a.mu.Lock()
+	a.counts[k]++
+	a.mu.Unlock()
+}
+
+// Run implements platform.Adapter: it opens the gateway connection (discordgo keeps it,
+// resuming after drops) and hands messages to h until ctx ends.
+func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
+	a.mu.Lock()
+	if a.h != nil {
+		a.mu.Unlock()
+		return errors.New("discord: adapter already running")
+	}
+	a.h, a.runCtx = h, ctx
+	a.mu.Unlock()
+	if err := a.s.Open(); err != nil {
+		return fmt.Errorf("discord: open the gateway: %w", err)
+	}
+	<-ctx.Done()
+	if err := a.s.Close(); err != nil && !errors.Is(err, discordgo.ErrWSNotFound) {
+		return fmt.Errorf("discord: close: %w", err)
+	}
+	return nil
+}
+
+func (a *Adapter) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
+	a.mu.Lock()
+	h, ctx := a.h, a.runCtx
+	a.mu.Unlock()
+	if h == nil || m.Author == nil || m.Author.Bot || (s.State != nil && s.State.User != nil && m.Author.ID == s.State.User.ID) {
+		return
+	}
+	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
+		return
+	}
+	ev := platform.Event{Address: platform.Address{Platform: Platform, ChatType: platform.Group,
+		ChatID: m.ChannelID, UserID: m.Author.ID}, EventID: m.ID, MessageID: m.ID,
+		UserName: m.Author.Username, Text: m.Content, At: m.Timestamp}
+	if m.GuildID == "" {
+		ev.ChatType = platform.DM
+	} else if ci, err := a.channel(ctx, m.ChannelID); err == nil && ci.thread {
+		ev.ChatType, ev.ChatID, ev.ThreadID = platform.Thread, ci.parent, m.ChannelID
+	} else if err != nil {
+		a.count("channel_lookup_failed") // answered as a plain channel
+	}
+	for attempt := 0; ; attempt++ {
+		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := h.Handle(hctx, ev)
+		cancel()
+		if err == nil {
+			a.count("received")
+			return
+		}
+		if attempt >= 5 || ctx.Err() != nil {
+			a.count("not_accepted")
+			return
+		}
+		if a.sleep(ctx, time.Duration(attempt+1)*200*time.Millisecond) != nil {
+			return
+		}
+	}
+}
+
+// channel says whether id is a thread and its parent: discordgo's state, else GET /channels/{id}.
+func (a *Adapter) channel(ctx context.Context, id string) (chanInfo, error) {
+	a.mu.Lock()
+	ci, ok := a.threads[id]
+	a.mu.Unlock()
+	if ok {
+		return ci, nil
+	}
+	var ch *discordgo.Channel
+	if a.s.State != nil {
+		ch, _ = a.s.State.Channel(id)
+	}
+	if ch == nil {
+		var err error
+		if ch, err = a.s.Channel(id, discordgo.WithContext(ctx)); err != nil {
+			return chanInfo{}, fmt.Errorf("discord: channel %s: %w", id, err)
+		}
+	}
+	ci = chanInfo{thread: ch.IsThread(), parent: ch.ParentID}
+	a.mu.Lock()
+	a.threads[id] = ci
+	a.mu.Unlock()
+	return ci, nil
+}
+
+// target is the channel a reply to an address goes to: the thread when there is one.
+func target(to platform.Address) string {
+	if to.ThreadID != "" {
+		return to.ThreadID
+	}
+	return to.ChatID
+}
+
+// Send implements platform.Outbound: POST /channels/{id}/messages with a nonce Discord
+// enforces, so a retried create never makes two messages.
+func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (string, error) {
+	var n [9]byte
+	_, _ = rand.Read(n[:])
+	nonce := hex.EncodeToString(n[:]) // ≤ 25 characters
+	ch := target(to)
+	ep := discordgo.EndpointChannelMessages(ch)
+	body := map[string]any{"content": text, "nonce": nonce, "enforce_nonce": true,
+		"allowed_mentions": map[string]any{"parse": []string{}}}
+	raw, err := a.do(ctx, "create message", func() ([]byte, error) {
+		return a.s.RequestWithBucketID(http.MethodPost, ep, body, discordgo.EndpointChannelMessages(ch), discordgo.WithContext(ctx))
+	})
+	if err != nil {
+		return "", err
+	}
+	var m discordgo.Message
+	if err := json.Unmarshal(raw, &m); err != nil || m.ID == "" {
+		return "", fmt.Errorf("discord: create message: unreadable answer")
+	}
+	return m.ID, nil
+}
+
+// Edit implements platform.Outbound: PATCH /channels/{id}/messages/{message}.
+func (a *Adapter) Edit(ctx context.Context, to platform.Address, messageID, text string) error {
+	ch := target(to)
+	_, err := a.do(ctx, "edit message", func() ([]byte, error) {
+		_, err := a.s.ChannelMessageEdit(ch, messageID, text, discordgo.WithContext(ctx))
+		return nil, err
+	})
+	return err
+}
+
+// Error is a REST call that failed for good.
+type Error struct {
+	Op     string
+	Status int    // HTTP status (0: no answer)
+	Code   int    // Discord's JSON error code (10008 Unknown Message ...)
+	Msg    string // Discord's message
+}
+
+func (e *Error) Error() string {
+	if e.Status == 0 {
+		return fmt.Sprintf("discord %s: %s", e.Op, e.Msg)
+	}
+	return fmt.Sprintf("discord %s: HTTP %d: %s (code %d)", e.Op, e.Status, e.Msg, e.Code)
+}
+
+// do runs one REST call: a 429 waited out for retry_after (however long), 5xx and transport
+// failures retried up to a.retries times, anything else an *Error.
+func (a *Adapter) do(ctx context.Context, op string, call func() ([]byte, error)) ([]byte, error) {
+	failures := 0
+	for {
+		raw, err := call()
+		if err == nil {
+			return raw, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("discord %s: %w", op, context.Cause(ctx))
+		}
+		var wait time.Duration
+		var rl *discordgo.RateLimitError
+		var re *discordgo.RESTError
+		switch {
+		case errors.As(err, &rl):
+			wait = rl.RetryAfter
+			a.count("rate_limited")
+		case errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500:
+			e := &Error{Op: op, Status: re.Response.StatusCode}
+			if re.Message != nil {
+				e.Code, e.Msg = re.Message.Code, re.Message.Message
+			}
+			return nil, e
+		default: // 5xx, timeouts, refused connections
+			failures++
+			if failures > a.retries {
+				e := &Error{Op: op, Msg: "no answer"}
+				if errors.As(err, &re) && re.Response != nil {
+					e.Status = re.Response.StatusCode
+					if re.Message != nil {
+						e.Code, e.Msg = re.Message.Code, re.Message.Message
+					}
+				}
+				return nil, e
+			}
+			wait = time.Duration(failures) * 500 * time.Millisecond
+			a.count("retried")
+		}
+		if err := a.sleep(ctx, wait); err != nil {
+			return nil, fmt.Errorf("discord %s: %w", op, err)
+		}
+	}
+}

@@ -1,0 +1,246 @@
+package discord_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/gateway/discord"
+	"github.com/spoolhq/spool/gateway/discord/discordfake"
+	"github.com/spoolhq/spool/gateway/platform"
+)
+
+type recorder struct {
+	mu      sync.Mutex
+	events  []platform.Event
+	seen    map[string]bool
+	calls   int
+	changed chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{seen: map[string]bool{}, changed: make(chan struct{})} }
+
+func (r *recorder) Handle(_ context.Context, ev platform.Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls++
+	if !r.seen[ev.EventID] {
+		r.seen[ev.EventID] = true
+		r.events = append(r.events, ev)
+	}
+	close(r.changed)
+	r.changed = make(chan struct{})
+	return nil
+}
+
+func (r *recorder) waitCalls(t *testing.T, n int) []platform.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		r.mu.Lock()
+		c, ch, evs := r.calls, r.changed, append([]platform.Event(nil), r.events...)
+		r.mu.Unlock()
+		if c >= n {
+			return evs
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("waited for %d handler calls, have %d", n, c)
+		}
+	}
+}
+
+type sleeps struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
+	s.mu.Lock()
+	s.d = append(s.d, d)
+	s.mu.Unlock()
+	return ctx.Err()
+}
+
+func setup(t *testing.T) (*discordfake.Server, *discord.Adapter, *recorder, *sleeps) {
+	t.Helper()
+	fake, err := discordfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	sl := &sleeps{}
+	ad, err := discord.New(discord.Config{Token: fake.Token, BaseURL: fake.URL, Sleep: sl.sleep,
+		HTTP: &http.Client{Timeout: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ad.Run(ctx, rec) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	if err := fake.Wait(wctx, func(v discordfake.View) bool { return v.Ready() == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	return fake, ad, rec, sl
+}
+
+func TestIntake(t *testing.T) {
+	t.Parallel()
+	fake, _, rec, _ := setup(t)
+	fake.AddChannel("500", discordfake.GuildText, "")
+	fake.AddChannel("501", discordfake.PublicThread, "500")
+	fake.AddChannel("600", discordfake.DMChannel, "")
+
+	fake.Say(discordfake.UserMessage{ChannelID: "600", DM: true, AuthorID: "42", Username: "ann", Content: "in a DM"})
+	ch := fake.Say(discordfake.UserMessage{ChannelID: "500", AuthorID: "43", Username: "bob", Content: "in a channel"})
+	fake.Say(discordfake.UserMessage{ChannelID: "501", AuthorID: "44", Username: "cy", Content: "in a thread"})
+	fake.Say(discordfake.UserMessage{ChannelID: "500", AuthorID: "77", Username: "otherbot", Content: "beep", Bot: true})
+	fake.Redeliver(ch)
+	got := rec.waitCalls(t, 4)
+	want := []platform.Address{
+		{Platform: "discord", ChatType: platform.DM, ChatID: "600", UserID: "42"},
+		{Platform: "discord", ChatType: platform.Group, ChatID: "500", UserID: "43"},
+		{Platform: "discord", ChatType: platform.Thread, ChatID: "500", ThreadID: "501", UserID: "44"},
+	}
+	if len(got) != 3 {
+		t.Fatalf("events %+v", got)
+	}
+	for i := range want {
+		if got[i].Address != want[i] {
+			t.Errorf("event %d: %+v, want %+v", i, got[i].Address, want[i])
+		}
+	}
+	if got[1].EventID != ch || got[1].Text != "in a channel" || got[1].UserName != "bob" {
+		t.Errorf("channel event %+v", got[1])
+	}
+	keys := map[string]bool{}
+	for _, ev := range got {
+		k, err := platform.DefaultPolicy.Key(ev.Address)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[k] = true
+	}
+	for _, k := range []string{"agent:main:discord:dm:600", "agent:main:discord:group:500:43", "agent:main:discord:thread:500:501"} {
+		if !keys[k] {
+			t.Errorf("key %s missing from %v", k, keys)
+		}
+	}
+	rec.mu.Lock()
+	calls := rec.calls
+	rec.mu.Unlock()
+	if calls != 4 { // three messages and the redelivery; the other bot's is not handed on
+		t.Errorf("handler called %d times, want 4", calls)
+	}
+}
+
+func TestResumeAfterDrop(t *testing.T) {
+	t.Parallel()
+	fake, _, rec, _ := setup(t)
+	fake.AddChannel("500", discordfake.GuildText, "")
+	fake.Say(discordfake.UserMessage{ChannelID: "500", AuthorID: "43", Content: "before"})
+	rec.waitCalls(t, 1)
+	fake.Drop()
+	// said while the bot is away: replayed by RESUME
+	fake.Say(discordfake.UserMessage{ChannelID: "500", AuthorID: "43", Content: "while away"})
+	got := rec.waitCalls(t, 2)
+	if got[1].Text != "while away" {
+		t.Fatalf("events %+v", got)
+	}
+	fake.Inspect(func(v discordfake.View) {
+		if v.Resumes() != 1 || v.Identifies() != 1 {
+			t.Errorf("identifies %d resumes %d, want 1 and 1", v.Identifies(), v.Resumes())
+		}
+	})
+}
+
+func TestSend(t *testing.T) {
+	t.Parallel()
+	fake, ad, _, sl := setup(t)
+	ctx := context.Background()
+	thread := platform.Address{Platform: "discord", ChatType: platform.Thread, ChatID: "500", ThreadID: "501"}
+	fake.Fail("POST messages", discordfake.Fault{Status: 429, RetryAfter: 30})
+	id, err := ad.Send(ctx, thread, "hello thread")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl.mu.Lock()
+	if len(sl.d) != 1 || sl.d[0] != 30*time.Second {
+		t.Errorf("sleeps %v, want [30s]", sl.d)
+	}
+	sl.mu.Unlock()
+	fake.Fail("POST messages", discordfake.Fault{Status: 500, After: true})
+	if _, err := ad.Send(ctx, thread, "made, answer lost"); err != nil {
+		t.Fatal(err)
+	}
+	fake.Fail("POST messages", discordfake.Fault{Status: 503})
+	if _, err := ad.Send(ctx, thread, "after a 503"); err != nil {
+		t.Fatal(err)
+	}
+	fake.Fail("PATCH messages", discordfake.Fault{Status: 429, RetryAfter: 2.5}, discordfake.Fault{Status: 502})
+	if err := ad.Edit(ctx, thread, id, "hello thread, edited"); err != nil {
+		t.Fatal(err)
+	}
+	var de *discord.Error
+	if err := ad.Edit(ctx, thread, "123", "x"); !errors.As(err, &de) || de.Code != 10008 || de.Status != 404 {
+		t.Fatalf("edit of an unknown message: %v", err)
+	}
+	if _, err := ad.Send(ctx, thread, strings.Repeat("x", 2001)); !errors.As(err, &de) || de.Code != 50035 {
+		t.Fatalf("2001 characters: %v", err)
+	}
+	fake.Fail("POST messages", discordfake.Fault{Status: 500}, discordfake.Fault{Status: 500}, discordfake.Fault{Status: 500}, discordfake.Fault{Status: 500})
+	if _, err := ad.Send(ctx, thread, "never"); !errors.As(err, &de) || de.Status != 500 {
+		t.Fatalf("persistent 500: %v", err)
+	}
+	fake.Inspect(func(v discordfake.View) {
+		msgs := v.Messages("")
+		if len(msgs) != 3 {
+			t.Fatalf("messages %+v", msgs)
+		}
+		for _, m := range msgs {
+			if m.ChannelID != "501" {
+				t.Errorf("reply outside the thread: %+v", m)
+			}
+		}
+		if msgs[0].Content != "hello thread, edited" || msgs[1].Content != "made, answer lost" || msgs[2].Content != "after a 503" {
+			t.Errorf("messages %+v", msgs)
+		}
+	})
+	if ad.Limits().MaxChars != 2000 {
+		t.Errorf("limits %+v", ad.Limits())
+	}
+}
+
+func TestBadToken(t *testing.T) {
+	t.Parallel()
+	fake, err := discordfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	ad, err := discord.New(discord.Config{Token: "wrong-secret-token", BaseURL: fake.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = ad.Run(ctx, newRecorder())
+	if err == nil || strings.Contains(err.Error(), "wrong-secret-token") {
+		t.Fatalf("Run with a bad token: %v", err)
+	}
+}

@@ -1,0 +1,28 @@
+// Package discord is spool's Discord adapter, on github.com/bwmarrin/discordgo: messages in
+// guild channels, threads and DMs arrive over the gateway websocket (HELLO, IDENTIFY with the
+// GUILD_MESSAGES, DIRECT_MESSAGES and privileged MESSAGE_CONTENT intents, READY, heartbeats,
+// RESUME after a dropped connection, all discordgo's) and become platform.Events; replies go
+// out through the REST API (POST and PATCH /channels/{id}/messages), at most 2,000 characters
+// per message (the Router splits on paragraph and code boundaries with Limits.MaxChars).
+//
+// Base URL. discordgo's endpoints are package variables computed once at init from
+// "https://discord.com/" (EndpointChannels and the others are not recomputed when
+// EndpointDiscord changes), so pointing them at a fake means rewriting every one, process-wide.
+// The adapter instead gives its session an HTTP client whose transport rewrites
+// https://discord.com/ to the configured base URL: per adapter, parallel-safe, and the gateway
+// URL comes from GET /gateway on that base (a fake answers with its own ws:// URL).
+//
+// Addresses. A message without a guild is a DM (ChatID = the DM channel); one in a thread
+// channel (types 10, 11, 12) is a Thread chat with ChatID = the parent channel and ThreadID =
+// the thread; any other is a Group chat. The thread's parent is learned from discordgo's state
+// or GET /channels/{id}, and cached. EventID is the message id (a snowflake). The bot's own
+// and other bots' messages are ignored. Events are handed to the Handler in the gateway's
+// order (SyncEvents); a Handler that cannot record one is retried a few times, since the
+// gateway does not redeliver.
+//
+// Sending. Replies to a thread go to the thread. A create carries a nonce with enforce_nonce,
+// so a retry after an unsure failure (a 5xx, a timeout) returns the message Discord already
+// made instead of a second one. A 429 is waited out for its retry_after however long, through
+// an injectable Sleeper (discordgo's own blind retry is off); 5xx are retried a bounded number
+// of times. The token comes from the environment only and never appears in an error or log.
+package discord
