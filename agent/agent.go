@@ -200,6 +200,19 @@ type RunOptions struct {
 	// with Focus as its topic.
 	ForceCompact bool
 	Focus        string
+	// RestrictTools limits the agent's own tools offered this turn to those named in
+	// AllowTools (none when it is empty); without it every tool of Deps.Tools is offered.
+	RestrictTools bool
+	AllowTools    []string
+	// ClientTools are tools the caller declared and runs itself (an API client's function
+	// tools). They are offered after the agent's own tools, in the caller's order, so a caller
+	// that sends the same tools gets the same request bytes. A response that calls one of them
+	// ends the turn: the assistant message is stored, the agent's own calls of that response
+	// are run, and Result.PendingCalls holds the caller's calls.
+	ClientTools []provider.Tool
+	// ToolResults, instead of a user message, answer the caller's pending calls (every one of
+	// them); the turn then goes on from there. The input must be empty.
+	ToolResults []ToolResult
 }
 
 // Result is what one turn did.
@@ -222,6 +235,9 @@ type Result struct {
 	Messages []store.Message `json:"-"`
 	// Interrupted is set when the turn's context ended before a final answer.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// PendingCalls are the caller's tool calls the turn ended at (FinishReason "tool_calls");
+	// the next turn answers them with RunOptions.ToolResults.
+	PendingCalls []store.ToolCall `json:"pending_calls,omitempty"`
 }
 
 // Compaction is one committed compaction, measured as whole requests (system prompt and tools

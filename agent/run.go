@@ -35,6 +35,7 @@ type run struct {
 	compacted bool            // a compaction ran since prev
 	refused   int             // estimate of the request the provider last refused as too long (0: none)
 	said      map[string]bool // notices already given this turn
+	client    map[string]bool // names of the caller's tools (RunOptions.ClientTools)
 }
 
 // Run runs one turn of sessionID with the user's input and returns what it did. An empty
@@ -42,7 +43,14 @@ type run struct {
 // tip (Result.SessionID says which). On error, Result still describes what was done, and
 // everything said before the error is stored.
 func (a *Agent) Run(ctx context.Context, sessionID, input string, opts RunOptions) (Result, error) {
-	if strings.TrimSpace(input) == "" {
+	if len(opts.ToolResults) > 0 {
+		if input != "" {
+			return Result{SessionID: sessionID}, &ToolResultError{Reason: "tool results come without a user message in the same turn"}
+		}
+		if sessionID == "" {
+			return Result{}, &ToolResultError{Reason: "tool results need the session that made the calls"}
+		}
+	} else if strings.TrimSpace(input) == "" {
 		return Result{SessionID: sessionID}, ErrEmptyInput
 	}
 	if tok := tokens.EstimateText(input); tok > a.cfg.ContextLength/2 {
@@ -76,11 +84,18 @@ func (a *Agent) Run(ctx context.Context, sessionID, input string, opts RunOption
 
 func (r *run) do(ctx context.Context, input string) error {
 	return r.loaded(ctx, func() error {
-		user := store.Message{Role: store.RoleUser, Content: input, Timestamp: r.a.now()}
-		// The wire text is composed once and stored with the message, so every later request of
-		// this session replays exactly these bytes.
-		user.APIContent = wire.Sidecar(input, wire.Compose(input, r.opts.Context))
-		r.add(user)
+		if len(r.opts.ToolResults) > 0 {
+			if err := r.answer(r.opts.ToolResults); err != nil {
+				return err
+			}
+		} else {
+			r.settle()
+			user := store.Message{Role: store.RoleUser, Content: input, Timestamp: r.a.now()}
+			// The wire text is composed once and stored with the message, so every later
+			// request of this session replays exactly these bytes.
+			user.APIContent = wire.Sidecar(input, wire.Compose(input, r.opts.Context))
+			r.add(user)
+		}
 		if err := r.t.Flush(ctx); err != nil {
 			return err
 		}
@@ -162,8 +177,16 @@ func (r *run) loop(ctx context.Context) error {
 			r.res.FinishReason = resp.FinishReason
 			return nil
 		}
-		if err := r.runTools(ctx, resp.ToolCalls); err != nil {
-			return err
+		own, client := r.split(resp.ToolCalls)
+		if len(own) > 0 {
+			if err := r.runTools(ctx, own); err != nil {
+				return err
+			}
+		}
+		if len(client) > 0 {
+			// The caller runs these: the turn ends here and the next one brings their results.
+			r.res.Reply, r.res.FinishReason, r.res.PendingCalls = resp.Content, "tool_calls", client
+			return nil
 		}
 	}
 	return fmt.Errorf("%w: no final answer after %d model calls (each answered with tool calls); the tool results are stored, send another message to continue", ErrIterationLimit, r.a.cfg.MaxIterations)
@@ -196,8 +219,8 @@ func (r *run) load(ctx context.Context) error {
 		r.notice(fmt.Sprintf("compaction state of %s is unreadable and starts over: %v", sid, err))
 		r.state = compress.State{}
 	}
-	if r.a.tools != nil {
-		r.tools = r.a.tools.Definitions()
+	if r.tools, err = r.offered(); err != nil {
+		return err
 	}
 	r.tools = r.a.withDelegate(r.tools)
 	if r.prompt, err = prompt.Load(ctx, r.a.st, r.promptEnv()); err != nil {

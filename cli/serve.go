@@ -54,8 +54,13 @@ Configuration ($SPOOL_HOME/config.yaml, section serve:, or SPOOL_SERVE_* variabl
   drain_timeout: 30s         on SIGTERM: no new turns; running ones get this long, then stop
   keepalive: 15s             silence before a ": keepalive" comment in a stream
   cors_origins: ""           comma-separated browser origins allowed (none by default)
-The model is provider.* as for spool run (or --provider/--model/--base-url). Server-side
-tools are off: API sessions talk to the model only.`
+The model is provider.* as for spool run (or --provider/--model/--base-url).
+
+Tools: function tools the client declares (Chat Completions tools / Responses tools of type
+function; tool_choice auto or none) are returned to the client as tool calls (finish_reason
+tool_calls; function_call items), and its next request answers them with role "tool" messages
+or function_call_output items, which are stored in the same session. spool's own tools are off
+for API sessions.`
 
 func (a *app) serveCommand() *cobra.Command {
 	var f modelFlags

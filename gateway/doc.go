@@ -19,6 +19,13 @@
 // the client's messages after it, and the route moves to the branch. A single user message
 // with a session id or key continues that session (a stateful client).
 //
+// Client tools. Request.ClientTools are offered after the runner's own tools the principal may
+// use (Config.Tools); a call of one ends the turn with Result.PendingCalls, and a request whose
+// messages end with "tool" messages answers them instead of adding a user message (the agent
+// checks that every pending call gets exactly one result). Matching a resent history compares
+// user messages and final replies only, so calls and results the client resends are not
+// compared; they are stored when the client's history is new to spool (a new session or branch).
+//
 // Busy. One turn per conversation: in process through a slot per session, across processes
 // through the turn lease (the Runner's lease wait). Policies: wait (default: Config.BusyWait,
 // then *BusyError, which the HTTP layer answers 409 with Retry-After), reject (at once), queue

@@ -77,6 +77,9 @@ type Config struct {
 	TurnTimeout time.Duration
 	// IdempotencyTTL is how long an idempotent outcome is replayed (0: 24h).
 	IdempotencyTTL time.Duration
+	// Tools names, per principal, which of the runner's own tools (session_search, memory)
+	// its turns may use; a principal not listed gets none.
+	Tools map[string][]string
 }
 
 func (c Config) withDefaults() Config {
@@ -146,10 +149,14 @@ func (g *Gateway) Metrics() *Metrics { return g.m }
 // Config is the gateway's configuration with defaults applied.
 func (g *Gateway) Config() Config { return g.cfg }
 
-// Message is one message as a client sent it.
+// Message is one message as a client sent it: a user, system or developer message, an
+// assistant message (with the tool calls it made, if any), or a tool result ("tool", naming
+// the call it answers).
 type Message struct {
-	Role    string
-	Content string
+	Role       string
+	Content    string
+	ToolCalls  []store.ToolCall
+	ToolCallID string
 }
 
 // Request is one turn asked for.
@@ -169,6 +176,10 @@ type Request struct {
 	AfterResponse string
 	// Locate fills Reply.MessageID and Reply.UserMessageID after the turn.
 	Locate bool
+	// ClientTools are the function tools the client declared; a model call of one of them
+	// ends the turn with Reply.Result.PendingCalls, and the client's next request answers
+	// them with trailing "tool" messages instead of a user message.
+	ClientTools []provider.Tool
 }
 
 // Sink hears a turn's events. Its functions run on the turn's goroutine; they must not block
@@ -283,7 +294,8 @@ func (g *Gateway) runTurn(ctx context.Context, r Runner, p plan, guard *guarded)
 		}
 	}
 	guard.start(p.sessionID)
-	opts := agent.RunOptions{OnDelta: guard.delta}
+	opts := agent.RunOptions{OnDelta: guard.delta, RestrictTools: true, AllowTools: g.cfg.Tools[p.principal],
+		ClientTools: p.clientTools, ToolResults: p.results}
 	return r.Run(ctx, p.sessionID, p.input, opts)
 }
 
@@ -316,6 +328,9 @@ func (g *Gateway) classify(sessionID string, err error) error {
 	}
 	if errors.Is(err, agent.ErrCompressionDisabled) {
 		return fmt.Errorf("%w: %v", ErrNoCompaction, err)
+	}
+	if errors.Is(err, agent.ErrToolResult) {
+		return badRequest("messages", "%s", err.Error())
 	}
 	if errors.Is(err, agent.ErrEmptyInput) {
 		return badRequest("messages", "the last user message is empty")

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spoolhq/spool/agent"
+	"github.com/spoolhq/spool/provider"
 	"github.com/spoolhq/spool/store"
 )
 
@@ -18,11 +20,14 @@ const Source = "api"
 
 // plan is where a request's turn runs and what is stored before it.
 type plan struct {
+	principal    string
 	sessionID    string
 	branchedFrom string
 	routeKey     string
 	prelude      []store.Message // appended before the turn (a new session or branch's history)
 	input        string
+	results      []agent.ToolResult // the client's tool results, instead of input
+	clientTools  []provider.Tool
 }
 
 // routeKey is the store route of a principal's lane.
@@ -32,7 +37,8 @@ func routeKey(principal, kind, key string) string {
 }
 
 // resolve picks the request's session: explicit id, client key, or derived; then matches the
-// sent history against the stored one.
+// sent history against the stored one. The new input is the last user message, or the tool
+// results that end the messages (answers to the client's tool calls).
 func (g *Gateway) resolve(ctx context.Context, req Request) (plan, error) {
 	var system []string
 	var msgs []Message
@@ -40,21 +46,44 @@ func (g *Gateway) resolve(ctx context.Context, req Request) (plan, error) {
 		switch m.Role {
 		case "system", "developer":
 			system = append(system, m.Content)
-		case "user", "assistant":
+		case "user", "assistant", "tool":
 			msgs = append(msgs, m)
 		default:
-			return plan{}, badRequest("messages", "messages with role %q are not supported (user, assistant, system, developer)", m.Role)
+			return plan{}, badRequest("messages", "messages with role %q are not supported (user, assistant, tool, system, developer)", m.Role)
 		}
 	}
-	if len(msgs) == 0 || msgs[len(msgs)-1].Role != "user" {
-		return plan{}, badRequest("messages", "the last message must be the user's")
+	p := plan{principal: req.Principal, clientTools: req.ClientTools}
+	n := len(msgs)
+	for n > 0 && msgs[n-1].Role == "tool" {
+		n--
 	}
-	last := msgs[len(msgs)-1]
-	if strings.TrimSpace(last.Content) == "" {
-		return plan{}, badRequest("messages", "the last user message is empty")
+	var prior []Message
+	first := ""
+	if n < len(msgs) {
+		for _, m := range msgs[n:] {
+			if m.ToolCallID == "" {
+				return plan{}, badRequest("messages", "a tool message must name the tool_call_id it answers")
+			}
+			p.results = append(p.results, agent.ToolResult{CallID: m.ToolCallID, Content: m.Content})
+		}
+		prior = msgs[:n]
+	} else {
+		if n == 0 || msgs[n-1].Role != "user" {
+			return plan{}, badRequest("messages", "the last message must be the user's (or tool results)")
+		}
+		last := msgs[n-1]
+		if strings.TrimSpace(last.Content) == "" {
+			return plan{}, badRequest("messages", "the last user message is empty")
+		}
+		p.input, first = last.Content, last.Content
+		prior = msgs[:n-1]
 	}
-	prior := msgs[:len(msgs)-1]
-	p := plan{input: last.Content}
+	for _, m := range prior {
+		if m.Role == "user" {
+			first = m.Content
+			break
+		}
+	}
 
 	var cur string // the session the lane continues, "" for none
 	switch {
@@ -74,10 +103,6 @@ func (g *Gateway) resolve(ctx context.Context, req Request) (plan, error) {
 	case req.Append:
 		// A new conversation (the Responses API without a previous response or conversation).
 	default:
-		first := last.Content
-		if len(prior) > 0 {
-			first = prior[0].Content
-		}
 		p.routeKey = routeKey(req.Principal, "derived", strings.Join(system, "\n")+"\x00"+first)
 		if len(prior) > 0 {
 			id, err := g.routed(ctx, req.Principal, p.routeKey)
@@ -96,6 +121,9 @@ func (g *Gateway) resolve(ctx context.Context, req Request) (plan, error) {
 		return p, nil
 	}
 	if cur == "" {
+		if len(p.results) > 0 && !hasCalls(prior) {
+			return plan{}, badRequest("messages", "tool results need the conversation that made the calls (send its history, a session id or a previous response)")
+		}
 		s, err := g.create(ctx, req.Principal, store.NewSession{})
 		if err != nil {
 			return plan{}, err
@@ -114,7 +142,8 @@ func (g *Gateway) resolve(ctx context.Context, req Request) (plan, error) {
 	if err != nil {
 		return plan{}, fmt.Errorf("load session %s: %w", cur, err)
 	}
-	cut, ok := match(hist, prior)
+	seen, at := visibleClient(prior)
+	cut, ok := match(hist, seen)
 	if ok {
 		p.sessionID = cur
 		return p, nil
@@ -129,7 +158,11 @@ func (g *Gateway) resolve(ctx context.Context, req Request) (plan, error) {
 		m.ID, m.SessionID = 0, ""
 		p.prelude = append(p.prelude, m)
 	}
-	p.prelude = append(p.prelude, clientRows(prior[cut.visible:])...)
+	from := 0
+	if cut.visible > 0 {
+		from = at[cut.visible-1] + 1
+	}
+	p.prelude = append(p.prelude, clientRows(prior[from:])...)
 	g.m.branches.Inc()
 	return p, g.putRoute(ctx, p.routeKey, p.sessionID)
 }
@@ -266,9 +299,34 @@ func (g *Gateway) putRoute(ctx context.Context, key, sessionID string) error {
 func clientRows(ms []Message) []store.Message {
 	out := make([]store.Message, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, store.Message{Role: m.Role, Content: m.Content})
+		out = append(out, store.Message{Role: m.Role, Content: m.Content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID})
 	}
 	return out
+}
+
+// hasCalls reports whether a client's history holds a tool call.
+func hasCalls(ms []Message) bool {
+	for _, m := range ms {
+		if len(m.ToolCalls) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// visibleClient are the client's messages that match stored visible ones (user messages and
+// final assistant replies; tool calls and results are compared by the store's own rows), and
+// their indexes in ms.
+func visibleClient(ms []Message) ([]Message, []int) {
+	var out []Message
+	var at []int
+	for i, m := range ms {
+		if m.Role == "user" || (m.Role == "assistant" && len(m.ToolCalls) == 0 && m.Content != "") {
+			out = append(out, m)
+			at = append(at, i)
+		}
+	}
+	return out, at
 }
 
 // cutPoint is where a branch cuts the stored history: the first rows rows are kept, and they

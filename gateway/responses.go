@@ -14,18 +14,20 @@ import (
 // and assistant messages) and how the response ended. It is kept as a store route of the
 // principal ("api:<principal>:resp:<id>"), so every replica on the database finds it.
 type ResponseRecord struct {
-	ID            string          `json:"-"`
-	SessionID     string          `json:"-"`
-	Status        string          `json:"status"` // in_progress, completed, failed, cancelled
-	Model         string          `json:"model"`
-	CreatedAt     int64           `json:"created_at"`
-	MessageID     int64           `json:"message_id,omitempty"`
-	UserMessageID int64           `json:"user_message_id,omitempty"`
-	Previous      string          `json:"previous_response_id,omitempty"`
-	Metadata      json.RawMessage `json:"metadata,omitempty"`
-	Usage         store.Usage     `json:"usage"`
-	Error         string          `json:"error,omitempty"`
-	Deleted       bool            `json:"deleted,omitempty"`
+	ID            string `json:"-"`
+	SessionID     string `json:"-"`
+	Status        string `json:"status"` // in_progress, completed, failed, cancelled
+	Model         string `json:"model"`
+	CreatedAt     int64  `json:"created_at"`
+	MessageID     int64  `json:"message_id,omitempty"`
+	UserMessageID int64  `json:"user_message_id,omitempty"`
+	Previous      string `json:"previous_response_id,omitempty"`
+	// Calls are the ids of the client tool calls the response ended at.
+	Calls    []string        `json:"calls,omitempty"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	Usage    store.Usage     `json:"usage"`
+	Error    string          `json:"error,omitempty"`
+	Deleted  bool            `json:"deleted,omitempty"`
 }
 
 // SaveResponse records r for principal.

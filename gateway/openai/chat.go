@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,18 +71,93 @@ func (m chatMessage) text(i int) (string, error) {
 func (r chatRequest) toGateway() ([]gateway.Message, error) {
 	out := make([]gateway.Message, 0, len(r.Messages))
 	for i, m := range r.Messages {
-		if m.Role == "tool" || (len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" && string(m.ToolCalls) != "[]") {
-			return nil, newError(http.StatusBadRequest, "invalid_request_error", "unsupported_value",
-				"client-side tool calls are not supported on /v1/chat/completions by spool serve").param(fmt.Sprintf("messages[%d]", i)).noRetry()
-		}
 		t, err := m.text(i)
 		if err != nil {
 			return nil, newError(http.StatusBadRequest, "invalid_request_error", "invalid_value", err.Error()).param(fmt.Sprintf("messages[%d].content", i)).noRetry()
 		}
-		out = append(out, gateway.Message{Role: m.Role, Content: t})
+		gm := gateway.Message{Role: m.Role, Content: t, ToolCallID: m.ToolCallID}
+		if tc := bytes.TrimSpace(m.ToolCalls); len(tc) > 0 && string(tc) != "null" {
+			if m.Role != "assistant" {
+				return nil, badParam(fmt.Sprintf("messages[%d].tool_calls", i), "only assistant messages carry tool_calls")
+			}
+			if err := json.Unmarshal(tc, &gm.ToolCalls); err != nil {
+				return nil, badParam(fmt.Sprintf("messages[%d].tool_calls", i), "tool_calls must be a list of {id, type, function: {name, arguments}}")
+			}
+			for j, c := range gm.ToolCalls {
+				if c.ID == "" || c.Function.Name == "" {
+					return nil, badParam(fmt.Sprintf("messages[%d].tool_calls[%d]", i, j), "a tool call needs an id and a function name")
+				}
+				gm.ToolCalls[j].Type = "function"
+			}
+		}
+		if m.Role == "tool" && m.ToolCallID == "" {
+			return nil, badParam(fmt.Sprintf("messages[%d].tool_call_id", i), "a tool message needs the tool_call_id it answers")
+		}
+		out = append(out, gm)
 	}
 	return out, nil
 }
+
+// functionTool is a client-declared tool of either API: Chat Completions nests the function
+// ({type, function: {name, ...}}), the Responses API flattens it ({type, name, ...}).
+type functionTool struct {
+	Type     string `json:"type"`
+	Function *struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// clientTools reads a request's tools and tool_choice. The definitions keep the client's order
+// and its schema bytes (compacted), so the same tools give the same request prefix every turn.
+// tool_choice "none" offers them not at all this turn; only "auto" and "none" are supported.
+func clientTools(raw, choice json.RawMessage) ([]provider.Tool, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var ts []functionTool
+	if err := json.Unmarshal(raw, &ts); err != nil {
+		return nil, badParam("tools", "tools must be a list of function tools")
+	}
+	switch c := strings.TrimSpace(string(choice)); c {
+	case "", "null", `"auto"`:
+	case `"none"`:
+		return nil, nil
+	default:
+		return nil, badParam("tool_choice", "tool_choice "+c+" is not supported by spool serve (auto or none)")
+	}
+	out := make([]provider.Tool, 0, len(ts))
+	for i, t := range ts {
+		if t.Type != "function" {
+			return nil, badParam(fmt.Sprintf("tools[%d].type", i), fmt.Sprintf("tools of type %q are not supported by spool serve (function only)", t.Type))
+		}
+		pt := provider.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
+		if t.Function != nil {
+			pt = provider.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters}
+		}
+		if !toolName.MatchString(pt.Name) {
+			return nil, badParam(fmt.Sprintf("tools[%d].name", i), "a function name is 1-64 letters, digits, '_' or '-'")
+		}
+		if p := bytes.TrimSpace(pt.Parameters); len(p) == 0 || string(p) == "null" {
+			pt.Parameters = json.RawMessage(`{"type":"object","properties":{}}`)
+		} else {
+			var b bytes.Buffer
+			if err := json.Compact(&b, p); err != nil || p[0] != '{' {
+				return nil, badParam(fmt.Sprintf("tools[%d].parameters", i), "parameters must be a JSON schema object")
+			}
+			pt.Parameters = b.Bytes()
+		}
+		out = append(out, pt)
+	}
+	return out, nil
+}
+
+var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // completion is a non-streamed chat answer (and what an idempotent request stores).
 type completion struct {
@@ -109,10 +185,31 @@ type choice struct {
 }
 
 type choiceMessage struct {
-	Role             string  `json:"role,omitempty"`
-	Content          *string `json:"content,omitempty"`
-	ReasoningContent string  `json:"reasoning_content,omitempty"`
-	Refusal          *string `json:"refusal,omitempty"`
+	Role             string        `json:"role,omitempty"`
+	Content          *string       `json:"content,omitempty"`
+	ReasoningContent string        `json:"reasoning_content,omitempty"`
+	Refusal          *string       `json:"refusal,omitempty"`
+	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
+}
+
+// toolCallOut is a tool call as a chat message (Index only in stream deltas).
+type toolCallOut struct {
+	Index    *int               `json:"index,omitempty"`
+	ID       string             `json:"id"`
+	Type     string             `json:"type"`
+	Function store.ToolFunction `json:"function"`
+}
+
+func toolCallsOut(calls []store.ToolCall, indexed bool) []toolCallOut {
+	out := make([]toolCallOut, 0, len(calls))
+	for i, c := range calls {
+		o := toolCallOut{ID: c.ID, Type: "function", Function: c.Function}
+		if indexed {
+			o.Index = ptr(i)
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 type usage struct {
@@ -138,6 +235,8 @@ func finishReason(r string) string {
 	switch r {
 	case "length", "max_tokens":
 		return "length"
+	case "tool_calls":
+		return "tool_calls"
 	}
 	return "stop"
 }
@@ -169,9 +268,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, principal string) 
 		writeError(w, newError(http.StatusBadRequest, "invalid_request_error", "unsupported_value", "n must be 1").param("n").noRetry())
 		return
 	}
-	if len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]" {
-		writeError(w, newError(http.StatusBadRequest, "invalid_request_error", "unsupported_value",
-			"client-declared tools are not supported on /v1/chat/completions by spool serve").param("tools").noRetry())
+	tools, err := clientTools(req.Tools, req.ToolChoice)
+	if err != nil {
+		writeError(w, errorOf(err))
 		return
 	}
 	if len(req.Messages) == 0 {
@@ -190,7 +289,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, principal string) 
 	}
 	greq := gateway.Request{
 		Principal: principal, SessionID: r.Header.Get("X-Spool-Session-Id"), SessionKey: r.Header.Get("X-Spool-Session-Key"),
-		Messages: msgs, Busy: busy,
+		Messages: msgs, Busy: busy, ClientTools: tools,
 	}
 	model := cmp.Or(req.Model, "spool")
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
@@ -297,9 +396,13 @@ func sessionHeaders(w http.ResponseWriter, sid, from string) {
 
 func (s *Server) completionOf(rep gateway.Reply, id string, created int64, model string) completion {
 	res := rep.Result
+	msg := &choiceMessage{Role: "assistant", Content: ptr(res.Reply)}
+	if len(res.PendingCalls) > 0 {
+		msg.ToolCalls = toolCallsOut(res.PendingCalls, false)
+	}
 	return completion{
 		ID: id, Object: "chat.completion", Created: created, Model: model,
-		Choices: []choice{{Message: &choiceMessage{Role: "assistant", Content: ptr(res.Reply)}, FinishReason: ptr(finishReason(res.FinishReason))}},
+		Choices: []choice{{Message: msg, FinishReason: ptr(finishReason(res.FinishReason))}},
 		Usage:   usageOf(res.Usage),
 		Spool:   &spoolMetadata{SessionID: rep.SessionID, BranchedFrom: rep.BranchedFrom},
 	}
@@ -362,6 +465,13 @@ func (s *Server) replayStream(w http.ResponseWriter, c completion, includeUsage 
 	}
 	if text != "" {
 		st.chunk(choice{Delta: &choiceMessage{Content: ptr(text)}}, nil)
+	}
+	if len(c.Choices) > 0 && c.Choices[0].Message != nil && len(c.Choices[0].Message.ToolCalls) > 0 {
+		calls := c.Choices[0].Message.ToolCalls
+		for i := range calls {
+			calls[i].Index = ptr(i)
+		}
+		st.chunk(choice{Delta: &choiceMessage{ToolCalls: calls}}, nil)
 	}
 	reason := "stop"
 	if len(c.Choices) > 0 && c.Choices[0].FinishReason != nil {
@@ -531,6 +641,9 @@ func (st *stream) finish(rep gateway.Reply, err error, includeUsage bool) {
 		st.write([]byte("data: [DONE]\n\n"))
 		st.mu.Unlock()
 		return
+	}
+	if len(rep.Result.PendingCalls) > 0 {
+		st.chunk(choice{Delta: &choiceMessage{ToolCalls: toolCallsOut(rep.Result.PendingCalls, true)}}, nil)
 	}
 	st.end(finishReason(rep.Result.FinishReason), usageOf(rep.Result.Usage), includeUsage)
 }

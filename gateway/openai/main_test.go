@@ -187,10 +187,14 @@ func spoolCLI(t *testing.T, home string, args ...string) string {
 }
 
 type shownMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-	Summary bool   `json:"summary"`
-	Active  bool   `json:"active"`
+	Role       string `json:"role"`
+	Content    string `json:"content"`
+	ToolCallID string `json:"tool_call_id"`
+	ToolCalls  []struct {
+		ID string `json:"id"`
+	} `json:"tool_calls"`
+	Summary bool `json:"summary"`
+	Active  bool `json:"active"`
 }
 
 // transcript is what `spool sessions show ID --json` says a session holds.

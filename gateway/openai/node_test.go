@@ -76,6 +76,9 @@ func TestNodeSDK(t *testing.T) {
 			SameID bool `json:"sameId"`
 			A, B   string
 		}
+		Tools struct {
+			Sid, Sid2, Finish, Name, Args, After, Finish3, Args3, Streamed string
+		}
 	}
 	if err := json.Unmarshal(outb, &out); err != nil {
 		t.Fatalf("node output: %v\n%s", err, outb)
@@ -100,6 +103,14 @@ func TestNodeSDK(t *testing.T) {
 	wantAnswer(t, out.Busy.Content, "second in node")
 	if !out.Idempotent.SameID || out.Idempotent.A != out.Idempotent.B {
 		t.Errorf("idempotent retry: %+v", out.Idempotent)
+	}
+	if tl := out.Tools; tl.Sid == "" || tl.Sid2 != tl.Sid || tl.Finish != "tool_calls" || tl.Name != "get_weather" || tl.Args != `{"city":"Lima"}` ||
+		!strings.Contains(tl.After, `get_weather returned "foggy"`) || tl.Finish3 != "tool_calls" || tl.Args3 != `{"city":"Cusco"}` ||
+		!strings.Contains(tl.Streamed, `get_weather returned "sunny"`) {
+		t.Errorf("client tool round trips: %+v", tl)
+	}
+	if _, _, _, tm := transcript(t, home, out.Tools.Sid); shownRoles(tm) != "user assistant(1) tool assistant user assistant(1) tool assistant" {
+		t.Errorf("the tool session holds %s", shownRoles(tm))
 	}
 	_, _, _, msgs := transcript(t, home, out.First.Sid)
 	var said []string

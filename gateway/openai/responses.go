@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,7 @@ type responsesRequest struct {
 	Stream             bool            `json:"stream"`
 	Metadata           json.RawMessage `json:"metadata"`
 	Tools              json.RawMessage `json:"tools"`
+	ToolChoice         json.RawMessage `json:"tool_choice"`
 }
 
 // inputMessages reads a Responses input: a string, or a list of message items.
@@ -42,9 +44,13 @@ func inputMessages(raw json.RawMessage) ([]gateway.Message, error) {
 		return []gateway.Message{{Role: "user", Content: s}}, nil
 	}
 	var items []struct {
-		Type    string          `json:"type"`
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
+		Type      string          `json:"type"`
+		Role      string          `json:"role"`
+		Content   json.RawMessage `json:"content"`
+		CallID    string          `json:"call_id"`
+		Name      string          `json:"name"`
+		Arguments string          `json:"arguments"`
+		Output    json.RawMessage `json:"output"`
 	}
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, badParam("input", "input must be a string or a list of items")
@@ -55,8 +61,32 @@ func inputMessages(raw json.RawMessage) ([]gateway.Message, error) {
 		case "", "message":
 		case "compaction":
 			continue // spool's own summary stands in for it; the session already holds it
+		case "function_call":
+			if it.CallID == "" || it.Name == "" {
+				return nil, badParam(fmt.Sprintf("input[%d]", i), "a function_call item needs a call_id and a name")
+			}
+			call := store.ToolCall{ID: it.CallID, Type: "function", Function: store.ToolFunction{Name: it.Name, Arguments: it.Arguments}}
+			// Calls right after an assistant message (or each other) are that message's calls.
+			if n := len(out); n > 0 && out[n-1].Role == "assistant" {
+				out[n-1].ToolCalls = append(out[n-1].ToolCalls, call)
+			} else {
+				out = append(out, gateway.Message{Role: "assistant", ToolCalls: []store.ToolCall{call}})
+			}
+			continue
+		case "function_call_output":
+			if it.CallID == "" {
+				return nil, badParam(fmt.Sprintf("input[%d].call_id", i), "a function_call_output item needs the call_id it answers")
+			}
+			t, err := chatMessage{Content: it.Output}.text(i)
+			if err != nil {
+				return nil, badParam(fmt.Sprintf("input[%d].output", i), "output must be a string or a list of text parts")
+			}
+			out = append(out, gateway.Message{Role: "tool", Content: t, ToolCallID: it.CallID})
+			continue
+		case "reasoning":
+			continue // spool keeps the model's reasoning itself
 		default:
-			return nil, badParam(fmt.Sprintf("input[%d].type", i), fmt.Sprintf("input items of type %q are not supported by spool serve (messages only)", it.Type))
+			return nil, badParam(fmt.Sprintf("input[%d].type", i), fmt.Sprintf("input items of type %q are not supported by spool serve (message, function_call, function_call_output)", it.Type))
 		}
 		t, err := chatMessage{Content: it.Content}.text(i)
 		if err != nil {
@@ -71,11 +101,17 @@ func badParam(param, msg string) *apiError {
 	return newError(http.StatusBadRequest, "invalid_request_error", "invalid_value", msg).param(param).noRetry()
 }
 
-// responseObject is a Responses API response.
-func responseObject(rec gateway.ResponseRecord, text string) map[string]any {
+// responseObject is a Responses API response: the reply's message item (when it has text or
+// no calls) and one function_call item per client tool call.
+func responseObject(rec gateway.ResponseRecord, text string, calls []store.ToolCall) map[string]any {
 	output := []any{}
 	if rec.Status == "completed" {
-		output = append(output, outputItem(rec, text, "completed"))
+		if text != "" || len(calls) == 0 {
+			output = append(output, outputItem(rec, text, "completed"))
+		}
+		for _, c := range calls {
+			output = append(output, callItem(c, "completed"))
+		}
 	}
 	var errObj any
 	if rec.Error != "" {
@@ -93,7 +129,7 @@ func responseObject(rec gateway.ResponseRecord, text string) map[string]any {
 	return map[string]any{
 		"id": rec.ID, "object": "response", "created_at": rec.CreatedAt, "status": rec.Status, "model": rec.Model,
 		"output": output, "error": errObj, "incomplete_details": nil, "instructions": nil, "metadata": meta,
-		"parallel_tool_calls": false, "tool_choice": "auto", "tools": []any{}, "previous_response_id": prev,
+		"parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{}, "previous_response_id": prev,
 		"conversation": map[string]any{"id": rec.SessionID}, "store": true, "truncation": "disabled",
 		"usage": map[string]any{
 			"input_tokens": u.InputTokens, "input_tokens_details": map[string]any{"cached_tokens": u.CacheReadTokens},
@@ -111,6 +147,15 @@ func outputItem(rec gateway.ResponseRecord, text, status string) map[string]any 
 		content = append(content, textPart(text))
 	}
 	return map[string]any{"id": itemID(rec), "type": "message", "status": status, "role": "assistant", "content": content}
+}
+
+// callItem is a client tool call as a function_call item.
+func callItem(c store.ToolCall, status string) map[string]any {
+	args := c.Function.Arguments
+	if status != "completed" {
+		args = ""
+	}
+	return map[string]any{"id": "fc_" + c.ID, "type": "function_call", "status": status, "call_id": c.ID, "name": c.Function.Name, "arguments": args}
 }
 
 func textPart(text string) map[string]any {
@@ -132,8 +177,9 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 		writeError(w, modelNotFound(req.Model))
 		return
 	}
-	if len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]" {
-		writeError(w, badParam("tools", "client-declared tools are not supported by spool serve yet"))
+	tools, err := clientTools(req.Tools, req.ToolChoice)
+	if err != nil {
+		writeError(w, errorOf(err))
 		return
 	}
 	msgs, err := inputMessages(req.Input)
@@ -146,7 +192,7 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 		writeError(w, errorOf(err))
 		return
 	}
-	greq := gateway.Request{Principal: principal, Messages: msgs, Busy: busy, Append: true, Locate: true}
+	greq := gateway.Request{Principal: principal, Messages: msgs, Busy: busy, Append: true, Locate: true, ClientTools: tools}
 	conv := conversationID(req.Conversation)
 	switch {
 	case req.PreviousResponseID != "" && conv != "":
@@ -209,6 +255,9 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 			final := rec
 			final.SessionID = rep.SessionID
 			final.MessageID, final.UserMessageID, final.Usage = rep.MessageID, rep.UserMessageID, rep.Result.Usage
+			for _, c := range rep.Result.PendingCalls {
+				final.Calls = append(final.Calls, c.ID)
+			}
 			final.Status = "completed"
 			if err != nil {
 				final.Status, final.Error = "failed", err.Error()
@@ -225,7 +274,7 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 			}
 			_ = s.g.SaveResponse(r.Context(), principal, final)
 			if idem != nil {
-				b, _ := json.Marshal(responseObject(final, rep.Result.Reply))
+				b, _ := json.Marshal(responseObject(final, rep.Result.Reply, rep.Result.PendingCalls))
 				status := http.StatusOK
 				if err != nil {
 					e := errorOf(err)
@@ -255,7 +304,7 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 	}
 	rec.SessionID, rec.MessageID, rec.UserMessageID, rec.Usage = rep.SessionID, rep.MessageID, rep.UserMessageID, rep.Result.Usage
 	if ev != nil && wasStarted {
-		ev.finish(rec, rep.Result.Reply, err)
+		ev.finish(rec, rep.Result.Reply, rep.Result.PendingCalls, err)
 		s.g.Metrics().StreamDuration.WithLabelValues("responses").Observe(time.Since(ev.st.began).Seconds())
 		return
 	}
@@ -265,7 +314,7 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 	}
 	rec.Status = "completed"
 	sessionHeaders(w, rep.SessionID, rep.BranchedFrom)
-	writeJSON(w, http.StatusOK, responseObject(rec, rep.Result.Reply))
+	writeJSON(w, http.StatusOK, responseObject(rec, rep.Result.Reply, rep.Result.PendingCalls))
 }
 
 func conversationID(raw json.RawMessage) string {
@@ -285,12 +334,14 @@ func conversationID(raw json.RawMessage) string {
 }
 
 // events writes the Responses streaming grammar: every event named on an `event:` line, with
-// its type and an increasing sequence_number in the data.
+// its type and an increasing sequence_number in the data. The message item opens with the
+// first text; client tool calls follow it as function_call items.
 type events struct {
-	st   *stream
-	seq  int
-	text strings.Builder
-	rec  gateway.ResponseRecord
+	st     *stream
+	seq    int
+	text   strings.Builder
+	rec    gateway.ResponseRecord
+	opened bool // the message item and its text part were announced
 }
 
 func (e *events) emit(typ string, fields map[string]any) {
@@ -314,21 +365,30 @@ func (e *events) emit(typ string, fields map[string]any) {
 
 func (e *events) begin(rec gateway.ResponseRecord) {
 	e.rec = rec
-	e.emit("response.created", map[string]any{"response": responseObject(rec, "")})
-	e.emit("response.in_progress", map[string]any{"response": responseObject(rec, "")})
-	e.emit("response.output_item.added", map[string]any{"output_index": 0, "item": outputItem(rec, "", "in_progress")})
-	e.emit("response.content_part.added", map[string]any{"item_id": itemID(rec), "output_index": 0, "content_index": 0, "part": textPart("")})
+	e.emit("response.created", map[string]any{"response": responseObject(rec, "", nil)})
+	e.emit("response.in_progress", map[string]any{"response": responseObject(rec, "", nil)})
+}
+
+// openMessage announces the message item and its text part.
+func (e *events) openMessage() {
+	if e.opened {
+		return
+	}
+	e.opened = true
+	e.emit("response.output_item.added", map[string]any{"output_index": 0, "item": outputItem(e.rec, "", "in_progress")})
+	e.emit("response.content_part.added", map[string]any{"item_id": itemID(e.rec), "output_index": 0, "content_index": 0, "part": textPart("")})
 }
 
 func (e *events) delta(d provider.Delta) {
 	if d.Content == "" {
 		return
 	}
+	e.openMessage()
 	e.text.WriteString(d.Content)
 	e.emit("response.output_text.delta", map[string]any{"item_id": itemID(e.rec), "output_index": 0, "content_index": 0, "delta": d.Content, "logprobs": []any{}})
 }
 
-func (e *events) finish(rec gateway.ResponseRecord, reply string, err error) {
+func (e *events) finish(rec gateway.ResponseRecord, reply string, calls []store.ToolCall, err error) {
 	e.st.mu.Lock()
 	alive := e.st.alive
 	e.st.alive = false
@@ -339,19 +399,36 @@ func (e *events) finish(rec gateway.ResponseRecord, reply string, err error) {
 	}
 	if err != nil {
 		rec.Status, rec.Error = "failed", errorOf(err).Msg
-		e.emit("response.failed", map[string]any{"response": responseObject(rec, "")})
+		e.emit("response.failed", map[string]any{"response": responseObject(rec, "", nil)})
 		return
 	}
 	if e.text.Len() == 0 && reply != "" {
 		e.delta(provider.Delta{Content: reply})
 	}
+	if len(calls) == 0 {
+		e.openMessage()
+	}
 	text := e.text.String()
 	rec.Status = "completed"
-	id := itemID(rec)
-	e.emit("response.output_text.done", map[string]any{"item_id": id, "output_index": 0, "content_index": 0, "text": text, "logprobs": []any{}})
-	e.emit("response.content_part.done", map[string]any{"item_id": id, "output_index": 0, "content_index": 0, "part": textPart(text)})
-	e.emit("response.output_item.done", map[string]any{"output_index": 0, "item": outputItem(rec, text, "completed")})
-	e.emit("response.completed", map[string]any{"response": responseObject(rec, text)})
+	next := 0
+	if e.opened {
+		id := itemID(rec)
+		e.emit("response.output_text.done", map[string]any{"item_id": id, "output_index": 0, "content_index": 0, "text": text, "logprobs": []any{}})
+		e.emit("response.content_part.done", map[string]any{"item_id": id, "output_index": 0, "content_index": 0, "part": textPart(text)})
+		e.emit("response.output_item.done", map[string]any{"output_index": 0, "item": outputItem(rec, text, "completed")})
+		next = 1
+	}
+	for i, c := range calls {
+		idx := next + i
+		e.emit("response.output_item.added", map[string]any{"output_index": idx, "item": callItem(c, "in_progress")})
+		e.emit("response.function_call_arguments.delta", map[string]any{"item_id": "fc_" + c.ID, "output_index": idx, "delta": c.Function.Arguments})
+		e.emit("response.function_call_arguments.done", map[string]any{"item_id": "fc_" + c.ID, "output_index": idx, "name": c.Function.Name, "arguments": c.Function.Arguments})
+		e.emit("response.output_item.done", map[string]any{"output_index": idx, "item": callItem(c, "completed")})
+	}
+	if !e.opened {
+		text = ""
+	}
+	e.emit("response.completed", map[string]any{"response": responseObject(rec, text, calls)})
 }
 
 // replayResponse answers from a stored idempotent Responses outcome.
@@ -361,6 +438,10 @@ func (s *Server) replayResponse(w http.ResponseWriter, e *store.IdempotencyEntry
 		ID     string `json:"id"`
 		Model  string `json:"model"`
 		Output []struct {
+			Type    string `json:"type"`
+			CallID  string `json:"call_id"`
+			Name    string `json:"name"`
+			Args    string `json:"arguments"`
 			Content []struct {
 				Text string `json:"text"`
 			} `json:"content"`
@@ -374,44 +455,62 @@ func (s *Server) replayResponse(w http.ResponseWriter, e *store.IdempotencyEntry
 		return
 	}
 	text := ""
-	if len(obj.Output) > 0 && len(obj.Output[0].Content) > 0 {
-		text = obj.Output[0].Content[0].Text
+	var calls []store.ToolCall
+	for _, o := range obj.Output {
+		switch {
+		case o.Type == "function_call":
+			calls = append(calls, store.ToolCall{ID: o.CallID, Type: "function", Function: store.ToolFunction{Name: o.Name, Arguments: o.Args}})
+		case len(o.Content) > 0:
+			text = o.Content[0].Text
+		}
 	}
 	r := gateway.ResponseRecord{ID: obj.ID, SessionID: rec.SessionID, Status: "in_progress", Model: obj.Model}
 	ev := &events{st: s.newStream(w, obj.ID, 0, obj.Model)}
 	ev.st.openSSE(rec.SessionID)
 	ev.begin(r)
-	ev.finish(r, text, nil)
+	ev.finish(r, text, calls, nil)
 }
 
-// find returns the principal's response and the text of its reply.
-func (s *Server) find(r *http.Request, principal string) (gateway.ResponseRecord, string, error) {
+// found is a principal's response with its reply's text and the client tool calls it made.
+type found struct {
+	rec   gateway.ResponseRecord
+	text  string
+	calls []store.ToolCall
+}
+
+func (f found) object() map[string]any { return responseObject(f.rec, f.text, f.calls) }
+
+// find returns the principal's response, the text of its reply and its client tool calls.
+func (s *Server) find(r *http.Request, principal string) (found, error) {
 	rec, err := s.g.Response(r.Context(), principal, r.PathValue("id"))
-	if err != nil {
-		return rec, "", err
-	}
-	if rec.MessageID == 0 {
-		return rec, "", nil
+	f := found{rec: rec}
+	if err != nil || rec.MessageID == 0 {
+		return f, err
 	}
 	ms, err := s.g.Messages(r.Context(), principal, rec.SessionID)
 	if err != nil {
-		return rec, "", err
+		return f, err
 	}
 	for _, m := range ms {
 		if m.ID == rec.MessageID {
-			return rec, m.Content, nil
+			f.text = m.Content
+			for _, c := range m.ToolCalls {
+				if slices.Contains(rec.Calls, c.ID) {
+					f.calls = append(f.calls, c)
+				}
+			}
 		}
 	}
-	return rec, "", nil
+	return f, nil
 }
 
 func (s *Server) responsesGet(w http.ResponseWriter, r *http.Request, principal string) {
-	rec, text, err := s.find(r, principal)
+	f, err := s.find(r, principal)
 	if err != nil {
 		writeError(w, errorOf(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, responseObject(rec, text))
+	writeJSON(w, http.StatusOK, f.object())
 }
 
 func (s *Server) responsesDelete(w http.ResponseWriter, r *http.Request, principal string) {
@@ -429,23 +528,24 @@ func (s *Server) responsesDelete(w http.ResponseWriter, r *http.Request, princip
 }
 
 func (s *Server) responsesCancel(w http.ResponseWriter, r *http.Request, principal string) {
-	rec, text, err := s.find(r, principal)
+	f, err := s.find(r, principal)
 	if err != nil {
 		writeError(w, errorOf(err))
 		return
 	}
-	if rec.Status == "in_progress" && s.g.Interrupt(rec.SessionID) {
-		rec.Status = "cancelled"
+	if f.rec.Status == "in_progress" && s.g.Interrupt(f.rec.SessionID) {
+		f.rec.Status = "cancelled"
 	}
-	writeJSON(w, http.StatusOK, responseObject(rec, text))
+	writeJSON(w, http.StatusOK, f.object())
 }
 
 func (s *Server) responsesInputItems(w http.ResponseWriter, r *http.Request, principal string) {
-	rec, _, err := s.find(r, principal)
+	f, err := s.find(r, principal)
 	if err != nil {
 		writeError(w, errorOf(err))
 		return
 	}
+	rec := f.rec
 	ms, err := s.g.Messages(r.Context(), principal, rec.SessionID)
 	if err != nil {
 		writeError(w, errorOf(err))

@@ -79,4 +79,32 @@ const a = await client.chat.completions.create(body, idem);
 const b = await client.chat.completions.create(body, idem);
 out.idempotent = { sameId: a.id === b.id, a: a.choices[0].message.content, b: b.choices[0].message.content };
 
+// 6. A client-declared function tool, the usual loop: the call comes back as tool_calls, the
+// whole history goes back with the result (not streamed, then streamed), on a fresh session.
+const tools = [{ type: "function", function: { name: "get_weather", description: "Weather of a city.",
+  parameters: { type: "object", properties: { city: { type: "string" } } } } }];
+const msgs = [{ role: "user", content: 'CALL get_weather {"city":"Lima"}' }];
+const t1 = await client.chat.completions.create({ model: "spool", messages: msgs, tools }).withResponse();
+const call = t1.data.choices[0].message.tool_calls?.[0];
+msgs.push(t1.data.choices[0].message, { role: "tool", tool_call_id: call?.id, content: "foggy" });
+const t2 = await client.chat.completions.create({ model: "spool", messages: msgs, tools }).withResponse();
+msgs.push(t2.data.choices[0].message, { role: "user", content: 'CALL get_weather {"city":"Cusco"}' });
+// Streamed: the SDK's own stream helper accumulates the tool call deltas.
+const runner = client.chat.completions.stream({ model: "spool", messages: msgs, tools });
+const t3 = await runner.finalChatCompletion();
+const call3 = t3.choices[0].message.tool_calls?.[0];
+msgs.push(t3.choices[0].message, { role: "tool", tool_call_id: call3?.id, content: "sunny" });
+let streamedText = "";
+for await (const chunk of await client.chat.completions.create({ model: "spool", messages: msgs, tools, stream: true })) {
+  streamedText += chunk.choices[0]?.delta?.content ?? "";
+}
+out.tools = {
+  sid: t1.response.headers.get("x-spool-session-id"),
+  sid2: t2.response.headers.get("x-spool-session-id"),
+  finish: t1.data.choices[0].finish_reason, name: call?.function.name, args: call?.function.arguments,
+  after: t2.data.choices[0].message.content,
+  finish3: t3.choices[0].finish_reason, args3: call3?.function.arguments,
+  streamed: streamedText,
+};
+
 console.log(JSON.stringify(out));
