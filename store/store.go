@@ -100,6 +100,8 @@ type Store interface {
 	PutRoute(ctx context.Context, r Route) error
 	// GetRoute returns the routing entry of a session key, ErrNotFound when there is none.
 	GetRoute(ctx context.Context, key string) (Route, error)
+	// RoutesTo lists the routes pointing at a session (its chat bindings), by key.
+	RoutesTo(ctx context.Context, sessionID string) ([]Route, error)
 
 	// ClaimRoute stores r unless r.Key already has a route; then it returns that route and
 	// false, unchanged. Two concurrent claims of one key: exactly one gets true (single-flight

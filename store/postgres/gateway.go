@@ -57,6 +57,34 @@ func (db *DB) GetRoute(ctx context.Context, key string) (store.Route, error) {
 	return r, nil
 }
 
+// RoutesTo implements store.Store.
+func (db *DB) RoutesTo(ctx context.Context, sessionID string) ([]store.Route, error) {
+	rows, err := db.pool.Query(ctx, `SELECT session_key, suspended, resume_pending, origin, updated_at
+		FROM routes WHERE session_id = $1 ORDER BY session_key COLLATE "C"`, cleanNUL(sessionID))
+	if err != nil {
+		return nil, fmt.Errorf("routes to %q: %w", sessionID, err)
+	}
+	defer rows.Close()
+	var out []store.Route
+	for rows.Next() {
+		r := store.Route{SessionID: sessionID}
+		var origin *string
+		var updated int64
+		if err := rows.Scan(&r.Key, &r.Suspended, &r.ResumePending, &origin, &updated); err != nil {
+			return nil, fmt.Errorf("routes to %q: %w", sessionID, err)
+		}
+		if origin != nil {
+			r.Origin = json.RawMessage(*origin)
+		}
+		r.UpdatedAt = fromMicros(updated)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("routes to %q: %w", sessionID, err)
+	}
+	return out, nil
+}
+
 // ClaimIdempotencyKey implements store.Store. Concurrent claims of one key meet on its primary
 // key: exactly one insert wins.
 func (db *DB) ClaimIdempotencyKey(ctx context.Context, c store.IdempotencyClaim) (store.IdempotencyEntry, bool, error) {

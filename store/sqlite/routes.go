@@ -55,3 +55,31 @@ func (db *DB) GetRoute(ctx context.Context, key string) (store.Route, error) {
 	r.UpdatedAt = fromMicros(updated)
 	return r, nil
 }
+
+// RoutesTo implements store.Store.
+func (db *DB) RoutesTo(ctx context.Context, sessionID string) ([]store.Route, error) {
+	rows, err := db.read().QueryContext(ctx, `SELECT session_key, suspended, resume_pending, origin, updated_at
+		FROM routes WHERE session_id = ? ORDER BY session_key`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("routes to %q: %w", sessionID, err)
+	}
+	defer rows.Close()
+	var out []store.Route
+	for rows.Next() {
+		r := store.Route{SessionID: sessionID}
+		var origin sql.NullString
+		var updated int64
+		if err := rows.Scan(&r.Key, &r.Suspended, &r.ResumePending, &origin, &updated); err != nil {
+			return nil, fmt.Errorf("routes to %q: %w", sessionID, err)
+		}
+		if origin.Valid {
+			r.Origin = json.RawMessage(origin.String)
+		}
+		r.UpdatedAt = fromMicros(updated)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("routes to %q: %w", sessionID, err)
+	}
+	return out, nil
+}

@@ -48,6 +48,22 @@ func testRoutes(t *testing.T, h Harness) {
 	}
 	wantErr(t, st.PutRoute(bg, store.Route{Key: "k", SessionID: "missing"}), store.ErrNotFound, "route to a missing session")
 
+	// RoutesTo lists a session's bindings by key; none for a session nothing points at.
+	const key2 = "agent:main:slack:thread:T1:C1:1712.5"
+	if err := st.PutRoute(bg, store.Route{Key: key2, SessionID: "r2", Origin: json.RawMessage(`{"platform":"slack"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	to, err := h.reopen(t, dsn).RoutesTo(bg, "r2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(to) != 2 || to[0].Key != key2 || to[1].Key != key || to[0].SessionID != "r2" || !jsonEqual(to[0].Origin, json.RawMessage(`{"platform":"slack"}`)) || !to[1].ResumePending || to[1].UpdatedAt.IsZero() {
+		t.Fatalf("RoutesTo(r2) = %+v", to)
+	}
+	if to, err := st.RoutesTo(bg, "r1"); err != nil || len(to) != 0 {
+		t.Fatalf("RoutesTo(r1) = %+v, %v", to, err)
+	}
+
 	// A deleted session takes its routes with it.
 	if err := st.DeleteSession(bg, "r2"); err != nil {
 		t.Fatal(err)
