@@ -167,6 +167,8 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 	if f.yes {
 		approver = tools.AutoApprove
 	}
+	// Sub-agents of parallel delegations share the caller's approver: one question at a time.
+	approver = serialApprover(approver)
 	aux, _ := cfg.Auxiliary.Compression.ClientFor(cfg.Provider)
 	comp := compress.FromConfig(cfg)
 	// detail=summary of session_search: the auxiliary compression model, then the main model.
@@ -197,11 +199,25 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 		Lease:         leaseOptions(cfg),
 		Source:        "cli",
 		Hints:         hints,
+		Delegation:    agent.Delegation{MaxDepth: cfg.Delegation.MaxDepth, MaxParallel: cfg.Delegation.MaxParallel},
 	}})
 	if err != nil {
 		return nil, nil, "", err
 	}
 	return ag, st, notice, nil
+}
+
+// serialApprover asks approver one request at a time (nil stays nil: deny).
+func serialApprover(approver tools.Approver) tools.Approver {
+	if approver == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	return func(ctx context.Context, req tools.ApprovalRequest) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return approver(ctx, req)
+	}
 }
 
 // contextWindow is the model's window in tokens, from one source of truth for every command:

@@ -1,14 +1,32 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/spoolhq/spool/agent"
 	"github.com/spoolhq/spool/store"
 )
+
+// demoteSubagents moves the hits in sub-agent sessions (delegations) below the others, keeping
+// each group's order: they are machinery, found but not first.
+func demoteSubagents(hits []store.SearchHit) {
+	slices.SortStableFunc(hits, func(a, b store.SearchHit) int {
+		return cmp.Compare(b2i(a.Source == agent.SubagentSource), b2i(b.Source == agent.SubagentSource))
+	})
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // Snippet highlight markers as the store writes them.
 const (
@@ -103,6 +121,7 @@ func (a *app) searchCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("search %q: %w", text, err)
 			}
+			demoteSubagents(hits)
 			if a.json {
 				out := make([]searchHitJSON, 0, len(hits))
 				for _, h := range hits {

@@ -28,6 +28,17 @@ type Config struct {
 	Leases      Leases      `yaml:"leases"`
 	Serve       Serve       `yaml:"serve"`
 	MCP         MCP         `yaml:"mcp"`
+	Delegation  Delegation  `yaml:"delegation"`
+}
+
+// Delegation configures the delegate tool of `spool run` and `spool chat` (sub-agents that work
+// in child sessions).
+type Delegation struct {
+	// MaxDepth is how deep delegations nest: 1 lets the agent delegate while its sub-agents
+	// cannot, 2 lets them delegate once more; 0 turns the delegate tool off.
+	MaxDepth int `yaml:"max_depth" min:"0"`
+	// MaxParallel bounds the delegations of one model response that run at once.
+	MaxParallel int `yaml:"max_parallel" min:"1"`
 }
 
 // MCP configures Model Context Protocol servers, whose tools join the built-in ones (package
@@ -241,6 +252,7 @@ func Default(home string) Config {
 			Listen: "127.0.0.1:8642", BusyWait: 2 * time.Second, RetryAfter: time.Second, MaxConcurrent: 8,
 			MaxRequestBytes: 4 << 20, TurnTimeout: 10 * time.Minute, DrainTimeout: 30 * time.Second, KeepAlive: 15 * time.Second,
 		},
-		MCP: MCP{ConnectTimeout: 30 * time.Second, CallTimeout: 2 * time.Minute, MaxRestarts: 3},
+		MCP:        MCP{ConnectTimeout: 30 * time.Second, CallTimeout: 2 * time.Minute, MaxRestarts: 3},
+		Delegation: Delegation{MaxDepth: 1, MaxParallel: 3},
 	}
 }

@@ -65,6 +65,8 @@ func TestDefaults(t *testing.T) {
 		{"leases.renew_every", cfg.Leases.RenewEvery, 60 * time.Second},
 		{"leases.wait", cfg.Leases.Wait, 30 * time.Minute},
 		{"provider.name", cfg.Provider.Name, ""},
+		{"delegation.max_depth", cfg.Delegation.MaxDepth, 1},
+		{"delegation.max_parallel", cfg.Delegation.MaxParallel, 3},
 		{"file", cfg.File, ""},
 	}
 	for _, c := range checks {
@@ -140,6 +142,8 @@ leases:
   ttl: 10m
   renew_every: 120
   wait: 0
+delegation:
+  max_depth: 2
 serve:
   listen: 127.0.0.1:9000
   busy_wait: 0
@@ -168,11 +172,12 @@ serve:
 			AbortOnSummaryFailure: true,
 			ModelThresholds:       map[string]float64{"gpt-5": 0.8, "anthropic:claude": 0.6},
 		},
-		Auxiliary: Auxiliary{Compression: AuxModel{Model: "small", Provider: "openai", Timeout: 45 * time.Second}},
-		Sessions:  Sessions{MaxResumeMessages: 0, MaxExportMessages: 5},
-		Leases:    Leases{TTL: 10 * time.Minute, RenewEvery: 2 * time.Minute, Wait: 0},
-		Serve:     Default(home).Serve,
-		MCP:       Default(home).MCP,
+		Auxiliary:  Auxiliary{Compression: AuxModel{Model: "small", Provider: "openai", Timeout: 45 * time.Second}},
+		Sessions:   Sessions{MaxResumeMessages: 0, MaxExportMessages: 5},
+		Leases:     Leases{TTL: 10 * time.Minute, RenewEvery: 2 * time.Minute, Wait: 0},
+		Serve:      Default(home).Serve,
+		MCP:        Default(home).MCP,
+		Delegation: Delegation{MaxDepth: 2, MaxParallel: 3},
 	}
 	want.Serve.Listen, want.Serve.BusyWait = "127.0.0.1:9000", 0
 	want.Serve.Keys = map[string]string{"alice": "2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90"}

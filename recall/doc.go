@@ -10,7 +10,10 @@
 // expanded with the messages around its hit). detail=summary turns discover's results into
 // focused summaries written for the query by a Summarizer the caller supplies (bounded input and
 // output; session id, title and message ids kept); without one, or when it fails, the raw
-// results come back with a note.
+// results come back with a note. Sessions of the HiddenSources (sub-agent delegations among
+// them) never show in discover or browse, except sub-agent sessions when the request sets
+// subagents (then ranked below interactive ones, like cron); read and scroll open any session
+// by id.
 //
 // Run always returns one JSON object the model can read, with stable key order; bad input and
 // store failures come back as {"success":false,"error":...} with a one-line reason.

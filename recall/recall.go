@@ -40,9 +40,13 @@ const (
 // HiddenSources never appear in discover or browse: their sessions are machinery, not
 // conversations. DemotedSources rank below interactive results.
 var (
-	HiddenSources  = []string{"kanban", "subagent", "tool"}
+	HiddenSources  = []string{"kanban", SubagentSource, "tool"}
 	DemotedSources = []string{"cron"}
 )
+
+// SubagentSource is the source of delegated sub-agent sessions: hidden unless a request asks
+// for them (Request.Subagents).
+const SubagentSource = "subagent"
 
 var defaultRoles = []string{store.RoleUser, store.RoleAssistant}
 
@@ -234,7 +238,7 @@ func Discover(ctx context.Context, st Store, req Request) (Discovery, error) {
 	}
 	var picks []pick
 
-	if s, ok := titleMatch(ctx, st, req.Query); ok && !slices.Contains(HiddenSources, s.Source) {
+	if s, ok := titleMatch(ctx, st, req.Query); ok && !slices.Contains(req.hidden(), s.Source) {
 		root, err := lin.root(ctx, s.ID)
 		if err != nil {
 			return Discovery{}, err
@@ -246,14 +250,14 @@ func Discover(ctx context.Context, st Store, req Request) (Discovery, error) {
 	}
 
 	hits, err := st.Search(ctx, store.SearchQuery{
-		Text: req.Query, Roles: roles, ExcludeSources: HiddenSources,
+		Text: req.Query, Roles: roles, ExcludeSources: req.hidden(),
 		Limit: searchCandidates, Sort: sortOf(req.Sort), NoContext: true,
 	})
 	if err != nil {
 		return Discovery{}, err
 	}
 	slices.SortStableFunc(hits, func(a, b store.SearchHit) int {
-		return boolCmp(slices.Contains(DemotedSources, a.Source), slices.Contains(DemotedSources, b.Source))
+		return boolCmp(slices.Contains(req.demoted(), a.Source), slices.Contains(req.demoted(), b.Source))
 	})
 	// Branches and compaction copy messages (same role, time and text): a copy of a message the
 	// caller already sees is left out, and a message found in several lineages is shown once.
@@ -557,7 +561,7 @@ func Browse(ctx context.Context, st Store, req Request) (Browsing, error) {
 			if len(out.Results) >= limit {
 				break
 			}
-			if slices.Contains(HiddenSources, l.Source) {
+			if slices.Contains(req.hidden(), l.Source) {
 				continue
 			}
 			if req.Current != "" && (l.ID == req.Current || l.ID == lin.currentRoot || l.TipID == req.Current) {

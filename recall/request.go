@@ -43,6 +43,25 @@ type Request struct {
 	// Summary (detail=summary): a model summarizes each discover result's session around its
 	// match for the query (see Summarizer).
 	Summary bool
+	// Subagents lets discover and browse show sub-agent sessions (delegations, source
+	// "subagent"), ranked below the others; they are left out otherwise.
+	Subagents bool
+}
+
+// hidden are the sources discover and browse leave out for this request.
+func (r Request) hidden() []string {
+	if !r.Subagents {
+		return HiddenSources
+	}
+	return slices.DeleteFunc(slices.Clone(HiddenSources), func(s string) bool { return s == SubagentSource })
+}
+
+// demoted are the sources ranked below interactive results for this request.
+func (r Request) demoted() []string {
+	if !r.Subagents {
+		return DemotedSources
+	}
+	return append(slices.Clone(DemotedSources), SubagentSource)
 }
 
 // roles is Roles, or user and assistant when none were asked for.
@@ -76,6 +95,7 @@ type Arguments struct {
 	RoleFilter      json.RawMessage `json:"role_filter"`
 	Sort            string          `json:"sort"`
 	Detail          string          `json:"detail"`
+	Subagents       bool            `json:"subagents"`
 }
 
 // ParseArgs reads the tool's JSON arguments into a Request for the calling session. Sloppy
@@ -98,6 +118,7 @@ func ParseArgs(current string, raw json.RawMessage) (Request, error) {
 		Sort:      strings.ToLower(strings.TrimSpace(a.Sort)),
 		Full:      strings.EqualFold(strings.TrimSpace(a.Detail), "full"),
 		Summary:   strings.EqualFold(strings.TrimSpace(a.Detail), "summary"),
+		Subagents: a.Subagents,
 	}
 	if !isNull(a.AroundMessageID) {
 		id, ok := asInt(a.AroundMessageID)

@@ -39,6 +39,7 @@ func SessionSearch() Tool {
 			"window":{"type":"integer","description":"Messages on each side of a match or anchor (default 5, at most 20)."},
 			"role_filter":{"type":"string","description":"Comma-separated roles to search (default \"user,assistant\"; add \"tool\" for tool output)."},
 			"sort":{"type":"string","enum":["relevance","newest","oldest"],"description":"Order of matches (default relevance)."},
+			"subagents":{"type":"boolean","description":"With query: also search sub-agent sessions (delegations), left out by default. Reading one by session_id always works."},
 			"detail":{"type":"string","enum":["adaptive","full","summary"],"description":"full expands every result, not only the top one; summary returns a short summary of each result's session around the match, written for the query (with message ids to scroll to)."}
 		},"additionalProperties":false}`),
 		// recall bounds its own answers; the cap only guards against a bug, since cutting JSON

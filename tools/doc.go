@@ -18,5 +18,6 @@
 // result has the secret values spool knows (Env.Secrets) redacted, so no key reaches a
 // transcript, the search index or the next request. memory writes files the prompt package
 // reads only at the next prompt build (new session or compaction), and session_search is a
-// read-only view of the store through package recall.
+// read-only view of the store through package recall. The delegate tool is not here: it runs a
+// sub-agent, so package agent serves it on top of a registry.
 package tools

@@ -1,9 +1,11 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -221,6 +223,10 @@ func (s *Server) searchPage(w http.ResponseWriter, r *http.Request, v viewer) er
 		if more {
 			hits = hits[:searchPageSize]
 		}
+		// Hits in sub-agent sessions (delegations) rank below the others on the page.
+		slices.SortStableFunc(hits, func(a, b store.SearchHit) int {
+			return cmp.Compare(boolInt(a.Source == "subagent"), boolInt(b.Source == "subagent"))
+		})
 		d.Hits = hits
 		d.Titles = map[string]string{}
 		for _, h := range hits {
@@ -320,4 +326,11 @@ func (s *Server) usagePage(w http.ResponseWriter, r *http.Request, v viewer) err
 	d.Chart = usageChart(d.Days)
 	d.SinceTo = since.Format("2006-01-02") + " – " + now.Format("2006-01-02") + " (UTC)"
 	return s.render(w, "usage.html", d)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
