@@ -9,6 +9,7 @@ import (
 func (a *app) dbCommand() *cobra.Command {
 	cmd := groupCommand("db", "Database maintenance")
 	cmd.AddCommand(a.dbCheckCommand())
+	cmd.AddCommand(a.dbCopyCommand())
 	return cmd
 }
 
