@@ -18,6 +18,11 @@ const (
 	tailShare    = 0.45
 	summaryShare = 0.22
 	ledgerShare  = 0.12
+	// Under smallRoom tokens a summary says little, and the ledger's pointers are what keeps
+	// the compacted turns reachable: the ledger takes part of the summary's share.
+	smallRoom         = 4_000
+	smallSummaryShare = 0.14
+	smallLedgerShare  = 0.20
 )
 
 // Budgets are the sizes of one compaction, all derived from the model's window, the trigger
@@ -69,18 +74,22 @@ func NewBudgets(cfg Config, r Resolution, fixed int) Budgets {
 	tailCap := int(room * tailShare)
 	b.Tail = min(r.TailBudget, tailCap)
 	b.TailSoft = min(max(r.TailSoftCeiling, b.Tail), tailCap)
-	b.Summary = min(r.MaxSummaryTokens, int(room*summaryShare))
+	sumShare, ledShare := summaryShare, ledgerShare
+	if b.Room < smallRoom {
+		sumShare, ledShare = smallSummaryShare, smallLedgerShare
+	}
+	b.Summary = min(r.MaxSummaryTokens, int(room*sumShare))
 	if r.MaxSummaryTokens <= 0 { // a hand-built Resolution
-		b.Summary = int(room * summaryShare)
+		b.Summary = int(room * sumShare)
 	}
 	b.Summary = max(b.Summary, 64)
-	b.LedgerChars = min(MaxLedgerChars, int(room*ledgerShare)*4)
+	b.LedgerChars = min(MaxLedgerChars, int(room*ledShare)*4)
 	if cfg.tailMode() != TailLegacy {
 		asks := cfg.UserAsksBudget
 		if asks <= 0 {
 			asks = DefaultConfig().UserAsksBudget
 		}
-		b.AskChars = min(asks, b.LedgerChars/2)
+		b.AskChars = min(asks, b.LedgerChars/4)
 	}
 	return b
 }

@@ -101,11 +101,13 @@ func (c *Compressor) ladder(req Request, sp *split, sum summaryResult, b Budgets
 			return k, nil
 		}
 		body, trimmed = boundSummaryBy(sum.body, budget/2, 1, est, sid)
-		if k := build(RungShorter, body, trimmed, md.ledger, b.LedgerChars/2, b.AskChars/2, sp.end); try(k) {
+		// The ledger keeps its budget on the rungs that shorten the summary: it is the part
+		// that keeps pointers to everything compacted.
+		if k := build(RungShorter, body, trimmed, md.ledger, b.LedgerChars, b.AskChars/2, sp.end); try(k) {
 			return k, nil
 		}
 		body, trimmed = boundSummaryBy(fallback(), budget/2, 1, est, sid)
-		if k := build(RungFallback, body, trimmed, md.ledger, b.LedgerChars/2, b.AskChars/2, sp.end); try(k) {
+		if k := build(RungFallback, body, trimmed, md.ledger, b.LedgerChars, b.AskChars/2, sp.end); try(k) {
 			return k, nil
 		}
 	} else {
@@ -127,7 +129,7 @@ func (c *Compressor) ladder(req Request, sp *split, sum summaryResult, b Budgets
 	}
 	small := fallbackSummaryWithin(wide.orig, wide.scans, prev, min(budget*2, FallbackSummaryCap))
 	body, trimmed := boundSummaryBy(small, budget/2, 1, est, sid)
-	if k := build(RungSmallTail, body, trimmed, wide.ledger, b.LedgerChars/4, b.AskChars/4, sp.minEnd); try(k) {
+	if k := build(RungSmallTail, body, trimmed, wide.ledger, b.LedgerChars/2, b.AskChars/4, sp.minEnd); try(k) {
 		return k, nil
 	}
 
@@ -136,7 +138,8 @@ func (c *Compressor) ladder(req Request, sp *split, sum summaryResult, b Budgets
 	if !slices.ContainsFunc(sp.work[sp.minEnd:], isRealUser) {
 		askChars = max(b.Room, 4*minRoom) // the ask to answer left the tail: quote it whole
 	}
-	if k := build(RungPointer, archivePointer(sid, wide.orig, sp.orig[sp.start:sp.minEnd], askChars), 0, Ledger{}, 0, 0, sp.minEnd); try(k) {
+	// Its ledger is pointers mostly: a quarter of the budget, no verbatim asks.
+	if k := build(RungPointer, archivePointer(sid, wide.orig, sp.orig[sp.start:sp.minEnd], askChars), 0, wide.ledger, b.LedgerChars/4, 0, sp.minEnd); try(k) {
 		return k, nil
 	}
 	if best.tokens >= sp.before {

@@ -24,11 +24,13 @@ const (
 	EntryCommand    EntryKind = "command"
 	EntryIdentifier EntryKind = "identifier"
 	EntryError      EntryKind = "error"
+	EntryValue      EntryKind = "value"
+	EntryAgent      EntryKind = "agent_decision"
 	EntryDecision   EntryKind = "decision"
 	EntryAsk        EntryKind = "ask"
 )
 
-var entryOrder = []EntryKind{EntryWrote, EntryRead, EntryCommand, EntryIdentifier, EntryError, EntryDecision, EntryAsk}
+var entryOrder = []EntryKind{EntryWrote, EntryRead, EntryCommand, EntryIdentifier, EntryError, EntryValue, EntryAgent, EntryDecision, EntryAsk}
 
 var entryHeadings = map[EntryKind]string{
 	EntryWrote:      "### Files written",
@@ -36,23 +38,44 @@ var entryHeadings = map[EntryKind]string{
 	EntryCommand:    "### Commands run",
 	EntryIdentifier: "### Identifiers",
 	EntryError:      "### Errors seen",
+	EntryValue:      "### Values seen in tool output",
+	EntryAgent:      "### Assistant decisions (verbatim)",
 	EntryDecision:   "### User decisions and constraints (verbatim)",
 	EntryAsk:        "### User messages (verbatim, newest first)",
 }
 
-// Ledger bounds. Each kind keeps its most relevant, then newest, entries up to its cap; the
-// rendered ledger never exceeds MaxLedgerChars (user asks are quoted within Config.UserAsksBudget
-// of that and older ones become excerpts with a recovery pointer).
-var entryCaps = map[EntryKind]int{
-	EntryWrote: 30, EntryRead: 30, EntryCommand: 30, EntryIdentifier: 80,
-	EntryError: 15, EntryDecision: 30, EntryAsk: 40,
+// PointerHeading opens the ledger's last section: entries that no longer fit as lines, kept
+// as message pointers only, one line per kind.
+const PointerHeading = "### Older entries, pointers only"
+
+// pointerLabels name the kinds on the pointer lines; identifiers are split into paths and the
+// rest (SHAs, issue numbers, URLs), which weigh differently.
+var pointerLabels = map[EntryKind]string{
+	EntryWrote: "files written", EntryRead: "files read", EntryCommand: "commands", EntryIdentifier: "identifiers",
+	EntryError: "errors", EntryValue: "values", EntryAgent: "assistant decisions", EntryDecision: "user decisions",
+	EntryAsk: "user messages",
 }
 
-// MaxLedgerChars bounds the rendered ledger.
-const MaxLedgerChars = 12_000
+const pathsLabel = "paths"
 
-// trimOrder is the order in which kinds lose their weakest entries when the ledger is too big.
-var trimOrder = []EntryKind{EntryIdentifier, EntryError, EntryRead, EntryCommand, EntryAsk, EntryWrote, EntryDecision}
+// Ledger bounds. Each kind keeps its most important, then newest, entries up to its cap as
+// lines (caps scale with the ledger's budget); the rest become pointers. The rendered ledger
+// never exceeds MaxLedgerChars: entries turn into pointers, least important first, and
+// pointers go, least important and oldest first, until it fits.
+var entryCaps = map[EntryKind]int{
+	EntryWrote: 30, EntryRead: 30, EntryCommand: 30, EntryIdentifier: 80,
+	EntryError: 15, EntryValue: 30, EntryAgent: 30, EntryDecision: 30, EntryAsk: 40,
+}
+
+// maxPointers bounds the pointer entries of one kind (times the ledger's scale).
+const maxPointers = 400
+
+// MaxLedgerChars bounds the rendered ledger (the window's budget, Budgets.LedgerChars, is
+// usually smaller).
+const MaxLedgerChars = 48_000
+
+// baseLedgerChars is the ledger budget at which entryCaps apply unscaled.
+const baseLedgerChars = 12_000
 
 const (
 	maxEntryText   = 200
@@ -65,14 +88,19 @@ const (
 // LedgerEntry is one fact of the working set, pointing at the message it came from.
 type LedgerEntry struct {
 	Kind   EntryKind
-	Text   string
+	Text   string // "" for a pointer
 	Status string // exit status of a command ("?" when unknown)
 	MsgID  int64
-	// Trimmed marks an ask shown as an excerpt; the original is recovered with session_search.
+	// Pointer marks an entry kept as its message pointer only: its line no longer fit. The
+	// original is recovered with session_search(around_message_id=MsgID).
+	Pointer bool
+	// Trimmed marks an ask read from an older ledger as an excerpt.
 	Trimmed bool
 	// relevance ranks entries of a kind: stated by the user > said or done by the agent > seen
 	// in tool output.
 	relevance int
+	// pathID marks an identifier that is a path (weighs less than a SHA or an issue number).
+	pathID bool
 }
 
 // Ledger is the mechanically extracted working set of a session.
@@ -83,12 +111,56 @@ type Ledger struct {
 type entryKey struct {
 	kind EntryKind
 	text string
+	id   int64 // pointers only: one per kind and message
 }
 
-func (e LedgerEntry) key() entryKey { return entryKey{e.Kind, e.Text} }
+func (e LedgerEntry) key() entryKey {
+	if e.Pointer {
+		return entryKey{e.Kind, "", e.MsgID}
+	}
+	return entryKey{e.Kind, e.Text, 0}
+}
 
-// merge adds entries, merging each into an equal one (same kind and text) by keeping the newest
-// message id and the highest relevance.
+// weight orders entries by what a later turn most needs: decisions and constraints, then
+// errors and values, identifiers that are not paths, commands, files written, paths, files
+// read, and user messages (their identifiers and decisions are entries of their own).
+func (e LedgerEntry) weight() int {
+	switch e.Kind {
+	case EntryDecision:
+		return 9
+	case EntryAgent:
+		return 8
+	case EntryError:
+		if e.relevance >= 3 {
+			return 8
+		}
+		return 7
+	case EntryValue:
+		return 7
+	case EntryIdentifier:
+		if e.pathID {
+			return 3
+		}
+		return 6
+	case EntryCommand:
+		return 5
+	case EntryWrote:
+		return 4
+	case EntryRead:
+		return 2
+	case EntryAsk:
+		return 1
+	}
+	return 0
+}
+
+// toPointer turns e into its pointer.
+func (e *LedgerEntry) toPointer() {
+	e.Pointer, e.Text, e.Status, e.Trimmed = true, "", "", false
+}
+
+// merge adds entries, merging each into an equal one (same kind and text, or the same kind's
+// pointer to the same message) by keeping the newest message id and the highest relevance.
 func (l *Ledger) merge(other []LedgerEntry) {
 	pos := make(map[entryKey]int, len(l.Entries)+len(other))
 	for i, e := range l.Entries {
@@ -98,6 +170,7 @@ func (l *Ledger) merge(other []LedgerEntry) {
 		if i, ok := pos[e.key()]; ok {
 			cur := &l.Entries[i]
 			cur.relevance = max(cur.relevance, e.relevance)
+			cur.pathID = cur.pathID && e.pathID
 			if e.MsgID >= cur.MsgID {
 				cur.MsgID = e.MsgID
 				if e.Status != "" {
@@ -112,48 +185,64 @@ func (l *Ledger) merge(other []LedgerEntry) {
 	}
 }
 
-// bound applies the per-kind caps and returns the entries of each kind in rendering order.
-// Each kind keeps its most relevant, then newest, entries (ties: the earlier in the slice)
-// and lists them oldest first (asks newest first). Indices are sorted, not entries.
-func (l *Ledger) bound() {
+// bound applies the per-kind caps (times scale) and returns the entries of each kind in
+// rendering order: lines first, oldest first (asks newest first), then pointers by message.
+// Entries past a kind's cap become pointers (merged into an equal pointer); pointers past
+// maxPointers×scale go, least important and oldest first.
+func (l *Ledger) bound(scale int) {
+	scale = max(scale, 1)
 	byKind := map[EntryKind][]int{}
 	for i, e := range l.Entries {
 		byKind[e.Kind] = append(byKind[e.Kind], i)
 	}
-	out := make([]LedgerEntry, 0, min(len(l.Entries), 255))
+	out := make([]LedgerEntry, 0, min(len(l.Entries), 1024))
 	for _, k := range entryOrder {
-		idx := byKind[k]
-		slices.SortFunc(idx, func(a, b int) int {
-			ea, eb := &l.Entries[a], &l.Entries[b]
-			if c := cmp.Compare(eb.relevance, ea.relevance); c != 0 {
+		var lines, ptrs []LedgerEntry
+		for _, i := range byKind[k] {
+			if l.Entries[i].Pointer {
+				ptrs = append(ptrs, l.Entries[i])
+			} else {
+				lines = append(lines, l.Entries[i])
+			}
+		}
+		// The most important, then newest, lines stay; ties keep slice order.
+		slices.SortStableFunc(lines, func(a, b LedgerEntry) int {
+			if c := cmp.Compare(b.weight(), a.weight()); c != 0 {
 				return c
 			}
-			if c := cmp.Compare(eb.MsgID, ea.MsgID); c != 0 {
+			if c := cmp.Compare(b.relevance, a.relevance); c != 0 {
 				return c
 			}
-			return cmp.Compare(a, b)
+			return cmp.Compare(b.MsgID, a.MsgID)
 		})
-		if len(idx) > entryCaps[k] {
-			idx = idx[:entryCaps[k]]
+		if c := entryCaps[k] * scale; len(lines) > c {
+			for _, e := range lines[c:] {
+				e.toPointer()
+				ptrs = append(ptrs, e)
+			}
+			lines = lines[:c]
 		}
-		// Rendering order by message id; equal ids keep the order just established.
-		pos := make([]int, len(idx))
-		for p := range pos {
-			pos[p] = p
-		}
-		slices.SortFunc(pos, func(a, b int) int {
-			c := cmp.Compare(l.Entries[idx[a]].MsgID, l.Entries[idx[b]].MsgID)
+		slices.SortStableFunc(lines, func(a, b LedgerEntry) int {
 			if k == EntryAsk {
-				c = -c
+				return cmp.Compare(b.MsgID, a.MsgID)
 			}
-			if c != 0 {
+			return cmp.Compare(a.MsgID, b.MsgID)
+		})
+		var pl Ledger
+		pl.merge(ptrs)
+		ptrs = pl.Entries
+		slices.SortStableFunc(ptrs, func(a, b LedgerEntry) int {
+			if c := cmp.Compare(b.weight(), a.weight()); c != 0 {
 				return c
 			}
-			return cmp.Compare(a, b)
+			return cmp.Compare(b.MsgID, a.MsgID)
 		})
-		for _, p := range pos {
-			out = append(out, l.Entries[idx[p]])
+		if c := maxPointers * scale; len(ptrs) > c {
+			ptrs = ptrs[:c]
 		}
+		slices.SortStableFunc(ptrs, func(a, b LedgerEntry) int { return cmp.Compare(a.MsgID, b.MsgID) })
+		out = append(out, lines...)
+		out = append(out, ptrs...)
 	}
 	l.Entries = out
 }
@@ -164,95 +253,141 @@ var sourceMarks = map[int]string{1: " (output)", 2: "", 3: " (user)"}
 
 func idTag(id int64) string { return "[m" + strconv.FormatInt(id, 10) + "]" }
 
-// render writes the ledger section. Asks are quoted verbatim newest first while askBudget
-// lasts; later ones become excerpts (and stay excerpts in every later ledger). When the result
-// would exceed MaxLedgerChars, entries go weakest first (see trimSequence) until it fits.
-//
-// Every entry's line is formatted once: dropping entries never changes another entry's line
-// (an ask quoted verbatim stays within the budget when others go, one already cut to an excerpt
-// stays one), so sizes are known up front and the ledger is written once.
+// render writes the ledger section within MaxLedgerChars. Asks are quoted verbatim newest
+// first while askBudget lasts; later ones become pointers.
 func (l *Ledger) render(sessionID string, askBudget int) string {
 	return l.renderWithin(sessionID, askBudget, MaxLedgerChars)
 }
 
-// renderWithin is render with maxChars instead of MaxLedgerChars as the bound. A bound too
-// small for the header and one entry renders nothing.
+// pointerLabel is the label of e's pointer line.
+func (e LedgerEntry) pointerLabel() string {
+	if e.Kind == EntryIdentifier && e.pathID {
+		return pathsLabel
+	}
+	return pointerLabels[e.Kind]
+}
+
+// pointerLabelOrder is the order of the pointer lines.
+var pointerLabelOrder = func() []string {
+	var out []string
+	for _, k := range entryOrder {
+		out = append(out, pointerLabels[k])
+		if k == EntryIdentifier {
+			out = append(out, pathsLabel)
+		}
+	}
+	return out
+}()
+
+// renderWithin is render with maxChars as the bound. When the ledger is too big, entries
+// become pointers in trimSequence order, then pointers go, until it fits; l.Entries is left
+// holding what was written. A bound too small for the header and one pointer renders nothing.
 func (l *Ledger) renderWithin(sessionID string, askBudget, maxChars int) string {
 	header := ledgerHeader(sessionID)
-	if maxChars < len(header)+64 {
+	if maxChars < len(header)+len(PointerHeading)+32 {
+		l.Entries = nil
 		return ""
 	}
 	lines := l.formatLines(askBudget)
-	kindCount := map[EntryKind]int{}
+	// Sizes, kept as entries turn into pointers and pointers go.
+	lineKinds := map[EntryKind]int{}      // lines per kind
+	ptrRefs := map[string]map[int64]int{} // pointer label -> message -> entries
 	size := len(header)
-	for i, line := range lines {
-		if line == "" {
-			continue
+	nPtrLabels := 0
+	addPtr := func(e LedgerEntry) {
+		lab := e.pointerLabel()
+		m := ptrRefs[lab]
+		if m == nil {
+			m = map[int64]int{}
+			ptrRefs[lab] = m
 		}
-		k := l.Entries[i].Kind
-		if kindCount[k] == 0 {
-			size += len(entryHeadings[k]) + 2
+		if len(m) == 0 {
+			if nPtrLabels == 0 {
+				size += len(PointerHeading) + 2
+			}
+			nPtrLabels++
+			size += len("- "+lab+":") + 1
 		}
-		kindCount[k]++
-		size += len(line)
+		if m[e.MsgID] == 0 {
+			size += len(idTag(e.MsgID)) + 1
+		}
+		m[e.MsgID]++
 	}
-	dropped := make([]bool, len(l.Entries))
-	maxNL := trailingNewlines(header)
-	for _, line := range lines {
-		maxNL = max(maxNL, trailingNewlines(line))
-	}
-	// fits reports whether the ledger as written (trailing newlines cut) is within the bound.
-	// What is written ends in at least one and at most maxNL newlines; only in between is the
-	// last line written looked up.
-	fits := func() bool {
-		if size-1 <= maxChars {
-			return true
-		}
-		if size-maxNL > maxChars {
-			return false
-		}
-		last := header
-		for ki := len(entryOrder) - 1; ki >= 0 && last == header; ki-- {
-			if k := entryOrder[ki]; kindCount[k] > 0 {
-				for i := len(l.Entries) - 1; i >= 0; i-- {
-					if !dropped[i] && l.Entries[i].Kind == k && lines[i] != "" {
-						last = lines[i]
-						break
-					}
+	dropPtr := func(e LedgerEntry) {
+		lab := e.pointerLabel()
+		m := ptrRefs[lab]
+		if m[e.MsgID]--; m[e.MsgID] == 0 {
+			delete(m, e.MsgID)
+			size -= len(idTag(e.MsgID)) + 1
+			if len(m) == 0 {
+				size -= len("- "+lab+":") + 1
+				if nPtrLabels--; nPtrLabels == 0 {
+					size -= len(PointerHeading) + 2
 				}
 			}
 		}
-		return size-trailingNewlines(last) <= maxChars
 	}
-	if !fits() {
-		for _, i := range l.trimSequence() {
-			dropped[i] = true
-			k := l.Entries[i].Kind
-			size -= len(lines[i])
-			if kindCount[k]--; kindCount[k] == 0 {
-				size -= len(entryHeadings[k]) + 2
+	addLine := func(i int) {
+		k := l.Entries[i].Kind
+		if lineKinds[k] == 0 {
+			size += len(entryHeadings[k]) + 2
+		}
+		lineKinds[k]++
+		size += len(lines[i])
+	}
+	dropLine := func(i int) {
+		k := l.Entries[i].Kind
+		size -= len(lines[i])
+		if lineKinds[k]--; lineKinds[k] == 0 {
+			size -= len(entryHeadings[k]) + 2
+		}
+	}
+	gone := make([]bool, len(l.Entries))
+	for i, e := range l.Entries {
+		switch {
+		case e.Pointer && pointerLabels[e.Kind] != "":
+			addPtr(e)
+		case lines[i] != "":
+			addLine(i)
+		default:
+			gone[i] = true
+		}
+	}
+	// What is written ends in one newline, which is cut.
+	if size-1 > maxChars {
+		for _, st := range l.trimSequence(gone) {
+			i := st.i
+			e := &l.Entries[i]
+			if st.demote {
+				dropLine(i)
+				e.toPointer()
+				lines[i] = ""
+				addPtr(*e)
+			} else {
+				dropPtr(*e)
+				gone[i] = true
 			}
-			if fits() {
+			if size-1 <= maxChars {
 				break
 			}
 		}
-		kept := l.Entries[:0]
-		keptLines := lines[:0]
-		for i, e := range l.Entries {
-			if !dropped[i] {
-				kept = append(kept, e)
-				keptLines = append(keptLines, lines[i])
-			}
-		}
-		l.Entries, lines = kept, keptLines
 	}
+	kept := l.Entries[:0]
+	keptLines := lines[:0]
+	for i, e := range l.Entries {
+		if !gone[i] {
+			kept = append(kept, e)
+			keptLines = append(keptLines, lines[i])
+		}
+	}
+	l.Entries, lines = kept, keptLines
 	var b strings.Builder
 	b.Grow(size)
 	b.WriteString(header)
 	for _, k := range entryOrder {
 		first := true
 		for i := range l.Entries {
-			if l.Entries[i].Kind != k || lines[i] == "" {
+			if l.Entries[i].Kind != k || l.Entries[i].Pointer {
 				continue
 			}
 			if first {
@@ -262,31 +397,51 @@ func (l *Ledger) renderWithin(sessionID string, askBudget, maxChars int) string 
 			b.WriteString(lines[i])
 		}
 	}
+	if nPtrLabels > 0 {
+		b.WriteString("\n" + PointerHeading + "\n")
+		byLabel := map[string][]int64{}
+		for _, e := range l.Entries {
+			if e.Pointer {
+				lab := e.pointerLabel()
+				if !slices.Contains(byLabel[lab], e.MsgID) {
+					byLabel[lab] = append(byLabel[lab], e.MsgID)
+				}
+			}
+		}
+		for _, lab := range pointerLabelOrder {
+			ids := byLabel[lab]
+			if len(ids) == 0 {
+				continue
+			}
+			slices.Sort(ids)
+			b.WriteString("- " + lab + ":")
+			for _, id := range ids {
+				b.WriteString(" " + idTag(id))
+			}
+			b.WriteString("\n")
+		}
+	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func trailingNewlines(s string) int {
-	return len(s) - len(strings.TrimRight(s, "\n"))
-}
-
 func ledgerHeader(sessionID string) string {
-	const intro = LedgerHeading + "\nExtracted mechanically from the compacted turns (no model involved); newer turns override it. "
+	const intro = LedgerHeading + "\nExtracted mechanically (no model); newer turns override it. "
 	if sessionID != "" {
-		return intro + fmt.Sprintf("Recover the original of any entry [mN] with session_search(session_id=%q, around_message_id=N).\n", sessionID)
+		return intro + fmt.Sprintf("Open any [mN] with session_search(session_id=%q, around_message_id=N).\n", sessionID)
 	}
-	return intro + "Recover the original of any entry [mN] with session_search(around_message_id=N).\n"
+	return intro + "Open any [mN] with session_search(around_message_id=N).\n"
 }
 
 // formatLines formats each entry's line (with its newline) in rendering order: kinds in
-// entryOrder, entries of a kind in slice order. Asks quoted past askBudget are cut to excerpts
-// here, in place. Entries of unknown kinds get "" and are not written.
+// entryOrder, entries of a kind in slice order. Asks quoted past askBudget become pointers
+// here, in place. Pointers and entries of unknown kinds get "".
 func (l *Ledger) formatLines(askBudget int) []string {
 	lines := make([]string, len(l.Entries))
 	left := askBudget
 	for _, k := range entryOrder {
 		for i := range l.Entries {
 			e := &l.Entries[i]
-			if e.Kind != k {
+			if e.Kind != k || e.Pointer {
 				continue
 			}
 			switch k {
@@ -294,17 +449,14 @@ func (l *Ledger) formatLines(askBudget int) []string {
 				lines[i] = "- `" + e.Text + "` " + idTag(e.MsgID) + "\n"
 			case EntryCommand:
 				lines[i] = "- `" + e.Text + "` -> exit " + cmp.Or(e.Status, "?") + " " + idTag(e.MsgID) + "\n"
-			case EntryDecision:
+			case EntryDecision, EntryAgent:
 				lines[i] = "- " + strconv.Quote(e.Text) + " " + idTag(e.MsgID) + "\n"
 			case EntryAsk:
 				if !e.Trimmed && len(e.Text) <= left {
 					left -= len(e.Text)
 					lines[i] = "- " + idTag(e.MsgID) + " " + strings.ReplaceAll(e.Text, "\n", "\n  ") + "\n"
 				} else {
-					if !e.Trimmed {
-						e.Text, e.Trimmed = clip(e.Text, askExcerpt), true
-					}
-					lines[i] = "- " + idTag(e.MsgID) + " (excerpt) " + e.Text + "\n"
+					e.toPointer()
 				}
 			default:
 				lines[i] = "- " + e.Text + sourceMarks[e.relevance] + " " + idTag(e.MsgID) + "\n"
@@ -314,34 +466,94 @@ func (l *Ledger) formatLines(askBudget int) []string {
 	return lines
 }
 
-// trimSequence is the order in which entries leave an oversized ledger: first every kind down
-// to 5 entries, then down to none, kinds in trimOrder; within a kind the least relevant, then
-// oldest (then earliest in the slice) first.
-func (l *Ledger) trimSequence() []int {
-	byKind := map[EntryKind][]int{}
-	for i, e := range l.Entries {
-		byKind[e.Kind] = append(byKind[e.Kind], i)
+// trimStep is one step of shrinking an oversized ledger: entry i becomes a pointer (demote)
+// or its pointer goes.
+type trimStep struct {
+	i      int
+	demote bool
+}
+
+// dropLag is how much more important than a pointer a line must be before the line is cut to
+// a pointer ahead of the pointer going (in half weights): a pointer of weight w goes after
+// the lines of weight w+2 became pointers and before those of weight w+3.
+const dropLag = 5
+
+// newestBonus raises the drop key of a label's newest pointers (rank 0 is the newest).
+func newestBonus(rank int) int {
+	switch {
+	case rank < 5:
+		return 6
+	case rank < 15:
+		return 3
 	}
-	for _, idx := range byKind {
-		slices.SortStableFunc(idx, func(a, b int) int {
-			ea, eb := l.Entries[a], l.Entries[b]
-			if c := cmp.Compare(ea.relevance, eb.relevance); c != 0 {
-				return c
+	return 0
+}
+
+// trimSequence is the order in which entries shrink in an oversized ledger: lines become
+// pointers and pointers go, least important (weight, then relevance) and oldest first, a
+// pointer lagging dropLag half-weights behind the lines (so a decision stays a line while a
+// file read keeps its pointer only if there is room). Entries marked gone are skipped.
+func (l *Ledger) trimSequence(gone []bool) []trimStep {
+	type keyed struct {
+		trimStep
+		key int
+	}
+	// Each label's newest pointers go last: one kind with many entries (a constraint repeated
+	// in every other message, a test that fails every week) cannot crowd the others out.
+	rank := make([]int, len(l.Entries))
+	{
+		byLabel := map[string][]int{}
+		for i, e := range l.Entries {
+			if !gone[i] {
+				lab := e.pointerLabel()
+				byLabel[lab] = append(byLabel[lab], i)
 			}
-			return cmp.Compare(ea.MsgID, eb.MsgID)
-		})
-	}
-	var seq []int
-	for _, k := range trimOrder {
-		if idx := byKind[k]; len(idx) > 5 {
-			seq = append(seq, idx[:len(idx)-5]...)
+		}
+		for _, idx := range byLabel {
+			slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(l.Entries[b].MsgID, l.Entries[a].MsgID) })
+			for r, i := range idx {
+				rank[i] = r
+			}
 		}
 	}
-	for _, k := range trimOrder {
-		idx := byKind[k]
-		seq = append(seq, idx[max(0, len(idx)-5):]...)
+	var steps []keyed
+	for i, e := range l.Entries {
+		if gone[i] {
+			continue
+		}
+		w := 2 * e.weight()
+		if !e.Pointer {
+			steps = append(steps, keyed{trimStep{i, true}, w})
+		}
+		steps = append(steps, keyed{trimStep{i, false}, w + dropLag + newestBonus(rank[i])})
 	}
-	return seq
+	slices.SortFunc(steps, func(x, y keyed) int {
+		if c := cmp.Compare(x.key, y.key); c != 0 {
+			return c
+		}
+		ex, ey := &l.Entries[x.i], &l.Entries[y.i]
+		if c := cmp.Compare(ex.relevance, ey.relevance); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(ex.MsgID, ey.MsgID); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.i, y.i); c != 0 {
+			return c
+		}
+		if x.demote != y.demote { // an entry's demotion comes before its drop
+			if x.demote {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	out := make([]trimStep, len(steps))
+	for j, st := range steps {
+		out[j] = st.trimStep
+	}
+	return out
 }
 
 var (
@@ -358,6 +570,7 @@ func parseLedger(body string) Ledger {
 		return l
 	}
 	var kind EntryKind
+	pointers := false
 	var cur *LedgerEntry
 	flush := func() {
 		if cur != nil {
@@ -372,12 +585,16 @@ func parseLedger(body string) Ledger {
 		}
 		flush()
 		if strings.HasPrefix(line, "### ") {
-			kind = ""
+			kind, pointers = "", line == PointerHeading
 			for k, h := range entryHeadings {
 				if line == h {
 					kind = k
 				}
 			}
+			continue
+		}
+		if pointers {
+			l.Entries = append(l.Entries, parsePointerLine(line)...)
 			continue
 		}
 		if kind == "" || !strings.HasPrefix(line, "- ") {
@@ -391,8 +608,12 @@ func parseLedger(body string) Ledger {
 			}
 			e.MsgID, _ = strconv.ParseInt(m[1], 10, 64)
 			rest := line[len(m[0]):]
-			if ex, ok := strings.CutPrefix(rest, "(excerpt) "); ok {
-				rest, e.Trimmed = ex, true
+			if strings.HasPrefix(rest, "(excerpt) ") {
+				// An older ledger's excerpt: its pointer is what is kept of it.
+				e.relevance = 3
+				e.toPointer()
+				l.Entries = append(l.Entries, e)
+				continue
 			}
 			e.Text, e.relevance = rest, 3
 			cur = &e
@@ -410,17 +631,28 @@ func parseLedger(body string) Ledger {
 					rest, e.relevance = strings.TrimSuffix(rest, mark), rel
 				}
 			}
+			if kind == EntryIdentifier {
+				e.pathID = isPathIdentifier(rest)
+			}
+		case EntryValue:
+			for rel, mark := range sourceMarks {
+				if mark != "" && strings.HasSuffix(rest, mark) {
+					rest, e.relevance = strings.TrimSuffix(rest, mark), rel
+				}
+			}
 		case EntryWrote, EntryRead:
 			rest = strings.TrimSuffix(strings.TrimPrefix(rest, "`"), "`")
 		case EntryCommand:
 			if m := cmdRe.FindStringSubmatch(rest); m != nil {
 				rest, e.Status = m[1], m[2]
 			}
-		case EntryDecision:
+		case EntryDecision, EntryAgent:
 			if uq, err := strconv.Unquote(rest); err == nil {
 				rest = uq
 			}
-			e.relevance = 3
+			if kind == EntryDecision {
+				e.relevance = 3
+			}
 		}
 		if rest == "" {
 			continue
@@ -430,6 +662,50 @@ func parseLedger(body string) Ledger {
 	}
 	flush()
 	return l
+}
+
+// parsePointerLine reads one line of the pointer section: "- <label>: [m1] [m2] ...".
+func parsePointerLine(line string) []LedgerEntry {
+	rest, ok := strings.CutPrefix(line, "- ")
+	if !ok {
+		return nil
+	}
+	lab, ids, ok := strings.Cut(rest, ":")
+	if !ok {
+		return nil
+	}
+	kind, path := EntryKind(""), false
+	if lab == pathsLabel {
+		kind, path = EntryIdentifier, true
+	}
+	for k, name := range pointerLabels {
+		if name == lab {
+			kind = k
+		}
+	}
+	if kind == "" {
+		return nil
+	}
+	rel := 2
+	if kind == EntryDecision || kind == EntryAsk {
+		rel = 3
+	}
+	var out []LedgerEntry
+	for _, m := range pointerRe.FindAllStringSubmatch(ids, -1) {
+		id, err := strconv.ParseInt(m[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, LedgerEntry{Kind: kind, MsgID: id, Pointer: true, relevance: rel, pathID: path})
+	}
+	return out
+}
+
+var pointerRe = regexp.MustCompile(`\[m(\d+)\]`)
+
+// isPathIdentifier reports whether an identifier is a path (not a SHA, an issue number or a URL).
+func isPathIdentifier(id string) bool {
+	return !strings.HasPrefix(id, "#") && !isSHA(id) && !strings.Contains(id, "://")
 }
 
 // cutSection splits body at a "## " heading line: before it, and the section up to the next
@@ -494,6 +770,9 @@ func ledgerEntries(ms []store.Message, scans []msgScan) []LedgerEntry {
 	addIDs := func(ids []string, id int64, rel int) {
 		for _, tok := range ids {
 			add(EntryIdentifier, tok, id, rel)
+			if n := len(out); n > 0 && out[n-1].Kind == EntryIdentifier {
+				out[n-1].pathID = isPathIdentifier(out[n-1].Text)
+			}
 		}
 	}
 	userFacts := func(sc msgScan, id int64) {
@@ -503,8 +782,9 @@ func ledgerEntries(ms []store.Message, scans []msgScan) []LedgerEntry {
 			add(EntryDecision, d, id, 3)
 		}
 		for _, e := range sc.errs[:min(2, len(sc.errs))] {
-			// A user sentence merely mentioning a failure is an ask, not an error report.
-			if containsAny(strings.ToLower(e), "error", "exception", "panic", "traceback") {
+			// A user sentence merely mentioning a failure is an ask, not an error report; one
+			// quoting output ("logs show: dial tcp ...: connection refused") is a report.
+			if containsAny(strings.ToLower(e), "error", "exception", "panic", "traceback") || strings.Count(e, ": ") >= 2 {
 				add(EntryError, e, id, 3)
 			}
 		}
@@ -536,6 +816,9 @@ func ledgerEntries(ms []store.Message, scans []msgScan) []LedgerEntry {
 				}
 			} else {
 				addIDs(sc.ids, m.ID, 2)
+				for _, d := range agentDecisions(sc.text, 5) {
+					add(EntryAgent, d, m.ID, 2)
+				}
 			}
 			for j, tc := range m.ToolCalls {
 				args := sc.args[j]
@@ -567,6 +850,9 @@ func ledgerEntries(ms []store.Message, scans []msgScan) []LedgerEntry {
 			for _, e := range sc.errs {
 				add(EntryError, e, m.ID, 1)
 			}
+			for _, v := range sc.values {
+				add(EntryValue, v, m.ID, 1)
+			}
 		}
 	}
 	return out
@@ -595,6 +881,106 @@ func decisions(text string, limit int) []string {
 		}
 	}
 	return out
+}
+
+// agentCues mark a sentence of the assistant as a decision it took or a rule it states.
+var agentCues = []string{
+	"decided", "decision:", "i chose", "we chose", "chose to", "going with", "we will", "we'll", "i will use",
+	"instead of", "never", "always", "must", "from now on",
+}
+
+// agentDecisions returns the sentences of an assistant message that state a decision.
+func agentDecisions(text string, limit int) []string {
+	var out []string
+	for _, s := range sentences(text) {
+		ls := strings.ToLower(s)
+		for _, cue := range agentCues {
+			if i := strings.Index(ls, cue); i >= 0 && (i == 0 || !isWordByte(ls[i-1])) {
+				out = append(out, s)
+				break
+			}
+		}
+		if len(out) == limit {
+			break
+		}
+	}
+	return out
+}
+
+// maxValues is how many settings one tool result contributes.
+const maxValues = 4
+
+// valueLines returns up to limit lines of tool output that read as a setting or a measured
+// value: "key: value" or "KEY=value", short, the key a name (letters, digits, _ . - / and at
+// most four spaces), the line not code, not an error and not an exit status.
+func valueLines(text string, limit int) []string {
+	var out []string
+	for pos := 0; pos < len(text) && len(out) < limit; {
+		end := strings.IndexByte(text[pos:], '\n')
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += pos
+		}
+		line := strings.TrimSpace(text[pos:end])
+		pos = end + 1
+		if v := valueLine(line); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func valueLine(line string) string {
+	if len(line) < 4 || len(line) > 100 || looksLikeCode(line) || hasErrorWord(line) {
+		return ""
+	}
+	i := strings.IndexAny(line, ":=")
+	if i <= 0 || i+1 >= len(line) {
+		return ""
+	}
+	key, val := line[:i], strings.TrimSpace(line[i+1:])
+	if line[i] == ':' && line[i+1] != ' ' {
+		return "" // a URL, a time or a path:line
+	}
+	if val == "" || strings.HasPrefix(val, "//") || strings.Count(key, " ") > 4 || !isLetter(key[0]) {
+		return ""
+	}
+	for j := 0; j < len(key); j++ {
+		c := key[j]
+		if !(isWordByte(c) || c == ' ' || c == '.' || c == '-' || c == '/') {
+			return ""
+		}
+	}
+	lk := strings.ToLower(key)
+	if lk == "exit code" || lk == "exit status" || strings.HasPrefix(lk, "author") || strings.HasPrefix(lk, "date") {
+		return ""
+	}
+	if dot := strings.LastIndexByte(key, '.'); dot > 0 && isKnownExt(key[dot+1:]) {
+		return "" // file.go: a compiler or test message
+	}
+	return line
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' }
+
+// looksLikeCode reports whether a line is source code rather than a message: a numbered
+// listing line, or one with code punctuation.
+func looksLikeCode(line string) bool {
+	t := strings.TrimLeft(line, " \t")
+	digits := 0
+	for digits < len(t) && t[digits] >= '0' && t[digits] <= '9' {
+		digits++
+	}
+	if digits > 0 && digits < len(t) && t[digits] == '\t' {
+		return true
+	}
+	for _, p := range []string{"func ", "return ", ":= ", "err != nil", "fmt.Errorf", "){", ") {", "def ", "=> ", "};"} {
+		if strings.Contains(t, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func sentences(text string) []string {
@@ -639,7 +1025,7 @@ func errorLines(text string, limit int) []string {
 		}
 		line := text[pos:end]
 		pos = end + 1
-		if t := strings.TrimSpace(line); len(t) >= 8 && hasErrorWord(line) {
+		if t := strings.TrimSpace(line); len(t) >= 8 && hasErrorWord(line) && !looksLikeCode(t) {
 			out = append(out, clip(t, maxEntryText))
 		}
 	}

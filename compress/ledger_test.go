@@ -115,7 +115,7 @@ func TestLedgerRoundTrip(t *testing.T) {
 		{Kind: EntryDecision, Text: `never use "sudo"`, MsgID: 8, relevance: 3},
 		{Kind: EntryAsk, Text: "line one\n\n  indented\n## not a heading", MsgID: 9, relevance: 3},
 	}}
-	l.bound()
+	l.bound(1)
 	text := l.render("sess", 1000)
 	back := parseLedger("## Goal\nx\n\n" + text + "\n\n## Other\ny")
 	if len(back.Entries) != len(l.Entries) {
@@ -139,10 +139,10 @@ func TestLedgerAsksBudget(t *testing.T) {
 	}
 	var l Ledger
 	l.merge(extractLedger(ms))
-	l.bound()
-	text := l.render("sess", 300) // room for 3 verbatim asks
-	if got := strings.Count(text, "(excerpt)"); got != 7 {
-		t.Fatalf("%d excerpts, want 7:\n%s", got, text)
+	l.bound(1)
+	text := l.render("sess", 300) // room for 3 verbatim asks; the others keep their pointer
+	if !strings.Contains(text, "\n- user messages: [m1] [m2] [m3] [m4] [m5] [m6] [m7]") || strings.Count(text, " ask ") != 3 {
+		t.Fatalf("want 3 asks quoted and 7 pointers:\n%s", text)
 	}
 	if !strings.Contains(text, "- [m10] ask 9 ") || strings.Index(text, "[m10]") > strings.Index(text, "[m9]") {
 		t.Fatal("asks not newest first")

@@ -47,24 +47,114 @@ func naiveErrorLines(text string, limit int) []string {
 	return out
 }
 
-func naiveRender(l *Ledger, sessionID string, askBudget int) string {
-	for {
-		s := naiveRenderOnce(l, sessionID, askBudget)
-		if len(s) <= MaxLedgerChars || !naiveDropWeakest(l) {
-			return s
+func naiveRender(l *Ledger, sessionID string, askBudget, maxChars int) string {
+	if maxChars < len(ledgerHeader(sessionID))+len(PointerHeading)+32 {
+		l.Entries = nil
+		return ""
+	}
+	// Asks over the budget become pointers, newest first; unknown kinds are not written.
+	left := askBudget
+	var kept []LedgerEntry
+	for _, e := range l.Entries {
+		if pointerLabels[e.Kind] == "" {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	l.Entries = kept
+	for i := range l.Entries {
+		e := &l.Entries[i]
+		if e.Kind == EntryAsk && !e.Pointer {
+			if !e.Trimmed && len(e.Text) <= left {
+				left -= len(e.Text)
+			} else {
+				e.toPointer()
+			}
 		}
 	}
+	// The steps, by brute force: every (entry, action) with its key, sorted.
+	type step struct {
+		e      LedgerEntry
+		demote bool
+		key    int
+	}
+	var steps []step
+	for i, e := range l.Entries {
+		// Rank: how many entries of the same pointer label are newer (earlier in the slice
+		// on equal ids).
+		rank := 0
+		for j, x := range l.Entries {
+			if x.pointerLabel() == e.pointerLabel() && (x.MsgID > e.MsgID || x.MsgID == e.MsgID && j < i) {
+				rank++
+			}
+		}
+		if !e.Pointer {
+			steps = append(steps, step{e, true, 2 * e.weight()})
+		}
+		steps = append(steps, step{e, false, 2*e.weight() + dropLag + newestBonus(rank)})
+	}
+	order := make([]int, len(steps))
+	for i := range order {
+		order[i] = i
+	}
+	// Entries are identified by their index at the start.
+	ids := make([]int, len(steps))
+	{
+		j := 0
+		for i, e := range l.Entries {
+			if !e.Pointer {
+				ids[j] = i
+				j++
+			}
+			ids[j] = i
+			j++
+		}
+	}
+	slices.SortStableFunc(order, func(x, y int) int {
+		sx, sy := steps[x], steps[y]
+		if c := cmp.Compare(sx.key, sy.key); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(sx.e.relevance, sy.e.relevance); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(sx.e.MsgID, sy.e.MsgID); c != 0 {
+			return c
+		}
+		return cmp.Compare(ids[x], ids[y])
+	})
+	gone := make([]bool, len(l.Entries))
+	s := naiveRenderOnce(l, gone, sessionID)
+	for _, o := range order {
+		if len(s) <= maxChars {
+			break
+		}
+		i := ids[o]
+		if steps[o].demote {
+			l.Entries[i].toPointer()
+		} else {
+			gone[i] = true
+		}
+		s = naiveRenderOnce(l, gone, sessionID)
+	}
+	var out []LedgerEntry
+	for i, e := range l.Entries {
+		if !gone[i] {
+			out = append(out, e)
+		}
+	}
+	l.Entries = out
+	return s
 }
 
-func naiveRenderOnce(l *Ledger, sessionID string, askBudget int) string {
+func naiveRenderOnce(l *Ledger, gone []bool, sessionID string) string {
 	var b strings.Builder
 	b.WriteString(ledgerHeader(sessionID))
-	left := askBudget
 	for _, k := range entryOrder {
 		first := true
 		for i := range l.Entries {
 			e := &l.Entries[i]
-			if e.Kind != k {
+			if e.Kind != k || e.Pointer || gone[i] {
 				continue
 			}
 			if first {
@@ -76,47 +166,41 @@ func naiveRenderOnce(l *Ledger, sessionID string, askBudget int) string {
 				fmt.Fprintf(&b, "- `%s` %s\n", e.Text, idTag(e.MsgID))
 			case EntryCommand:
 				fmt.Fprintf(&b, "- `%s` -> exit %s %s\n", e.Text, cmp.Or(e.Status, "?"), idTag(e.MsgID))
-			case EntryDecision:
+			case EntryDecision, EntryAgent:
 				fmt.Fprintf(&b, "- %q %s\n", e.Text, idTag(e.MsgID))
 			case EntryAsk:
-				if !e.Trimmed && len(e.Text) <= left {
-					left -= len(e.Text)
-					fmt.Fprintf(&b, "- %s %s\n", idTag(e.MsgID), strings.ReplaceAll(e.Text, "\n", "\n  "))
-				} else {
-					if !e.Trimmed {
-						e.Text, e.Trimmed = clip(e.Text, askExcerpt), true
-					}
-					fmt.Fprintf(&b, "- %s (excerpt) %s\n", idTag(e.MsgID), e.Text)
-				}
+				fmt.Fprintf(&b, "- %s %s\n", idTag(e.MsgID), strings.ReplaceAll(e.Text, "\n", "\n  "))
 			default:
 				fmt.Fprintf(&b, "- %s%s %s\n", e.Text, sourceMarks[e.relevance], idTag(e.MsgID))
 			}
 		}
 	}
-	return strings.TrimRight(b.String(), "\n")
-}
-
-func naiveDropWeakest(l *Ledger) bool {
-	for _, minKeep := range []int{5, 0} {
-		for _, k := range trimOrder {
-			idx, count := -1, 0
-			for i, e := range l.Entries {
-				if e.Kind != k {
-					continue
-				}
-				count++
-				if idx < 0 || e.relevance < l.Entries[idx].relevance ||
-					(e.relevance == l.Entries[idx].relevance && e.MsgID < l.Entries[idx].MsgID) {
-					idx = i
-				}
+	byLabel := map[string][]int64{}
+	for i, e := range l.Entries {
+		if e.Pointer && !gone[i] {
+			lab := pointerLabels[e.Kind]
+			if e.Kind == EntryIdentifier && e.pathID {
+				lab = pathsLabel
 			}
-			if count > minKeep && idx >= 0 {
-				l.Entries = slices.Delete(l.Entries, idx, idx+1)
-				return true
+			if !slices.Contains(byLabel[lab], e.MsgID) {
+				byLabel[lab] = append(byLabel[lab], e.MsgID)
 			}
 		}
 	}
-	return false
+	if len(byLabel) > 0 {
+		b.WriteString("\n" + PointerHeading + "\n")
+		for _, lab := range []string{"files written", "files read", "commands", "identifiers", "paths", "errors", "values", "assistant decisions", "user decisions", "user messages"} {
+			if ids := byLabel[lab]; len(ids) > 0 {
+				slices.Sort(ids)
+				b.WriteString("- " + lab + ":")
+				for _, id := range ids {
+					b.WriteString(" " + idTag(id))
+				}
+				b.WriteString("\n")
+			}
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
 
 func TestErrorLinesMatchesNaive(t *testing.T) {
@@ -172,15 +256,20 @@ func TestRenderMatchesNaive(t *testing.T) {
 				Kind: k, Text: text, Status: rapid.SampledFrom([]string{"", "0", "1"}).Draw(t, "status"),
 				MsgID: int64(rapid.IntRange(1, 50).Draw(t, "id")), relevance: rapid.IntRange(1, 3).Draw(t, "rel"),
 				Trimmed: k == EntryAsk && rapid.IntRange(0, 4).Draw(t, "trimmed") == 0,
+				pathID:  k == EntryIdentifier && rapid.Bool().Draw(t, "path"),
 			})
+			if e := &l.Entries[len(l.Entries)-1]; rapid.IntRange(0, 5).Draw(t, "pointer") == 0 && e.Kind != "unknown" {
+				e.toPointer()
+			}
 		}
 		if rapid.Bool().Draw(t, "bound") {
-			l.bound()
+			l.bound(rapid.IntRange(1, 3).Draw(t, "scale"))
 		}
 		naive := Ledger{Entries: slices.Clone(l.Entries)}
 		sid := rapid.SampledFrom([]string{"", "sess"}).Draw(t, "sid")
 		budget := rapid.IntRange(0, 5000).Draw(t, "budget")
-		got, want := l.render(sid, budget), naiveRender(&naive, sid, budget)
+		maxChars := rapid.SampledFrom([]int{100, 400, 2000, 8000, MaxLedgerChars}).Draw(t, "max")
+		got, want := l.renderWithin(sid, budget, maxChars), naiveRender(&naive, sid, budget, maxChars)
 		if got != want {
 			t.Fatalf("render differs (%d vs %d chars)\n--- got\n%s\n--- want\n%s", len(got), len(want), got, want)
 		}
@@ -261,30 +350,71 @@ func TestIdentifiersAndExitStatusMatchNaive(t *testing.T) {
 	})
 }
 
-func naiveBound(l *Ledger) {
+func naiveBound(l *Ledger, scale int) {
 	byKind := map[EntryKind][]LedgerEntry{}
 	for _, e := range l.Entries {
 		byKind[e.Kind] = append(byKind[e.Kind], e)
 	}
 	out := l.Entries[:0:0]
 	for _, k := range entryOrder {
-		es := byKind[k]
-		slices.SortStableFunc(es, func(a, b LedgerEntry) int {
+		var lines, ptrs []LedgerEntry
+		for _, e := range byKind[k] {
+			if e.Pointer {
+				ptrs = append(ptrs, e)
+			} else {
+				lines = append(lines, e)
+			}
+		}
+		slices.SortStableFunc(lines, func(a, b LedgerEntry) int {
+			if c := cmp.Compare(b.weight(), a.weight()); c != 0 {
+				return c
+			}
 			if c := cmp.Compare(b.relevance, a.relevance); c != 0 {
 				return c
 			}
 			return cmp.Compare(b.MsgID, a.MsgID)
 		})
-		if len(es) > entryCaps[k] {
-			es = es[:entryCaps[k]]
+		if len(lines) > entryCaps[k]*scale {
+			for _, e := range lines[entryCaps[k]*scale:] {
+				e.toPointer()
+				ptrs = append(ptrs, e)
+			}
+			lines = lines[:entryCaps[k]*scale]
 		}
-		slices.SortStableFunc(es, func(a, b LedgerEntry) int {
+		slices.SortStableFunc(lines, func(a, b LedgerEntry) int {
 			if k == EntryAsk {
 				return cmp.Compare(b.MsgID, a.MsgID)
 			}
 			return cmp.Compare(a.MsgID, b.MsgID)
 		})
-		out = append(out, es...)
+		// One pointer per message: the first seen, with the best relevance and pathID only
+		// when every merged one was a path.
+		var merged []LedgerEntry
+		for _, p := range ptrs {
+			found := false
+			for j := range merged {
+				if merged[j].MsgID == p.MsgID {
+					merged[j].relevance = max(merged[j].relevance, p.relevance)
+					merged[j].pathID = merged[j].pathID && p.pathID
+					found = true
+				}
+			}
+			if !found {
+				merged = append(merged, p)
+			}
+		}
+		slices.SortStableFunc(merged, func(a, b LedgerEntry) int {
+			if c := cmp.Compare(b.weight(), a.weight()); c != 0 {
+				return c
+			}
+			return cmp.Compare(b.MsgID, a.MsgID)
+		})
+		if len(merged) > maxPointers*scale {
+			merged = merged[:maxPointers*scale]
+		}
+		slices.SortStableFunc(merged, func(a, b LedgerEntry) int { return cmp.Compare(a.MsgID, b.MsgID) })
+		out = append(out, lines...)
+		out = append(out, merged...)
 	}
 	l.Entries = out
 }
@@ -298,9 +428,15 @@ func TestBoundMatchesNaive(t *testing.T) {
 			l.Entries = append(l.Entries, LedgerEntry{Kind: rapid.SampledFrom(kinds).Draw(t, "kind"), Text: fmt.Sprint(i),
 				MsgID: int64(rapid.IntRange(1, 20).Draw(t, "id")), relevance: rapid.IntRange(1, 3).Draw(t, "rel")})
 		}
+		for i := range l.Entries {
+			if rapid.IntRange(0, 3).Draw(t, "pointer") == 0 {
+				l.Entries[i].toPointer()
+			}
+		}
 		naive := Ledger{Entries: slices.Clone(l.Entries)}
-		l.bound()
-		naiveBound(&naive)
+		scale := rapid.IntRange(1, 2).Draw(t, "scale")
+		l.bound(scale)
+		naiveBound(&naive, scale)
 		if !slices.Equal(l.Entries, naive.Entries) {
 			t.Fatalf("bound differs:\n%v\n%v", l.Entries, naive.Entries)
 		}

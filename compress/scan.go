@@ -16,6 +16,7 @@ type msgScan struct {
 	text    string
 	ids     []string // identifiers in text, in order of first appearance
 	errs    []string // the first scanErrLines lines of text that report an error (user and tool only)
+	values  []string // tool results: lines that read as settings or measured values (valueLines)
 	scanned bool
 
 	args []callArgs // decoded arguments, one per tool call of an assistant message
@@ -83,9 +84,11 @@ func (s *msgScan) fill(m store.Message) {
 		head, tail := toolScanParts(m.Content)
 		s.ids = identifiers(head)
 		s.errs = errorLines(head, scanErrLines)
+		s.values = valueLines(head, maxValues)
 		if tail != "" {
 			s.ids = appendIdentifiers(s.ids, tail)
 			s.errs = append(s.errs, errorLines(tail, scanErrLines-len(s.errs))...)
+			s.values = append(s.values, valueLines(tail, maxValues-len(s.values))...)
 		}
 	}
 }

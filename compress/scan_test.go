@@ -27,7 +27,7 @@ func TestFallbackReadsLedgerScan(t *testing.T) {
 	sum := fallbackSummary(turns, scanMessages(turns), "")
 	var l Ledger
 	l.merge(extractLedger(turns))
-	l.bound()
+	l.bound(1)
 	ledger := l.render("sess", 1000)
 
 	_, files, _ := cutSection(sum, "## Relevant Files")

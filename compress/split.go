@@ -29,7 +29,10 @@ type split struct {
 	// minEnd is the smallest tail the ladder may fall back to: from the newest real user
 	// message on (see minimalTailCut).
 	minEnd int
-	mids   map[int]*middle // middleTo's results by end
+	// ledgerScale multiplies the ledger's per-kind caps (Budgets.LedgerChars over
+	// baseLedgerChars, at least 1).
+	ledgerScale int
+	mids        map[int]*middle // middleTo's results by end
 }
 
 // splitHistory runs the phases before the summary call: head size from the budget, prune,
@@ -37,7 +40,7 @@ type split struct {
 func (c *Compressor) splitHistory(req Request, st *State, b Budgets) (*split, error) {
 	orig := req.Messages
 	n := len(orig)
-	sp := &split{orig: orig}
+	sp := &split{orig: orig, ledgerScale: max(1, b.LedgerChars/baseLedgerChars)}
 	if n > 0 && orig[0].Role == store.RoleSystem {
 		sp.sys = 1
 	}
@@ -134,12 +137,14 @@ func originalChars(b Budgets) int {
 	return min(max(b.Room*4*6/100, 200), 2000)
 }
 
+const originalLabel = "(verbatim, the session's first user message)"
+
 // withOriginal puts the original request section in front of a summary body.
 func (sp *split) withOriginal(body string) string {
 	if sp.original == "" {
 		return body
 	}
-	return OriginalHeading + "\n(verbatim, the session's first user message)\n" + sp.original + "\n\n" + body
+	return OriginalHeading + "\n" + originalLabel + "\n" + sp.original + "\n\n" + body
 }
 
 // pastSummaries moves a tail start past any pure summary at or after it: a summary never
@@ -169,7 +174,17 @@ func (sp *split) unmerge(est Estimator) {
 		}
 		sp.newest = i
 		_, orig, _ := cutSection(p.Body, OriginalHeading)
-		sp.original = strings.TrimSpace(orig)
+		// The section is the label line withOriginal writes, then the quote: only the quote
+		// is carried (a label kept with it came back once more at every compaction).
+		orig = strings.TrimSpace(orig)
+		for {
+			rest, ok := strings.CutPrefix(orig, originalLabel)
+			if !ok {
+				break
+			}
+			orig = strings.TrimSpace(rest)
+		}
+		sp.original = orig
 		sp.previous = removeSection(removeSection(p.Body, LedgerHeading), OriginalHeading)
 		sp.prevLedger = parseLedger(p.Body).Entries
 		text := p.Trailing
@@ -249,7 +264,23 @@ func (sp *split) middleTo(end int, est Estimator) middle {
 		md.ledger.merge(sp.prevLedger)
 	}
 	md.ledger.merge(ledgerEntries(sp.orig[sp.start:end], scans))
-	md.ledger.bound()
+	// A head or tail message that pruning cut to a stub stays in the context without what it
+	// said: the ledger reads the original (archived by this compaction, so its pointer holds).
+	var cut []store.Message
+	var cutScans []msgScan
+	for i := range sp.orig {
+		if i >= sp.start && i < end {
+			continue
+		}
+		if o := sp.orig[i]; o.Role == store.RoleTool && !isSummary(o) && sp.work[i].Content != o.Content {
+			cut = append(cut, o)
+			cutScans = append(cutScans, sp.hist.scanRange(i, i+1)[0])
+		}
+	}
+	if len(cut) > 0 {
+		md.ledger.merge(ledgerEntries(cut, cutScans))
+	}
+	md.ledger.bound(sp.ledgerScale)
 	if sp.mids == nil {
 		sp.mids = map[int]*middle{}
 	}
