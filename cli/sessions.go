@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -56,6 +57,36 @@ type sessionJSON struct {
 	SystemPrompt     *string         `json:"system_prompt,omitempty"`
 	Messages         []messageJSON   `json:"messages,omitempty"`
 	Chain            []chainLinkJSON `json:"chain,omitempty"`
+	Bindings         []bindingJSON   `json:"bindings,omitempty"`
+}
+
+// bindingJSON is a chat lane (a gateway route) continuing a session.
+type bindingJSON struct {
+	Key       string     `json:"key"`
+	SessionID string     `json:"session_id"`
+	Suspended bool       `json:"suspended,omitempty"`
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+}
+
+// bindings are the routes pointing at a session or any link of its compression chain.
+func bindings(ctx context.Context, st interface {
+	RoutesTo(ctx context.Context, sessionID string) ([]store.Route, error)
+}, s store.Session, chain []store.Session) ([]store.Route, error) {
+	ids := []string{s.ID}
+	for _, c := range chain {
+		if c.ID != s.ID {
+			ids = append(ids, c.ID)
+		}
+	}
+	var out []store.Route
+	for _, id := range ids {
+		rs, err := st.RoutesTo(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("load the bindings of %s: %w", id, err)
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
 }
 
 type chainLinkJSON struct {
@@ -214,8 +245,15 @@ func (a *app) sessionsShowCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("load compression chain of %s: %w", s.ID, err)
 			}
+			binds, err := bindings(ctx, st, s, chain)
+			if err != nil {
+				return err
+			}
 			if a.json {
 				j := toSessionJSON(s)
+				for _, b := range binds {
+					j.Bindings = append(j.Bindings, bindingJSON{Key: b.Key, SessionID: b.SessionID, Suspended: b.Suspended, UpdatedAt: jsonTime(b.UpdatedAt)})
+				}
 				j.SystemPrompt = &sp
 				j.Messages = make([]messageJSON, 0, len(ms))
 				for _, m := range ms {
@@ -231,7 +269,7 @@ func (a *app) sessionsShowCommand() *cobra.Command {
 				}
 				return a.printJSON(j)
 			}
-			a.renderSession(s, kids, chain, sp, prompt, ms)
+			a.renderSession(s, kids, chain, binds, sp, prompt, ms)
 			return nil
 		},
 	}
@@ -240,7 +278,7 @@ func (a *app) sessionsShowCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) renderSession(s store.Session, kids, chain []store.Session, sp string, withPrompt bool, ms []store.Message) {
+func (a *app) renderSession(s store.Session, kids, chain []store.Session, binds []store.Route, sp string, withPrompt bool, ms []store.Message) {
 	w := a.stdout
 	bold, reset := "", ""
 	if a.colour() {
@@ -280,6 +318,16 @@ func (a *app) renderSession(s store.Session, kids, chain []store.Session, sp str
 			ks[i] = fmt.Sprintf("%s (%s)", k.ID, k.Relation)
 		}
 		row("Children", strings.Join(ks, ", "))
+	}
+	for _, b := range binds {
+		v := b.Key
+		if b.SessionID != s.ID {
+			v += " (via " + b.SessionID + ")"
+		}
+		if b.Suspended {
+			v += " (suspended)"
+		}
+		row("Bound to", v)
 	}
 	row("Messages", fmt.Sprintf("%d active, %d tool calls", s.MessageCount, s.ToolCallCount))
 	u := s.Usage
