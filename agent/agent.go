@@ -210,6 +210,9 @@ type RunOptions struct {
 	// ends the turn: the assistant message is stored, the agent's own calls of that response
 	// are run, and Result.PendingCalls holds the caller's calls.
 	ClientTools []provider.Tool
+	// PromptHome, when set, replaces Config.Prompt.Home for a prompt built in this turn: the
+	// memories and SOUL.md of an API principal's own home.
+	PromptHome string
 	// ToolResults, instead of a user message, answer the caller's pending calls (every one of
 	// them); the turn then goes on from there. The input must be empty.
 	ToolResults []ToolResult

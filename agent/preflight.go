@@ -161,6 +161,9 @@ func (r *run) rebuildPrompt(ctx context.Context) error {
 // an input like any other: present from the first compaction on, so later rebuilds agree.
 func (r *run) promptEnv() prompt.Env {
 	env := r.a.cfg.Prompt
+	if r.opts.PromptHome != "" {
+		env.Home = r.opts.PromptHome
+	}
 	env.SessionID = r.sess.ID
 	env.StartedAt = r.sess.StartedAt
 	env.Model = r.a.cfg.Model

@@ -18,6 +18,7 @@ import (
 	"github.com/spoolhq/spool/gateway"
 	"github.com/spoolhq/spool/gateway/openai"
 	"github.com/spoolhq/spool/prompt"
+	"github.com/spoolhq/spool/tools"
 	"github.com/spoolhq/spool/web"
 )
 
@@ -54,13 +55,17 @@ Configuration ($SPOOL_HOME/config.yaml, section serve:, or SPOOL_SERVE_* variabl
   drain_timeout: 30s         on SIGTERM: no new turns; running ones get this long, then stop
   keepalive: 15s             silence before a ": keepalive" comment in a stream
   cors_origins: ""           comma-separated browser origins allowed (none by default)
+  tools:                     principal ("local" without keys): spool tools its sessions may use
+    alice: session_search memory   (none by default); session_search reads only that
+                             principal's sessions, memory writes $SPOOL_HOME/principals/NAME/memories
 The model is provider.* as for spool run (or --provider/--model/--base-url).
 
 Tools: function tools the client declares (Chat Completions tools / Responses tools of type
 function; tool_choice auto or none) are returned to the client as tool calls (finish_reason
 tool_calls; function_call items), and its next request answers them with role "tool" messages
-or function_call_output items, which are stored in the same session. spool's own tools are off
-for API sessions.`
+or function_call_output items, which are stored in the same session. spool's own tools
+(serve.tools) run server-side and are offered before the client's; a client tool of the same
+name is 400. File and terminal tools are never offered over the API.`
 
 func (a *app) serveCommand() *cobra.Command {
 	var f modelFlags
@@ -145,11 +150,25 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	if err != nil {
 		return err
 	}
+	toolsFor, err := gateway.ParseTools(sc.Tools, keys)
+	if err != nil {
+		return &usageError{err}
+	}
 	wd, _ := os.Getwd()
+	// spool's own tools for API sessions (serve.tools): session_search confined to the calling
+	// session's principal, memory in the principal's home. No file or terminal tools.
+	reg, err := tools.New(tools.SessionSearch(), tools.Memory())
+	if err != nil {
+		return fmt.Errorf("tools: %w", err)
+	}
+	aux, _ := cfg.Auxiliary.Compression.ClientFor(cfg.Provider)
+	own := gateway.OwnTools(reg, tools.Env{Home: cfg.Home, Store: st,
+		Summarizer: agent.RecallSummarizer{Store: st, Models: []agent.SummaryModel{{Client: client, Model: model}}},
+		Secrets:    tools.NewSecrets(os.Environ(), cfg.Provider.KeyEnv(), aux.KeyEnv())}, st)
 	newAgent := func(wait time.Duration) (*agent.Agent, error) {
 		lo := leaseOptions(cfg)
 		lo.Wait = max(wait, time.Millisecond)
-		return agent.New(agent.Deps{Store: st, Client: client, SummaryClient: summary, Config: agent.Config{
+		return agent.New(agent.Deps{Store: st, Client: client, SummaryClient: summary, Tools: own, Config: agent.Config{
 			Model: model, Provider: name, CacheTTL: cfg.Provider.CacheLifetime(), ContextLength: f.window,
 			Compression: compress.FromConfig(cfg), Rotate: !cfg.Compression.InPlace,
 			Prompt: prompt.Env{Home: cfg.Home, WorkDir: wd, Platform: "api"},
@@ -166,6 +185,7 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	}
 	g, err := gateway.New(gateway.Deps{Store: st, Runner: runner, Queue: queue, Config: gateway.Config{
 		Model: model, BusyWait: sc.BusyWait, RetryAfter: sc.RetryAfter, MaxConcurrent: sc.MaxConcurrent, TurnTimeout: sc.TurnTimeout,
+		Tools: toolsFor, Home: cfg.Home,
 	}})
 	if err != nil {
 		return err

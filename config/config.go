@@ -222,6 +222,11 @@ type Serve struct {
 	// CORSOrigins lists the browser origins allowed to call the API, comma-separated; empty
 	// allows none.
 	CORSOrigins string `yaml:"cors_origins"`
+	// Tools maps a principal (a name of Keys; "local" without keys) to the spool tools its API
+	// sessions may use: session_search and/or memory, separated by spaces or commas. A principal
+	// not listed gets none. session_search reads only the principal's sessions; memory writes
+	// the principal's own memories ($SPOOL_HOME/principals/<name>/memories; the CLI's for local).
+	Tools map[string]string `yaml:"tools"`
 }
 
 // Default returns the built-in configuration for home (paths are resolved against it).

@@ -80,6 +80,8 @@ type Config struct {
 	// Tools names, per principal, which of the runner's own tools (session_search, memory)
 	// its turns may use; a principal not listed gets none.
 	Tools map[string][]string
+	// Home is $SPOOL_HOME: a principal's prompt reads its memories from PrincipalHome.
+	Home string
 }
 
 func (c Config) withDefaults() Config {
@@ -296,6 +298,9 @@ func (g *Gateway) runTurn(ctx context.Context, r Runner, p plan, guard *guarded)
 	guard.start(p.sessionID)
 	opts := agent.RunOptions{OnDelta: guard.delta, RestrictTools: true, AllowTools: g.cfg.Tools[p.principal],
 		ClientTools: p.clientTools, ToolResults: p.results}
+	if g.cfg.Home != "" {
+		opts.PromptHome = PrincipalHome(g.cfg.Home, p.principal)
+	}
 	return r.Run(ctx, p.sessionID, p.input, opts)
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -18,6 +19,9 @@ func HashKey(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:])
 }
+
+// principalName is a principal's name: also a directory name under $SPOOL_HOME/principals.
+var principalName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // Keys authenticates API keys. Its zero value has no keys (everyone is Local).
 type Keys struct {
@@ -37,6 +41,9 @@ func ParseKeys(m map[string]string) (Keys, error) {
 	for _, name := range names {
 		if strings.TrimSpace(name) == "" {
 			return Keys{}, fmt.Errorf("serve.keys: a principal name is empty")
+		}
+		if !principalName.MatchString(name) || name == "local" {
+			return Keys{}, fmt.Errorf("serve.keys.%s: a principal name is 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit, and not \"local\"", name)
 		}
 		for _, h := range strings.Split(m[name], ",") {
 			h = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(h)), "sha256:")

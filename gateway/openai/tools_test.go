@@ -1,7 +1,11 @@
 package openai_test
 
 import (
+	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,6 +13,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/spoolhq/spool/gateway"
 )
 
 var weatherParams = shared.FunctionParameters{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}
@@ -199,5 +205,81 @@ func TestResponsesClientTools(t *testing.T) {
 	_, _, _, msgs := transcript(t, home, sid)
 	if got := shownRoles(msgs); got != "user assistant(1) tool assistant user assistant(1) tool assistant" {
 		t.Fatalf("the session holds %s", got)
+	}
+}
+
+// TestOwnToolsPerKey: serve.tools gives alice spool's session_search and memory; bob has none.
+// Alice's search finds her sessions and never bob's; her memory lands in her own home; bob's
+// model is not offered the tools at all.
+func TestOwnToolsPerKey(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	cfg := fmt.Sprintf("serve:\n  keys:\n    alice: %s\n    bob: %s\n  tools:\n    alice: session_search memory\n",
+		gateway.HashKey("sk-alice"), gateway.HashKey("sk-bob"))
+	s := startServe(t, home, cfg)
+	alice := client(s, option.WithAPIKey("sk-alice"))
+	bob := client(s, option.WithAPIKey("sk-bob"))
+	say := func(c sdk.Client, text string) (string, string) {
+		t.Helper()
+		var resp *http.Response
+		got, err := c.Chat.Completions.New(bg, sdk.ChatCompletionNewParams{Model: "spool", Messages: userMsgs(text)}, option.WithResponseInto(&resp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Get("X-Spool-Session-Id"), got.Choices[0].Message.Content
+	}
+	bobSid, _ := say(bob, "my zebrafish notes")
+	aliceOld, _ := say(alice, "my zebrafish diary")
+
+	sid, reply := say(alice, `CALL session_search {"query":"zebrafish"}`)
+	_, _, _, msgs := transcript(t, home, sid)
+	var result string
+	for _, m := range msgs {
+		if m.Role == "tool" {
+			result = m.Content
+		}
+	}
+	if !strings.Contains(reply, "session_search returned") || !strings.Contains(result, aliceOld) || strings.Contains(result, bobSid) {
+		t.Fatalf("alice's search (hers %s, bob's %s): reply %q, result %s", aliceOld, bobSid, reply, result)
+	}
+
+	_, reply = say(alice, `CALL memory {"action":"add","content":"alice likes tea"}`)
+	b, err := os.ReadFile(filepath.Join(home, "principals", "alice", "memories", "MEMORY.md"))
+	if err != nil || !strings.Contains(string(b), "alice likes tea") {
+		t.Fatalf("alice's memory (reply %q): %v %q", reply, err, b)
+	}
+	if _, err := os.Stat(filepath.Join(home, "memories", "MEMORY.md")); err == nil {
+		t.Fatal("alice's memory was written to the CLI user's memories")
+	}
+
+	// Bob's model is offered no tools: the fake model says so and nothing runs.
+	sid, reply = say(bob, `CALL memory {"action":"add","content":"bob was here"}`)
+	if _, _, _, msgs := transcript(t, home, sid); shownRoles(msgs) != "user assistant" {
+		t.Fatalf("bob's turn ran a tool: %s (reply %q)", shownRoles(msgs), reply)
+	}
+	if _, err := os.Stat(filepath.Join(home, "principals", "bob")); err == nil {
+		t.Fatal("bob got a memory directory")
+	}
+}
+
+// TestServeToolsConfig: a serve.tools entry that names no principal or a tool that is not
+// offered over the API stops spool serve with one line.
+func TestServeToolsConfig(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ cfg, want string }{
+		{"serve:\n  tools:\n    alice: memory\n", `serve.tools.alice: without serve.keys the only principal is "local"`},
+		{"serve:\n  tools:\n    local: terminal\n", `serve.tools.local: "terminal" is not one of spool's tools for API sessions`},
+	}
+	for _, c := range cases {
+		home := t.TempDir()
+		if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(c.cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(spoolBin, "--home", home, "serve", "--listen", "127.0.0.1:0")
+		cmd.Env = cleanEnv()
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(strings.SplitN(string(out), "\n", 2)[0], c.want) {
+			t.Errorf("%q: %v, first line of\n%s\nwant %q", c.cfg, err, out, c.want)
+		}
 	}
 }

@@ -1,0 +1,182 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spoolhq/spool/agent"
+	"github.com/spoolhq/spool/provider"
+	"github.com/spoolhq/spool/recall"
+	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/tools"
+)
+
+// APITools are the names of spool's own tools a principal may be given (serve.tools). The file
+// and terminal tools act on the server's machine and are never offered over the API.
+var APITools = []string{"memory", "session_search"}
+
+// ParseTools builds Config.Tools from principal → tool names separated by commas, spaces or '+'
+// (serve.tools).
+// With no keys configured, the entry "local" names the one principal.
+func ParseTools(m map[string]string, keys Keys) (map[string][]string, error) {
+	out := map[string][]string{}
+	for name, list := range m {
+		principal := name
+		if !keys.Enabled() {
+			if name != "local" {
+				return nil, fmt.Errorf("serve.tools.%s: without serve.keys the only principal is \"local\"", name)
+			}
+			principal = Local
+		} else if !slices.Contains(keys.names, name) {
+			return nil, fmt.Errorf("serve.tools.%s: no key in serve.keys names this principal", name)
+		}
+		for _, t := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == ' ' || r == '+' }) {
+			if !slices.Contains(APITools, t) {
+				return nil, fmt.Errorf("serve.tools.%s: %q is not one of spool's tools for API sessions (%s)", name, t, strings.Join(APITools, ", "))
+			}
+			if !slices.Contains(out[principal], t) {
+				out[principal] = append(out[principal], t)
+			}
+		}
+	}
+	return out, nil
+}
+
+// PrincipalHome is where a principal's own files (its memories) live: home itself for Local
+// (the machine's user, who shares them with the CLI), else home/principals/<name>.
+func PrincipalHome(home, principal string) string {
+	if principal == Local {
+		return home
+	}
+	return filepath.Join(home, "principals", principal)
+}
+
+// SessionOwner is what OwnTools reads of the store: the calling session's principal.
+type SessionOwner interface {
+	GetSession(ctx context.Context, id string) (store.Session, error)
+}
+
+// OwnTools are spool's own tools (APITools of reg) for API sessions, confined to the calling
+// session's principal: session_search reads only that principal's sessions, memory writes in
+// PrincipalHome. env is the template of every call (its Store is the search store).
+func OwnTools(reg *tools.Registry, env tools.Env, owners SessionOwner) agent.Tools {
+	var defs []provider.Tool
+	for _, d := range reg.Definitions() {
+		if slices.Contains(APITools, d.Name) {
+			defs = append(defs, d)
+		}
+	}
+	return ownTools{reg: reg, env: env, owners: owners, defs: defs}
+}
+
+type ownTools struct {
+	reg    *tools.Registry
+	env    tools.Env
+	owners SessionOwner
+	defs   []provider.Tool
+}
+
+func (o ownTools) Definitions() []provider.Tool { return o.defs }
+
+func (o ownTools) Call(ctx context.Context, sessionID string, c store.ToolCall) (string, bool) {
+	if !slices.Contains(APITools, c.Function.Name) {
+		return fmt.Sprintf("Error: the tool %q is not available in this session.", c.Function.Name), true
+	}
+	s, err := o.owners.GetSession(ctx, sessionID)
+	if err != nil {
+		return "Error: the calling session could not be read; try again.", true
+	}
+	env := o.env
+	env.SessionID = sessionID
+	env.Home = PrincipalHome(o.env.Home, s.UserID)
+	if env.Store != nil {
+		env.Store = scoped{Store: env.Store, principal: s.UserID}
+	}
+	res := o.reg.Call(ctx, env, c.Function.Name, c.Function.Arguments)
+	return res.Content, res.IsError
+}
+
+// scoped is a recall.Store that sees only one principal's sessions (all of them for Local,
+// the keyless server's one principal).
+type scoped struct {
+	recall.Store
+	principal string
+}
+
+func (s scoped) own(ctx context.Context, id string) error {
+	if s.principal == Local {
+		return nil
+	}
+	sess, err := s.Store.GetSession(ctx, id)
+	if err != nil {
+		return err
+	}
+	if sess.UserID != s.principal {
+		return fmt.Errorf("session %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+func (s scoped) GetSession(ctx context.Context, id string) (store.Session, error) {
+	sess, err := s.Store.GetSession(ctx, id)
+	if err == nil && s.principal != Local && sess.UserID != s.principal {
+		return store.Session{}, fmt.Errorf("session %s: %w", id, store.ErrNotFound)
+	}
+	return sess, err
+}
+
+func (s scoped) ResolveSession(ctx context.Context, ref string) (store.Session, error) {
+	sess, err := s.Store.ResolveSession(ctx, ref)
+	if err == nil && s.principal != Local && sess.UserID != s.principal {
+		return store.Session{}, fmt.Errorf("session %s: %w", ref, store.ErrNotFound)
+	}
+	return sess, err
+}
+
+func (s scoped) Root(ctx context.Context, id string) (string, error) {
+	if err := s.own(ctx, id); err != nil {
+		return "", err
+	}
+	return s.Store.Root(ctx, id)
+}
+
+func (s scoped) Chain(ctx context.Context, id string) ([]store.Session, error) {
+	if err := s.own(ctx, id); err != nil {
+		return nil, err
+	}
+	ch, err := s.Store.Chain(ctx, id)
+	if err != nil || s.principal == Local {
+		return ch, err
+	}
+	out := ch[:0:0]
+	for _, c := range ch {
+		if c.UserID == s.principal {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func (s scoped) Conversation(ctx context.Context, id string, v store.View) ([]store.Message, error) {
+	if err := s.own(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.Store.Conversation(ctx, id, v)
+}
+
+func (s scoped) Search(ctx context.Context, q store.SearchQuery) ([]store.SearchHit, error) {
+	if s.principal != Local {
+		q.UserID = s.principal
+	}
+	return s.Store.Search(ctx, q)
+}
+
+func (s scoped) ListSessions(ctx context.Context, o store.ListOptions) ([]store.SessionListing, error) {
+	if s.principal != Local {
+		o.UserID = s.principal
+	}
+	return s.Store.ListSessions(ctx, o)
+}
