@@ -44,6 +44,9 @@ func (r *run) offered() ([]provider.Tool, error) {
 			}
 		}
 	}
+	if !r.opts.RestrictTools || slices.Contains(r.opts.AllowTools, DelegateTool) {
+		own = r.a.withDelegate(own)
+	}
 	if len(r.opts.ClientTools) == 0 {
 		return own, nil
 	}

@@ -99,9 +99,12 @@ func (a *Agent) withDelegate(defs []provider.Tool) []provider.Tool {
 	return slices.Insert(defs, i, delegateDef)
 }
 
-// isDelegate reports whether c is a delegation this run serves.
+// isDelegate reports whether c is a delegation this run serves: the tool was offered this turn.
 func (r *run) isDelegate(c store.ToolCall) bool {
-	return c.Function.Name == DelegateTool && r.a.canDelegate()
+	if c.Function.Name != DelegateTool || !r.a.canDelegate() || r.client[DelegateTool] {
+		return false
+	}
+	return slices.ContainsFunc(r.tools, func(t provider.Tool) bool { return t.Name == DelegateTool })
 }
 
 // delegateAll runs the delegations of one response at once, at most MaxParallel together, and
@@ -113,6 +116,17 @@ func (r *run) delegateAll(ctx context.Context, calls []store.ToolCall) []toolOut
 		limit = DefaultDelegateParallel
 	}
 	sem := make(chan struct{}, limit)
+	// The sub-agents' notices (a compaction, a paused compactor) reach the caller's OnNotice one
+	// at a time, named by child; the turn's goroutine waits meanwhile.
+	var mu sync.Mutex
+	notify := func(string) {}
+	if r.opts.OnNotice != nil {
+		notify = func(s string) {
+			mu.Lock()
+			defer mu.Unlock()
+			r.opts.OnNotice(s)
+		}
+	}
 	var wg sync.WaitGroup
 	for i, c := range calls {
 		wg.Add(1)
@@ -130,7 +144,7 @@ func (r *run) delegateAll(ctx context.Context, calls []store.ToolCall) []toolOut
 					out[i] = delegateOutcome(DelegateResult{Status: "failed", Error: fmt.Sprintf("the delegation failed unexpectedly (panic: %v)", p)})
 				}
 			}()
-			out[i] = delegateOutcome(r.delegate(ctx, c))
+			out[i] = delegateOutcome(r.delegate(ctx, c, notify))
 		}()
 	}
 	wg.Wait()
@@ -148,7 +162,7 @@ func delegateOutcome(d DelegateResult) toolOutcome {
 // delegate runs one delegation: a child session (relation delegate, source subagent) whose
 // sub-agent works on the goal with the allowed tools, under its own lease, prompt and
 // compaction, and ends with a recorded reason whatever happened.
-func (r *run) delegate(ctx context.Context, c store.ToolCall) DelegateResult {
+func (r *run) delegate(ctx context.Context, c store.ToolCall, notify func(string)) DelegateResult {
 	var args delegateArgs
 	if err := json.Unmarshal([]byte(cmpOr(c.Function.Arguments, "{}")), &args); err != nil {
 		return DelegateResult{Status: "failed", Error: "invalid arguments for delegate: " + err.Error()}
@@ -157,7 +171,8 @@ func (r *run) delegate(ctx context.Context, c store.ToolCall) DelegateResult {
 	if goal == "" {
 		return DelegateResult{Status: "failed", Error: "invalid arguments for delegate: goal is empty"}
 	}
-	child, err := r.a.child(r.tools, args.Tools)
+	own := slices.DeleteFunc(slices.Clone(r.tools), func(t provider.Tool) bool { return r.client[t.Name] })
+	child, err := r.a.child(own, args.Tools)
 	if err != nil {
 		return DelegateResult{Status: "failed", Error: "invalid arguments for delegate: " + err.Error()}
 	}
@@ -172,7 +187,7 @@ func (r *run) delegate(ctx context.Context, c store.ToolCall) DelegateResult {
 		}
 		return DelegateResult{Status: "failed", Error: err.Error()}
 	}
-	res, err := child.Run(ctx, sid, input, RunOptions{})
+	res, err := child.Run(ctx, sid, input, RunOptions{OnNotice: func(s string) { notify("sub-agent " + sid + ": " + s) }})
 	d := DelegateResult{SessionID: cmpOr(res.SessionID, sid), ModelCalls: res.Calls, ToolCalls: res.ToolCalls, Compactions: res.Compactions,
 		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
 	reason := EndDelegateDone
@@ -240,34 +255,35 @@ func (r *run) childSession(ctx context.Context, child *Agent, ref string) (strin
 }
 
 // child is the sub-agent of a delegation: this agent's model, store, compaction and tools (the
-// same approver and secrets: no more rights than the caller), one level deeper, with the tools
-// offered restricted to names when given. Unknown names are an error.
+// same approver and secrets), one level deeper. It is offered at most what the caller was
+// offered this turn (offered; never a caller-run client tool), or the named subset of it;
+// unknown names are an error. It gets delegate itself only when that is among them and it is
+// below the depth limit.
 func (a *Agent) child(offered []provider.Tool, names *[]string) (*Agent, error) {
 	c := &Agent{st: a.st, client: a.client, tools: a.tools, engine: a.engine, cfg: a.cfg, now: a.now,
-		threshold: a.threshold, memos: map[string]*memo{}, depth: a.depth + 1, allowDelegate: true}
+		threshold: a.threshold, memos: map[string]*memo{}, depth: a.depth + 1}
 	c.cfg.Source = SubagentSource
 	c.cfg.Prompt.Platform = SubagentSource
 	c.cfg.Prompt.PlatformHint, c.cfg.Prompt.ReplacePlatformHint = "", false
-	if names == nil {
-		return c, nil
-	}
 	have := map[string]bool{}
+	var avail []string
 	for _, t := range offered {
 		have[t.Name] = true
+		avail = append(avail, t.Name)
+	}
+	want := avail
+	if names != nil {
+		want = *names
 	}
 	allow := map[string]bool{}
 	var unknown []string
-	for _, n := range *names {
+	for _, n := range want {
 		if !have[n] {
 			unknown = append(unknown, n)
 		}
 		allow[n] = true
 	}
 	if len(unknown) > 0 {
-		var avail []string
-		for _, t := range offered {
-			avail = append(avail, t.Name)
-		}
 		return nil, fmt.Errorf("unknown tools %s (available: %s)", strings.Join(unknown, ", "), strings.Join(avail, ", "))
 	}
 	c.allowDelegate = allow[DelegateTool]

@@ -302,6 +302,21 @@ func TestDelegateToolSubset(t *testing.T) {
 	if len(ds) != 1 || !strings.Contains(ds[0].Answer, "cannot call read") {
 		t.Fatalf("a child used a tool outside its subset: %+v", ds)
 	}
+	// A turn restricted to some tools: its sub-agent gets no more than those.
+	res, err := a.Run(context.Background(), "", delegateCall("CALL read {\"path\":\"p\"}", ""),
+		agent.RunOptions{RestrictTools: true, AllowTools: []string{agent.DelegateTool, "echo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds = delegateResults(t, st, res.SessionID)
+	if len(ds) != 1 || !strings.Contains(ds[0].Answer, "cannot call read") {
+		t.Fatalf("a child of a restricted turn used a tool the turn did not have: %+v", ds)
+	}
+	// Without delegate among the allowed tools, the turn cannot delegate at all.
+	res, err = a.Run(context.Background(), "", delegateCall("SAY x", ""), agent.RunOptions{RestrictTools: true, AllowTools: []string{"echo"}})
+	if err != nil || !strings.Contains(res.Reply, "cannot call delegate") {
+		t.Fatalf("a turn without delegate allowed delegated: %q, %v", res.Reply, err)
+	}
 }
 
 // A child compacts in its own session when its work outgrows the window (here on a follow-up
@@ -324,7 +339,15 @@ func TestDelegateChildCompacts(t *testing.T) {
 	}
 	child := ds[0].SessionID
 	follow, _ := json.Marshal(map[string]string{"goal": reads(1), "session_id": child})
-	res = run(t, a, res.SessionID, "CALL delegate "+string(follow))
+	var notices []string
+	res, err := a.Run(context.Background(), res.SessionID, "CALL delegate "+string(follow), agent.RunOptions{
+		OnNotice: func(s string) { notices = append(notices, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(notices, func(s string) bool { return strings.HasPrefix(s, "sub-agent "+child+": ") }) {
+		t.Fatalf("the child's compaction notice did not reach the caller: %q", notices)
+	}
 	if res.Compactions != 0 {
 		t.Fatalf("the parent compacted %d times", res.Compactions)
 	}

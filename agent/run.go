@@ -222,7 +222,6 @@ func (r *run) load(ctx context.Context) error {
 	if r.tools, err = r.offered(); err != nil {
 		return err
 	}
-	r.tools = r.a.withDelegate(r.tools)
 	if r.prompt, err = prompt.Load(ctx, r.a.st, r.promptEnv()); err != nil {
 		return err
 	}

@@ -73,6 +73,7 @@ func Run(t *testing.T, h Harness) {
 		{"PruneByActivity", testPruneByActivity},
 		{"RotateEndedParent", testRotateEndedParent},
 		{"Delete", testDelete},
+		{"Delegate", testDelegate},
 		{"Prune", testPrune},
 		{"Import", testImport},
 		{"Routes", testRoutes},
