@@ -105,6 +105,12 @@ var listenRe = regexp.MustCompile(`listening on (http://\S+)`)
 // returns once it listens. The process is stopped with SIGTERM when the test ends.
 func startServe(t *testing.T, home, config string, args ...string) *server {
 	t.Helper()
+	return startServeEnv(t, home, config, nil, args...)
+}
+
+// startServeEnv is startServe with extra environment variables ("K=V").
+func startServeEnv(t *testing.T, home, config string, env []string, args ...string) *server {
+	t.Helper()
 	if config != "" {
 		if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(config), 0o600); err != nil {
 			t.Fatal(err)
@@ -113,6 +119,7 @@ func startServe(t *testing.T, home, config string, args ...string) *server {
 	cmd := exec.Command(spoolBin, append([]string{"--home", home, "serve", "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env = cleanEnv()
 	cmd.Env = append(cmd.Env, "UPSTREAM_KEY=test-upstream-key")
+	cmd.Env = append(cmd.Env, env...)
 	pr, pw := io.Pipe()
 	s := &server{home: home, cmd: cmd, stderr: &syncBuffer{}, waited: make(chan error, 1), lines: make(chan string, 256)}
 	cmd.Stderr = io.MultiWriter(s.stderr, pw)
