@@ -176,11 +176,7 @@ func (a *Agent) CreateSession(ctx context.Context, ns store.NewSession) (store.S
 	if ns.Cwd == "" {
 		ns.Cwd, _ = os.Getwd()
 	}
-	s, err := a.st.CreateSession(ctx, ns)
-	if err != nil {
-		return store.Session{}, fmt.Errorf("create session: %w", err)
-	}
-	return s, nil
+	return a.st.CreateSession(ctx, ns) // its errors name the session already
 }
 
 // RunOptions are one turn's callbacks and extras. Callbacks run on the turn's goroutine.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spoolhq/spool/compress"
 	"github.com/spoolhq/spool/prompt"
@@ -56,12 +57,16 @@ func (a *Agent) Run(ctx context.Context, sessionID, input string, opts RunOption
 	if tok := tokens.EstimateText(input); tok > a.cfg.ContextLength/2 {
 		return Result{SessionID: sessionID}, &InputTooLargeError{Bytes: len(input), Tokens: tok, MaxTokens: a.cfg.ContextLength / 2, Model: a.cfg.Model}
 	}
+	var first *store.Message
 	if sessionID == "" {
-		s, err := a.CreateSession(ctx, store.NewSession{})
+		// A new session is created with its user message in one transaction, so a store that
+		// fails the first write (a damaged file, a full disk) is left without an empty session.
+		user := userMessage(input, opts, a.now())
+		s, err := a.CreateSession(ctx, store.NewSession{Messages: []store.Message{user}})
 		if err != nil {
 			return Result{}, err
 		}
-		sessionID = s.ID
+		sessionID, first = s.ID, &user
 	} else {
 		tip, err := a.st.ResumeTarget(ctx, sessionID)
 		if err != nil {
@@ -74,7 +79,7 @@ func (a *Agent) Run(ctx context.Context, sessionID, input string, opts RunOption
 	lo.OnWait = opts.OnWait
 	err := turn.Run(ctx, a.st, sessionID, lo, func(tctx context.Context, t *turn.Turn) error {
 		r := &run{a: a, t: t, opts: opts, res: &res}
-		return r.do(tctx, input)
+		return r.do(tctx, input, first)
 	})
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		res.Interrupted = true
@@ -82,19 +87,30 @@ func (a *Agent) Run(ctx context.Context, sessionID, input string, opts RunOption
 	return res, err
 }
 
-func (r *run) do(ctx context.Context, input string) error {
+// userMessage is the stored form of a turn's input. The wire text is composed once and stored
+// with the message, so every later request of the session replays exactly these bytes.
+func userMessage(input string, opts RunOptions, now time.Time) store.Message {
+	return store.Message{Role: store.RoleUser, Content: input, Timestamp: now,
+		APIContent: wire.Sidecar(input, wire.Compose(input, opts.Context))}
+}
+
+// do runs the turn on the loaded session. first is the user message a new session was created
+// with (already stored, the last row loaded); nil adds and stores one now.
+func (r *run) do(ctx context.Context, input string, first *store.Message) error {
 	return r.loaded(ctx, func() error {
-		if len(r.opts.ToolResults) > 0 {
+		switch {
+		case len(r.opts.ToolResults) > 0:
 			if err := r.answer(r.opts.ToolResults); err != nil {
 				return err
 			}
-		} else {
+		case first != nil && r.base > 0:
+			// Loaded with the session, but this turn's: it is new to the provider's cache and
+			// part of what the turn did.
+			r.base--
+			r.res.Messages = append(r.res.Messages, r.history[r.base])
+		default:
 			r.settle()
-			user := store.Message{Role: store.RoleUser, Content: input, Timestamp: r.a.now()}
-			// The wire text is composed once and stored with the message, so every later
-			// request of this session replays exactly these bytes.
-			user.APIContent = wire.Sidecar(input, wire.Compose(input, r.opts.Context))
-			r.add(user)
+			r.add(userMessage(input, r.opts, r.a.now()))
 		}
 		if err := r.t.Flush(ctx); err != nil {
 			return err

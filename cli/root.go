@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/spoolhq/spool/store"
 )
 
 // Exit statuses.
@@ -60,6 +62,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.Cause(ctx))) {
 		fmt.Fprintln(stderr, "spool: interrupted")
 		return ExitInterrupted
+	}
+	var damaged *store.DamagedError
+	if errors.As(err, &damaged) {
+		// What went wrong around it (a flush, the lease release) adds nothing the user can act on.
+		err = damaged
 	}
 	fmt.Fprintf(stderr, "spool: %s\n", oneLine(err.Error()))
 	return ExitError

@@ -119,7 +119,7 @@ func (a *app) searchCommand() *cobra.Command {
 			}
 			hits, err := st.Search(ctx, q)
 			if err != nil {
-				return fmt.Errorf("search %q: %w", text, err)
+				return err // the store's error names the query
 			}
 			demoteSubagents(hits)
 			if a.json {

@@ -24,6 +24,20 @@ var (
 	ErrDamaged = errors.New("database is damaged (run 'spool db check')")
 )
 
+// DamagedError says which database is damaged and how the engine noticed (errors.Is(err,
+// ErrDamaged)). The first one a store returns carries the engine's cause; the store writes
+// nothing more after it.
+type DamagedError struct {
+	Path  string
+	Cause string
+}
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("%s is damaged (%s); nothing more is written to it: run 'spool db check'", e.Path, e.Cause)
+}
+
+func (e *DamagedError) Is(target error) bool { return target == ErrDamaged }
+
 // AmbiguousError is returned when a session reference matches more than one session.
 type AmbiguousError struct {
 	Ref     string

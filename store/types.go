@@ -163,6 +163,10 @@ type NewSession struct {
 	StartedAt   time.Time
 	Cwd         string
 	GitBranch   string
+	// Messages, when set, are the new session's first messages, stored in the same transaction
+	// as the session: a failed first write never leaves an empty session behind. With an id that
+	// already exists, CreateSession then fails with ErrExists and stores nothing.
+	Messages []Message
 }
 
 // SessionPatch changes session metadata; nil fields are left alone.

@@ -56,6 +56,7 @@ func (t *Turn) flushLocked(ctx context.Context) error {
 		return fmt.Errorf("flush %d messages on %s: %w", len(pending), session, ErrEnded)
 	}
 	ids, err := t.st.AppendBatch(ctx, session, pending, t.Fence())
+	t.failed = err != nil
 	if err != nil {
 		if errors.Is(err, store.ErrLeaseLost) {
 			return t.lose(err, false)

@@ -112,6 +112,9 @@ type Turn struct {
 	ended  bool
 
 	flushMu sync.Mutex // one flush at a time, so the cursor never hands a message out twice
+	// failed: the last flush failed and its caller was told (guarded by flushMu); End does not
+	// report the same unpersisted messages a second time.
+	failed bool
 
 	endOnce sync.Once
 	endErr  error
@@ -377,7 +380,7 @@ func (t *Turn) end(ctx context.Context) error {
 		if n := t.Pending(); n > 0 {
 			errs = append(errs, fmt.Errorf("end turn on %s: %d messages not persisted: %w", session, n, lost))
 		}
-	} else if err := t.flushLocked(dctx); err != nil {
+	} else if err := t.flushLocked(dctx); err != nil && !t.failed {
 		errs = append(errs, fmt.Errorf("end turn on %s: %w", session, err))
 	}
 	t.mu.Lock()

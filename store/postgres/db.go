@@ -80,7 +80,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	db := &DB{pool: pool, url: dsn, opts: opts, log: opts.Logger}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("open %s: connect: %w", Redact(dsn), err)
+		return nil, fmt.Errorf("open %s: connect: %w", Redact(dsn), distinctLines(err))
 	}
 	if err := db.migrate(ctx); err != nil {
 		pool.Close()
@@ -88,6 +88,34 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	}
 	return db, nil
 }
+
+// distinctLines keeps err (for errors.Is and As) but says each of its lines once: pgx reports
+// every attempt of a connection (TLS, then plain, each address), one per line, and most say the
+// same thing ("connection refused" twice).
+func distinctLines(err error) error {
+	lines := strings.Split(err.Error(), "\n")
+	seen := make(map[string]bool, len(lines))
+	kept := lines[:0]
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" && !seen[l] {
+			seen[l] = true
+			kept = append(kept, l)
+		}
+	}
+	msg := strings.Join(kept, "; ")
+	if len(kept) > 1 && strings.HasSuffix(kept[0], ":") {
+		msg = kept[0] + " " + strings.Join(kept[1:], "; ")
+	}
+	return &tidyError{err: err, msg: msg}
+}
+
+type tidyError struct {
+	err error
+	msg string
+}
+
+func (e *tidyError) Error() string { return e.msg }
+func (e *tidyError) Unwrap() error { return e.err }
 
 // Close closes the pool and the notification listener.
 func (db *DB) Close() error {

@@ -147,6 +147,19 @@ func (db *DB) appendMessages(ctx context.Context, sessionID string, ms []store.M
 	return ids, nil
 }
 
+// appendFirstTx stores the first messages of a session created in tx: no lease or closed check
+// (nobody else can know the session yet), one round trip.
+func appendFirstTx(ctx context.Context, tx pgx.Tx, sessionID string, enc []encodedMessage, toolCalls int) error {
+	last := micros(enc[len(enc)-1].m.Timestamp)
+	b := &pgx.Batch{}
+	b.Queue(bumpSessionSQL, len(enc), toolCalls, last, firstUserText(enc), sessionID)
+	b.Queue(bumpRootSQL, sessionID, last)
+	for _, e := range enc {
+		b.Queue(insertMessageSQL, insertArgs(sessionID, e, true, false)...)
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
 // queueFence adds the spool_fence call of a write on sessionID under w.
 func queueFence(b *pgx.Batch, sessionID string, w store.WriteOptions) {
 	var conv, holder *string

@@ -179,6 +179,11 @@ func TestBadURL(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("open of an unreachable server: %v (the password must not appear)", err)
 	}
+	// sslmode=prefer (the default) makes pgx try twice, TLS then plain: the cause is said once.
+	_, err = Open(bg, "postgres://user:s3cret@127.0.0.1:1/x?connect_timeout=2", Options{})
+	if err == nil || strings.Count(err.Error(), "connection refused") != 1 || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("open of an unreachable server with two attempts: %q (want the cause once, one line)", err)
+	}
 }
 
 // TestMigrationFiles needs no server: the embedded migrations number 1..n without gaps or

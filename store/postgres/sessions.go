@@ -29,8 +29,29 @@ func (db *DB) CreateSession(ctx context.Context, ns store.NewSession) (store.Ses
 	if err := validateNewSession(&ns); err != nil {
 		return store.Session{}, fmt.Errorf("create session %s: %w", ns.ID, err)
 	}
+	var first []encodedMessage
+	var toolCalls int
+	if len(ns.Messages) > 0 {
+		var err error
+		if first, toolCalls, err = encodeMessages(ns.Messages); err != nil {
+			return store.Session{}, fmt.Errorf("create session %s: %w", ns.ID, err)
+		}
+	}
 	err := db.write(ctx, routineBudget, func(tx pgx.Tx) error {
-		return createSessionTx(ctx, tx, ns)
+		if len(first) > 0 {
+			var one int
+			err := tx.QueryRow(ctx, "SELECT 1 FROM sessions WHERE id = $1", ns.ID).Scan(&one)
+			if err == nil {
+				return fmt.Errorf("with first messages: %w", store.ErrExists)
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+		}
+		if err := createSessionTx(ctx, tx, ns); err != nil || len(first) == 0 {
+			return err
+		}
+		return appendFirstTx(ctx, tx, ns.ID, first, toolCalls)
 	})
 	if err != nil {
 		return store.Session{}, fmt.Errorf("create session %s: %w", ns.ID, db.titleErr(ctx, err, ns.Title))

@@ -59,8 +59,11 @@ type DB struct {
 	// readOnly is set when the file, its directory or its filesystem cannot be written: every
 	// connection is opened read-only, there is no write gate, and writes fail with
 	// store.ErrReadOnly before touching anything.
-	readOnly  bool
-	roErr     error // why writes fail on a read-only handle (store.ErrReadOnly unless the disk is full)
+	readOnly bool
+	roErr    error // why writes fail on a read-only handle (store.ErrReadOnly unless the disk is full)
+	// damaged is set once SQLite reports the file corrupt: from then on every write fails with
+	// store.ErrDamaged before touching the file, so nothing is added to a damaged database.
+	damaged   atomic.Pointer[store.DamagedError]
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -425,12 +428,23 @@ func (db *DB) close() error {
 	return errors.Join(errs...)
 }
 
+// damage records that SQLite found the file corrupt (err says how) and returns the error to
+// report: it is store.ErrDamaged, and every later write fails with it at once.
+func (db *DB) damage(err error) error {
+	d := &store.DamagedError{Path: db.path, Cause: err.Error()}
+	db.damaged.CompareAndSwap(nil, d)
+	return d
+}
+
 // write runs fn in one BEGIN IMMEDIATE transaction on the writer, retrying while the database
 // is locked by another process, until budget is spent. fn may run more than once: it must not
 // have effects outside tx.
 func (db *DB) write(ctx context.Context, budget time.Duration, fn func(tx *sql.Tx) error) error {
 	if db.readOnly {
 		return fmt.Errorf("%s: %w", db.path, cmp.Or(db.roErr, store.ErrReadOnly))
+	}
+	if d := db.damaged.Load(); d != nil {
+		return d
 	}
 	start := time.Now()
 	deadline := start.Add(budget)
@@ -457,6 +471,9 @@ func (db *DB) write(ctx context.Context, budget time.Duration, fn func(tx *sql.T
 				db.ckpt.committed()
 			}
 			return nil
+		}
+		if isCorrupt(err) {
+			return db.damage(err)
 		}
 		if !isBusy(err) {
 			return err
@@ -522,6 +539,9 @@ func (db *DB) readRows(ctx context.Context, query string, args []any, row func(r
 			delivered = true
 			return row(r)
 		})
+		if isCorrupt(err) {
+			return db.damage(err) // database/sql would read the same damaged pages
+		}
 		if err == nil || delivered || ctx.Err() != nil {
 			return err
 		}

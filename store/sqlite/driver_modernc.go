@@ -46,6 +46,10 @@ func sqliteCode(err error) int {
 	if errors.As(err, &se) {
 		return se.Code() & 0xff
 	}
+	var re *rawError
+	if errors.As(err, &re) {
+		return re.code & 0xff
+	}
 	return -1
 }
 

@@ -460,3 +460,64 @@ func TestCheckFindsDamage(t *testing.T) {
 		})
 	}
 }
+
+// Once SQLite reports the file corrupt, the handle writes nothing more: a write that would not
+// touch a damaged page (a new session) fails too, with the first cause, and stores nothing.
+func TestDamageStopsWrites(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "spool.db")
+	db, err := Open(bg, path, Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateSession(bg, store.NewSession{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if _, err := db.Append(bg, "s", store.Message{Role: store.RoleUser, Content: fmt.Sprintf("%d %s", i, strings.Repeat("x ", 300))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	var root, pageSize int64
+	c, err := sql.Open(driverName, "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.QueryRow("SELECT rootpage FROM sqlite_master WHERE name = 'messages'").Scan(&root); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.QueryRow("PRAGMA page_size").Scan(&pageSize); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte(strings.Repeat("\xa5", int(pageSize))), (root-1)*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	db, err = Open(bg, path, Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = db.Append(bg, "s", store.Message{Role: store.RoleUser, Content: "into the damaged table"})
+	var d *store.DamagedError
+	if !errors.As(err, &d) || !errors.Is(err, store.ErrDamaged) || d.Path != path || d.Cause == "" {
+		t.Fatalf("append to a damaged table: %v", err)
+	}
+	_, err = db.CreateSession(bg, store.NewSession{ID: "after"})
+	if !errors.Is(err, store.ErrDamaged) || !strings.Contains(err.Error(), d.Cause) {
+		t.Fatalf("create after damage was seen: %v", err)
+	}
+	if _, err := db.GetSession(bg, "after"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a session was created on a damaged database: %v", err)
+	}
+}

@@ -66,25 +66,31 @@ func (db *DB) appendMessages(ctx context.Context, sessionID string, ms []store.M
 		return nil, fmt.Errorf("append to %s: %w", sessionID, err)
 	}
 	var ids []int64
-	err = db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error {
-		ids = ids[:0]
-		last := enc[len(enc)-1].m.Timestamp
-		if err := db.bumpSession(ctx, tx, sessionID, len(enc), toolCalls, micros(last), firstUserText(enc), w); err != nil {
-			return err
-		}
-		for _, e := range enc {
-			id, err := db.insertMessage(ctx, tx, sessionID, e, true, false)
-			if err != nil {
-				return err
-			}
-			ids = append(ids, id)
-		}
-		return db.notePending(ctx, tx, len(enc))
+	err = db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) (err error) {
+		ids, err = db.appendTx(ctx, tx, sessionID, enc, toolCalls, w)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("append to %s: %w", sessionID, err)
 	}
 	return ids, nil
+}
+
+// appendTx appends enc to sessionID in tx: the session's counters, then the rows.
+func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, sessionID string, enc []encodedMessage, toolCalls int, w store.WriteOptions) ([]int64, error) {
+	last := enc[len(enc)-1].m.Timestamp
+	if err := db.bumpSession(ctx, tx, sessionID, len(enc), toolCalls, micros(last), firstUserText(enc), w); err != nil {
+		return nil, err
+	}
+	ids := make([]int64, 0, len(enc))
+	for _, e := range enc {
+		id, err := db.insertMessage(ctx, tx, sessionID, e, true, false)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, db.notePending(ctx, tx, len(enc))
 }
 
 // Statements of the append path, prepared once on the writer connection (see stmtCache).
@@ -215,6 +221,9 @@ func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) 
 	}
 	q := db.read()
 	ms, err := db.loadMessages(ctx, sessionID, where)
+	if isCorrupt(err) {
+		err = db.damage(err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("conversation %s: %w", sessionID, err)
 	}
@@ -230,6 +239,9 @@ func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) 
 func (db *DB) loadMessages(ctx context.Context, sessionID, where string) ([]store.Message, error) {
 	if db.raw != nil {
 		ms, err := db.raw.load(ctx, sessionID, where)
+		if isCorrupt(err) {
+			return nil, db.damage(err) // database/sql would read the same damaged pages
+		}
 		if err == nil || ctx.Err() != nil {
 			return ms, err
 		}

@@ -154,8 +154,17 @@ func (c *rawConn) err(rc int32) error {
 	if c.db != 0 {
 		msg = libc.GoString(sqlite3.Xsqlite3_errmsg(c.tls, c.db))
 	}
-	return fmt.Errorf("sqlite: %s (%d)", msg, rc)
+	return &rawError{msg: msg, code: int(rc)}
 }
+
+// rawError is what SQLite's C API told the raw reader; its result code classifies it like the
+// driver's own errors (see sqliteCode).
+type rawError struct {
+	msg  string
+	code int
+}
+
+func (e *rawError) Error() string { return fmt.Sprintf("sqlite: %s (%d)", e.msg, e.code) }
 
 func (c *rawConn) exec(query string) error {
 	q, err := libc.CString(query)

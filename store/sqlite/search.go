@@ -27,6 +27,9 @@ func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.SearchHi
 	}
 	q.Offset = max(q.Offset, 0)
 	if err := db.ensureIndexed(ctx); err != nil {
+		if isCorrupt(err) {
+			err = db.damage(err)
+		}
 		return nil, fmt.Errorf("search %q: index pending messages: %w", q.Text, err)
 	}
 	var hits []store.SearchHit

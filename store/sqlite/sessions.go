@@ -34,8 +34,30 @@ func (db *DB) CreateSession(ctx context.Context, ns store.NewSession) (store.Ses
 	if err := store.ValidateNewSession(&ns); err != nil {
 		return store.Session{}, fmt.Errorf("create session %s: %w", ns.ID, err)
 	}
+	var first []encodedMessage
+	var toolCalls int
+	if len(ns.Messages) > 0 {
+		var err error
+		if first, toolCalls, err = encodeMessages(ns.Messages); err != nil {
+			return store.Session{}, fmt.Errorf("create session %s: %w", ns.ID, err)
+		}
+	}
 	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
-		return createSessionTx(ctx, tx, ns)
+		if len(first) > 0 {
+			var one int
+			err := tx.QueryRowContext(ctx, "SELECT 1 FROM sessions WHERE id = ?", ns.ID).Scan(&one)
+			if err == nil {
+				return fmt.Errorf("with first messages: %w", store.ErrExists)
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		if err := createSessionTx(ctx, tx, ns); err != nil || len(first) == 0 {
+			return err
+		}
+		_, err := db.appendTx(ctx, tx, ns.ID, first, toolCalls, store.WriteOptions{})
+		return err
 	})
 	if err != nil {
 		return store.Session{}, fmt.Errorf("create session %s: %w", ns.ID, err)

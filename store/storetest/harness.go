@@ -45,6 +45,7 @@ func Run(t *testing.T, h Harness) {
 		fn   func(t *testing.T, h Harness)
 	}{
 		{"Sessions", testSessions},
+		{"SessionWithFirstMessages", testSessionWithFirstMessages},
 		{"Titles", testTitles},
 		{"Resolve", testResolve},
 		{"SystemPromptAndUsage", testPromptAndUsage},

@@ -235,3 +235,35 @@ func testPromptAndUsage(t *testing.T, h Harness) {
 	_, err = st.Requests(bg, "missing", 0)
 	wantErr(t, err, store.ErrNotFound, "requests of missing session")
 }
+
+// A session created with its first messages stores both in one transaction: the messages are
+// there with the counters and preview, and a create that cannot store them stores nothing.
+func testSessionWithFirstMessages(t *testing.T, h Harness) {
+	st, _ := h.open(t)
+	first := []store.Message{
+		{Role: store.RoleUser, Content: "the first ask", Timestamp: at(1)},
+		{Role: store.RoleAssistant, Content: "an answer", Timestamp: at(2),
+			ToolCalls: []store.ToolCall{{ID: "c1", Type: "function", Function: store.ToolFunction{Name: "terminal", Arguments: `{"command":"ls"}`}}}},
+	}
+	s := mustCreate(t, st, store.NewSession{ID: "with-first", Messages: first})
+	if s.MessageCount != 2 || s.ToolCallCount != 1 {
+		t.Fatalf("counters after a create with messages: %+v", s)
+	}
+	ms, err := st.Conversation(bg, "with-first", store.ViewActive)
+	if err != nil || len(ms) != 2 || ms[0].Content != "the first ask" || len(ms[1].ToolCalls) != 1 {
+		t.Fatalf("first messages: %+v %v", ms, err)
+	}
+
+	// An existing id: ErrExists, nothing added to the session that is there.
+	_, err = st.CreateSession(bg, store.NewSession{ID: "with-first", Messages: first[:1]})
+	wantErr(t, err, store.ErrExists, "create with messages on an existing id")
+	if ms, _ := st.Conversation(bg, "with-first", store.ViewAll); len(ms) != 2 {
+		t.Fatalf("a refused create added messages: %d rows", len(ms))
+	}
+
+	// A message the store refuses: no session either.
+	_, err = st.CreateSession(bg, store.NewSession{ID: "bad-first", Messages: []store.Message{{Role: "narrator", Content: "x"}}})
+	wantErr(t, err, store.ErrInvalid, "create with an invalid first message")
+	_, err = st.GetSession(bg, "bad-first")
+	wantErr(t, err, store.ErrNotFound, "session of a refused create")
+}
