@@ -3,7 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+
+	"github.com/spoolhq/spool/store"
 )
 
 // Check implements store.Store: SQLite's integrity and foreign-key checks, both full-text
@@ -16,7 +19,7 @@ import (
 func (db *DB) Check(ctx context.Context) ([]string, error) {
 	var problems []string
 	damaged := func(what string, err error) bool {
-		if err != nil && isCorrupt(err) {
+		if err != nil && (isCorrupt(err) || errors.Is(err, store.ErrDamaged)) {
 			problems = append(problems, what+": "+err.Error())
 			return true
 		}
@@ -50,7 +53,7 @@ func (db *DB) Check(ctx context.Context) ([]string, error) {
 		for _, t := range []string{"messages_fts", "messages_trigram"} {
 			// rank 1 compares the index with its content table, not just its own structure.
 			var bad error
-			err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
+			err := db.writeAnyway(ctx, routineBudget, func(tx *sql.Tx) error {
 				_, bad = tx.ExecContext(ctx, "INSERT INTO "+t+"("+t+", rank) VALUES ('integrity-check', 1)")
 				return bad // busy: retried; anything else rolls back and is reported below
 			})

@@ -438,13 +438,24 @@ func (db *DB) damage(err error) error {
 
 // write runs fn in one BEGIN IMMEDIATE transaction on the writer, retrying while the database
 // is locked by another process, until budget is spent. fn may run more than once: it must not
-// have effects outside tx.
+// have effects outside tx. On a handle that has seen damage it fails at once; a write that
+// meets damage marks the handle (see damage).
 func (db *DB) write(ctx context.Context, budget time.Duration, fn func(tx *sql.Tx) error) error {
+	if d := db.damaged.Load(); d != nil && !db.readOnly {
+		return d
+	}
+	err := db.writeAnyway(ctx, budget, fn)
+	if isCorrupt(err) {
+		return db.damage(err)
+	}
+	return err
+}
+
+// writeAnyway is write without the damage bookkeeping, for Check's probes: they run as write
+// statements, are rolled back and so store nothing, and must run on a damaged file too.
+func (db *DB) writeAnyway(ctx context.Context, budget time.Duration, fn func(tx *sql.Tx) error) error {
 	if db.readOnly {
 		return fmt.Errorf("%s: %w", db.path, cmp.Or(db.roErr, store.ErrReadOnly))
-	}
-	if d := db.damaged.Load(); d != nil {
-		return d
 	}
 	start := time.Now()
 	deadline := start.Add(budget)
@@ -471,9 +482,6 @@ func (db *DB) write(ctx context.Context, budget time.Duration, fn func(tx *sql.T
 				db.ckpt.committed()
 			}
 			return nil
-		}
-		if isCorrupt(err) {
-			return db.damage(err)
 		}
 		if !isBusy(err) {
 			return err
