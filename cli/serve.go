@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -190,6 +191,10 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	if err != nil {
 		return err
 	}
+	plat, err := setupPlatforms(cfg, st, g, model, f.window, slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return err
+	}
 	var origins []string
 	for _, o := range strings.Split(sc.CORSOrigins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
@@ -205,8 +210,14 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 		return web.Principal{UserID: p, Scoped: keys.Enabled()}, nil
 	}})
 	defer ui.Close()
+	mounts := map[string]http.Handler{"/ui": ui, "/ui/": ui}
+	if plat != nil {
+		for pattern, h := range plat.mounts {
+			mounts[pattern] = h
+		}
+	}
 	api := openai.New(g, openai.Options{Keys: keys, Models: []string{model}, MaxBodyBytes: int64(sc.MaxRequestBytes),
-		CORSOrigins: origins, KeepAlive: sc.KeepAlive, Mount: map[string]http.Handler{"/ui": ui, "/ui/": ui}})
+		CORSOrigins: origins, KeepAlive: sc.KeepAlive, Mount: mounts})
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", listen, err)
@@ -222,10 +233,35 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	fmt.Fprintf(a.stderr, "spool serve: listening on http://%s (model %s, %s, database %s)\n", ln.Addr(), model, auth, cfg.Database.Path)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	pctx, pcancel := context.WithCancel(ctx)
+	defer pcancel()
+	var platErr error
+	platDone := make(chan struct{})
+	if plat != nil {
+		for _, ad := range plat.adapters {
+			fmt.Fprintf(a.stderr, "spool serve: platform %s connected\n", ad.Platform())
+		}
+		go func() {
+			defer close(platDone)
+			if platErr = plat.serve(pctx); platErr != nil && pctx.Err() == nil {
+				fmt.Fprintf(a.stderr, "spool serve: platforms stopped: %s\n", oneLine(platErr.Error()))
+				platErr = nil
+			}
+		}()
+	} else {
+		close(platDone)
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
+	}
+	// The platforms stop taking events and finish their running lanes first (they need the
+	// gateway), then the HTTP side drains.
+	pcancel()
+	<-platDone
+	if platErr != nil {
+		fmt.Fprintf(a.stderr, "spool serve: platforms: %s\n", oneLine(platErr.Error()))
 	}
 	fmt.Fprintf(a.stderr, "spool serve: draining (running turns get %s)\n", sc.DrainTimeout)
 	dctx, cancel := context.WithTimeout(context.Background(), sc.DrainTimeout)

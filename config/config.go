@@ -29,6 +29,7 @@ type Config struct {
 	Serve       Serve       `yaml:"serve"`
 	MCP         MCP         `yaml:"mcp"`
 	Delegation  Delegation  `yaml:"delegation"`
+	Platforms   Platforms   `yaml:"platforms"`
 }
 
 // Delegation configures the delegate tool of `spool run` and `spool chat` (sub-agents that work
@@ -259,5 +260,6 @@ func Default(home string) Config {
 		},
 		MCP:        MCP{ConnectTimeout: 30 * time.Second, CallTimeout: 2 * time.Minute, MaxRestarts: 3},
 		Delegation: Delegation{MaxDepth: 1, MaxParallel: 3},
+		Platforms:  Platforms{Telegram: Platform{GroupPerUser: true}, Slack: Platform{GroupPerUser: true}, Discord: Platform{GroupPerUser: true}},
 	}
 }

@@ -178,6 +178,7 @@ serve:
 		Serve:      Default(home).Serve,
 		MCP:        Default(home).MCP,
 		Delegation: Delegation{MaxDepth: 2, MaxParallel: 3},
+		Platforms:  Default(home).Platforms,
 	}
 	want.Serve.Listen, want.Serve.BusyWait = "127.0.0.1:9000", 0
 	want.Serve.Keys = map[string]string{"alice": "2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90"}

@@ -507,6 +507,9 @@ func (c *Config) validate(sources map[string]string) error {
 		}
 		return bad(key, "needs auxiliary.compression.model: the main model's name means nothing to another endpoint")
 	}
+	if err := c.validatePlatforms(sources); err != nil {
+		return err
+	}
 	return c.validateMCP(sources)
 }
 

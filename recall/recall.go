@@ -227,6 +227,10 @@ func Discover(ctx context.Context, st Store, req Request) (Discovery, error) {
 	if err != nil {
 		return Discovery{}, err
 	}
+	sc, err := scopeOf(ctx, lin, req)
+	if err != nil {
+		return Discovery{}, err
+	}
 	out := Discovery{Success: true, Mode: ModeDiscover, Query: req.Query, Results: []Result{}}
 	limit := clamp(req.Limit, 1, MaxLimit)
 	window := clamp(req.Window, 1, MaxWindow)
@@ -243,7 +247,7 @@ func Discover(ctx context.Context, st Store, req Request) (Discovery, error) {
 		if err != nil {
 			return Discovery{}, err
 		}
-		if !lin.inLiveContext(s, root) {
+		if !lin.inLiveContext(s, root) && lin.admits(sc, s, root) {
 			taken[root] = true
 			picks = append(picks, pick{sess: s})
 		}
@@ -283,6 +287,9 @@ func Discover(ctx context.Context, st Store, req Request) (Discovery, error) {
 			continue
 		} else if err != nil {
 			return Discovery{}, err
+		}
+		if !lin.admits(sc, s, root) {
+			continue
 		}
 		c := candidate{hit: h, sess: s, root: root, key: copyKey(h)}
 		c.live = inModelView(h) && lin.inLiveContext(s, root)
@@ -462,6 +469,9 @@ func Scroll(ctx context.Context, st Store, req Request) (Scrolled, error) {
 	if err != nil {
 		return Scrolled{}, err
 	}
+	if err := inScope(ctx, lin, req, s.ID); err != nil {
+		return Scrolled{}, err
+	}
 	window := clamp(req.Window, 1, MaxWindow)
 	conv, err := st.Conversation(ctx, s.ID, store.ViewDisplay)
 	if err != nil {
@@ -513,6 +523,13 @@ func Read(ctx context.Context, st Store, req Request) (Reading, error) {
 	if err != nil {
 		return Reading{}, err
 	}
+	lin, err := newLineage(ctx, st, req.Current)
+	if err != nil {
+		return Reading{}, err
+	}
+	if err := inScope(ctx, lin, req, s.ID); err != nil {
+		return Reading{}, err
+	}
 	conv, err := st.Conversation(ctx, s.ID, store.ViewDisplay)
 	if err != nil {
 		return Reading{}, err
@@ -549,6 +566,10 @@ func Browse(ctx context.Context, st Store, req Request) (Browsing, error) {
 	if err != nil {
 		return Browsing{}, err
 	}
+	sc, err := scopeOf(ctx, lin, req)
+	if err != nil {
+		return Browsing{}, err
+	}
 	limit := clamp(req.Limit, 1, MaxLimit)
 	page := limit + 15
 	out := Browsing{Success: true, Mode: ModeBrowse, Results: []SessionItem{}}
@@ -565,6 +586,11 @@ func Browse(ctx context.Context, st Store, req Request) (Browsing, error) {
 				continue
 			}
 			if req.Current != "" && (l.ID == req.Current || l.ID == lin.currentRoot || l.TipID == req.Current) {
+				continue
+			}
+			if ok, err := lin.admitsID(ctx, sc, l.ID); err != nil {
+				return Browsing{}, err
+			} else if !ok {
 				continue
 			}
 			item := SessionItem{SessionID: l.ID, Title: l.Title, Source: l.Source, StartedAt: when(l.StartedAt),

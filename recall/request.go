@@ -46,6 +46,9 @@ type Request struct {
 	// Subagents lets discover and browse show sub-agent sessions (delegations, source
 	// "subagent"), ranked below the others; they are left out otherwise.
 	Subagents bool
+	// Scope limits the sessions seen (nil: the caller's key scope when its session has a
+	// gateway session key, else everything; see Scope).
+	Scope *Scope
 }
 
 // hidden are the sources discover and browse leave out for this request.

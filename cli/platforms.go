@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spoolhq/spool/config"
+	"github.com/spoolhq/spool/gateway"
+	"github.com/spoolhq/spool/gateway/platform"
+	"github.com/spoolhq/spool/store"
+)
+
+// platforms is spool serve's chat-platform side: the adapters configured under platforms:,
+// their webhook handlers, and the router that runs their chats' turns.
+type platforms struct {
+	router   *platform.Router
+	adapters []platform.Adapter
+	mounts   map[string]http.Handler
+}
+
+// setupPlatforms builds every configured platform's adapter (its secrets read from the
+// environment variables the config names) and the router. None configured: nil.
+func setupPlatforms(cfg config.Config, st store.Store, g *gateway.Gateway, model string, window int, log *slog.Logger) (*platforms, error) {
+	pc := cfg.Platforms
+	var adapters []platform.Adapter
+	policies := map[string]platform.Policy{}
+	busy := map[string]gateway.Busy{}
+	holder := store.NewHolder().String()
+	var err error
+	pc.Each(func(name string, c config.Platform) {
+		if err != nil || !c.Enabled() {
+			return
+		}
+		f, ok := platform.Lookup(name)
+		if !ok {
+			err = &usageError{fmt.Errorf("platforms.%s is configured, but this build has no %s adapter (built in: %v)", name, name, platform.Registered())}
+			return
+		}
+		secret := func(field, env string) string {
+			if env == "" || err != nil {
+				return ""
+			}
+			v := os.Getenv(env)
+			if v == "" {
+				err = &usageError{fmt.Errorf("platforms.%s.%s names %s, which is not set in the environment", name, field, env)}
+			}
+			return v
+		}
+		s := platform.Settings{
+			Token:         secret("token_env", c.TokenEnv),
+			SigningSecret: secret("signing_secret_env", c.SigningSecretEnv),
+			AppToken:      secret("app_token_env", c.AppTokenEnv),
+			WebhookSecret: secret("webhook_secret_env", c.WebhookSecretEnv),
+			BaseURL:       c.BaseURL, Mode: c.Mode, WebhookURL: c.WebhookURL,
+		}
+		if err != nil {
+			return
+		}
+		a, ferr := f(s, platform.Env{Log: log.With("platform", name), Locks: st, Holder: holder})
+		if ferr != nil {
+			err = fmt.Errorf("platforms.%s: %w", name, ferr)
+			return
+		}
+		adapters = append(adapters, a)
+		policies[name] = platform.Policy{Profile: pc.Profile, GroupPerUser: c.GroupPerUser, ThreadPerUser: c.ThreadPerUser}
+		if c.Busy == "interrupt" {
+			busy[name] = gateway.BusyInterrupt
+		}
+	})
+	if err != nil || len(adapters) == 0 {
+		return nil, err
+	}
+	r, err := platform.NewRouter(platform.RouterDeps{Store: st, Turns: g, Log: log, Config: platform.Config{
+		Principal: pc.Principal, Policies: policies, Busy: busy, Model: model, Window: window, Holder: holder,
+		ClaimTTL: cfg.Serve.TurnTimeout + 5*time.Minute, DrainTimeout: cfg.Serve.DrainTimeout,
+	}})
+	if err != nil {
+		return nil, err
+	}
+	p := &platforms{router: r, adapters: adapters, mounts: map[string]http.Handler{}}
+	for _, a := range adapters {
+		if w, ok := a.(platform.WebhookAdapter); ok {
+			pattern, h := w.Webhook(r)
+			p.mounts[pattern] = h
+		}
+	}
+	return p, nil
+}
+
+// serve runs the router and the adapters until ctx ends.
+func (p *platforms) serve(ctx context.Context) error {
+	return p.router.Serve(ctx, p.adapters...)
+}

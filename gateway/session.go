@@ -1,0 +1,113 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/agent"
+)
+
+// SessionTurn is a turn on a session the caller already resolved (a chat platform's router
+// maps its own keys): no history matching, no ownership check.
+type SessionTurn struct {
+	Principal string
+	SessionID string
+	Input     string
+	// Busy is the in-process policy for a session whose turn is running (BusyQueue waits;
+	// turns held by another process are waited for through the queue runner's lease wait).
+	Busy Busy
+	// OnNotice hears the agent's one-line notices (a compaction).
+	OnNotice func(string)
+}
+
+// TurnSession runs one turn on st.SessionID with the gateway's slots, limits, timeout and
+// drain. Unlike Turn, it waits for the turn to finish even when ctx ends first: ctx bounds only
+// the wait for the slot.
+func (g *Gateway) TurnSession(ctx context.Context, st SessionTurn, sink Sink) (Reply, error) {
+	if st.SessionID == "" {
+		return Reply{}, badRequest("session", "no session")
+	}
+	if strings.TrimSpace(st.Input) == "" {
+		return Reply{}, badRequest("messages", "the message is empty")
+	}
+	release, err := g.admit(st.Principal)
+	if err != nil {
+		return Reply{}, err
+	}
+	defer release()
+	sl, err := g.acquire(ctx, st.SessionID, st.Busy)
+	if err != nil {
+		return Reply{SessionID: st.SessionID}, err
+	}
+	g.mu.Lock()
+	if g.draining {
+		g.mu.Unlock()
+		g.releaseSlot(st.SessionID, sl)
+		return Reply{SessionID: st.SessionID}, ErrDraining
+	}
+	g.turns.Add(1)
+	g.mu.Unlock()
+	defer g.turns.Done()
+	defer g.releaseSlot(st.SessionID, sl)
+
+	tctx, cancel := context.WithTimeoutCause(g.turnCtx, g.cfg.TurnTimeout, fmt.Errorf("turn exceeded serve.turn_timeout %s", g.cfg.TurnTimeout))
+	defer cancel()
+	icx, interrupt := context.WithCancelCause(tctx)
+	defer interrupt(nil)
+	sl.setCancel(interrupt)
+	guard := &guarded{s: sink}
+	runner := g.run
+	if st.Busy == BusyQueue || st.Busy == BusyInterrupt {
+		runner = g.queue
+	}
+	start := time.Now()
+	guard.start(st.SessionID)
+	res, err := runner.Run(icx, st.SessionID, st.Input, agent.RunOptions{OnDelta: guard.delta, OnNotice: st.OnNotice})
+	err = g.classify(st.SessionID, err)
+	g.m.observeTurn(res, err, time.Since(start))
+	r := Reply{SessionID: st.SessionID, Result: res}
+	if res.SessionID != "" {
+		r.SessionID = res.SessionID
+	}
+	if sink.OnDone != nil {
+		sink.OnDone(r, err)
+	}
+	return r, err
+}
+
+// CompactSession compacts a session now (a /compress), with focus as the summary's topic. It
+// waits for the session's running turn (in process) first.
+func (g *Gateway) CompactSession(ctx context.Context, sessionID, focus string) (agent.Result, error) {
+	c, ok := g.run.(Compactor)
+	if !ok {
+		return agent.Result{}, ErrNoCompaction
+	}
+	sl, err := g.acquire(ctx, sessionID, BusyQueue)
+	if err != nil {
+		return agent.Result{}, err
+	}
+	defer g.releaseSlot(sessionID, sl)
+	var notices []string
+	res, err := c.Compact(context.WithoutCancel(ctx), sessionID, focus, agent.RunOptions{OnNotice: func(s string) { notices = append(notices, s) }})
+	g.m.compactions.Add(float64(res.Compactions))
+	if err != nil {
+		return res, g.classify(sessionID, err)
+	}
+	if res.Compactions == 0 {
+		return res, fmt.Errorf("nothing to compact: %s", strings.Join(notices, "; "))
+	}
+	return res, nil
+}
+
+// Exclusive runs fn while holding the session's in-process slot (waiting for a running turn):
+// an /undo or /title must not interleave with a turn.
+func (g *Gateway) Exclusive(ctx context.Context, sessionID string, fn func(ctx context.Context) error) error {
+	sl, err := g.acquire(ctx, sessionID, BusyQueue)
+	if err != nil {
+		return err
+	}
+	defer g.releaseSlot(sessionID, sl)
+	return fn(ctx)
+}
