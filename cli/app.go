@@ -198,6 +198,9 @@ func isTerminal(f any) bool {
 
 // colour reports whether stdout takes ANSI styling: a terminal, and NO_COLOR unset.
 func (a *app) colour() bool {
+	if w, ok := a.stdout.(*tuiWriter); ok {
+		return w.colour
+	}
 	return isTerminal(a.stdout) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spoolhq/spool/agent"
+	"github.com/spoolhq/spool/config"
 	"github.com/spoolhq/spool/provider"
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/tools"
@@ -24,7 +26,7 @@ import (
 // chatHelp lists the slash commands.
 const chatHelp = `Commands:
   /new                 start a new session with the next message
-  /resume [id|title]   continue another session (without an argument: list recent ones)
+  /resume [id|title]   continue another session (without an argument: pick one; a list when piped)
   /branch [title]      copy this session's history into a new branch and switch to it
   /compress [focus]    compact this session now, optionally around a topic
   /title NAME          name this session
@@ -32,6 +34,7 @@ const chatHelp = `Commands:
   /search QUERY        search every session
   /usage               tokens, cost, cache share and the last cache break
   /undo                take back your last message and everything after it
+  /paste, /edit        paste mode (Enter is a new line, Ctrl-D sends) or $EDITOR, on a terminal
   /help                this list
   /exit                leave (Ctrl-D too); Ctrl-C interrupts a running turn`
 
@@ -41,8 +44,11 @@ type chat struct {
 	ag  *agent.Agent
 	st  store.Store
 	sid string
-	in  *lineReader
+	in  lineSource
 	tty bool
+	// ui is the line editor and live view on a terminal (nil: lines are read as they come, for
+	// pipes, scripts and TERM=dumb).
+	ui *tui
 	// allowed are the approvals the user gave for the rest of this session ("a" at the prompt):
 	// a command's first word ("terminal:go") or a whole tool ("write_file"). A session switch
 	// forgets them.
@@ -71,6 +77,7 @@ func (a *app) chatCommand() *cobra.Command {
 			ctx := context.WithoutCancel(cmd.Context())
 			c := &chat{a: a, tty: isTerminal(a.stdin)}
 			c.in = newLineReader(a.stdin)
+			useTUI := c.tty && isTerminal(a.stdout) && os.Getenv("TERM") != "dumb"
 			ag, st, notice, err := a.newAgent(ctx, f, c.approve, true, chatHints)
 			if err != nil {
 				return err
@@ -86,6 +93,10 @@ func (a *app) chatCommand() *cobra.Command {
 			}
 			if c.sid, err = a.sessionRef(ctx, st, f); err != nil {
 				return err
+			}
+			if useTUI {
+				stop := c.startUI(ctx)
+				defer stop()
 			}
 			if c.sid != "" {
 				c.recap(ctx)
@@ -121,8 +132,15 @@ func (c *chat) approve(ctx context.Context, req tools.ApprovalRequest) error {
 	if req.Diff != "" {
 		fmt.Fprintln(c.a.stderr, colorDiff(c.a.colour(), visible(req.Diff)))
 	}
-	fmt.Fprintf(c.a.stderr, "%s [y/N/a=always %s this session] ", visible(req.Question()), scopeText)
-	line, err := c.in.read(ctx)
+	question := fmt.Sprintf("%s [y/N/a=always %s this session]", visible(req.Question()), scopeText)
+	var line string
+	var err error
+	if c.ui != nil {
+		line, err = c.ui.ask(ctx, question)
+	} else {
+		fmt.Fprint(c.a.stderr, question+" ")
+		line, err = c.in.read(ctx)
+	}
 	if err != nil {
 		fmt.Fprintln(c.a.stderr)
 		if ctx.Err() != nil {
@@ -154,7 +172,7 @@ func approvalScope(req tools.ApprovalRequest) (key, text string) {
 }
 
 func (c *chat) prompt() {
-	if c.tty {
+	if c.tty && c.ui == nil {
 		fmt.Fprint(c.a.stdout, "› ")
 	}
 }
@@ -169,9 +187,11 @@ func (c *chat) loop(ctx context.Context) error {
 		// Ctrl-C at an idle prompt leaves the chat (status 130); during a turn it stops the turn.
 		rctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 		line, err := c.in.read(rctx)
-		interrupted := rctx.Err() != nil && ctx.Err() == nil
+		interrupted := rctx.Err() != nil && ctx.Err() == nil || errors.Is(err, errInterrupted)
 		stop()
 		switch {
+		case interrupted && c.ui != nil:
+			return fmt.Errorf("chat: %w", errInterrupted)
 		case interrupted:
 			fmt.Fprintln(c.a.stderr)
 			return fmt.Errorf("chat: %w", context.Canceled)
@@ -216,6 +236,14 @@ func (c *chat) goodbye() {
 func (c *chat) turn(ctx context.Context, input string) {
 	tctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
+	if c.ui != nil {
+		// In the editor's raw mode Ctrl-C is a key, not a signal: the editor cancels the turn.
+		var cancel context.CancelFunc
+		tctx, cancel = context.WithCancel(tctx)
+		defer cancel()
+		c.ui.setCancel(cancel)
+		defer c.ui.setCancel(nil)
+	}
 	v := c.newView(tctx)
 	c.view = v
 	defer func() { c.view = nil }()
@@ -250,7 +278,9 @@ func (c *chat) turn(ctx context.Context, input string) {
 		c.sid = res.SessionID
 	}
 	if streamed {
-		fmt.Fprintln(c.a.stdout)
+		if c.ui == nil {
+			fmt.Fprintln(c.a.stdout)
+		}
 	} else if err == nil && res.Reply != "" {
 		fmt.Fprintln(c.a.stdout, res.Reply)
 	}
@@ -276,10 +306,19 @@ type turnView struct {
 	mu       sync.Mutex
 	sp       *spinner
 	streamed bool
+	// ui, when set, draws instead: finished lines go above the editor, the unfinished one and
+	// the spinner live in its view.
+	ui *tui
 }
 
 func (c *chat) newView(ctx context.Context) *turnView {
 	v := &turnView{ctx: ctx, out: c.a.stdout, spin: isTerminal(c.a.stdout) && os.Getenv("TERM") != "dumb"}
+	if c.ui != nil {
+		v.ui, v.spin = c.ui, true
+		v.md = newMarkdown(c.a.stdout)
+		v.md.plain = !c.a.colour()
+		return v
+	}
 	if c.a.colour() {
 		v.md = newMarkdown(c.a.stdout)
 	}
@@ -291,6 +330,12 @@ func (v *turnView) wait(label string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.stopSpinner()
+	if v.ui != nil {
+		if v.ctx.Err() == nil {
+			v.ui.spin(label)
+		}
+		return
+	}
 	if v.spin && v.ctx.Err() == nil {
 		v.sp = startSpinner(v.ctx, v.out, label)
 	}
@@ -302,6 +347,18 @@ func (v *turnView) write(s string) {
 	defer v.mu.Unlock()
 	v.stopSpinner()
 	v.streamed = true
+	if v.ui != nil {
+		// Finished lines are printed above the editor as they end; the unfinished one is
+		// shown at once, styled as far as it goes, and redrawn with every delta.
+		v.md.Write([]byte(s))
+		if limit := v.ui.liveLimit(); len(v.md.line) > limit {
+			// A paragraph taller than a third of the screen is printed up to its last
+			// space, so the live part always fits.
+			v.md.breakAt(limit)
+		}
+		v.ui.live(v.md.Peek())
+		return
+	}
 	if v.md != nil {
 		v.md.Write([]byte(s))
 		return
@@ -318,6 +375,13 @@ func (v *turnView) aside(print func()) {
 	if v.md != nil {
 		v.md.Flush()
 	}
+	if v.ui != nil {
+		// The reply's unfinished line goes above the editor now, on a line of its own.
+		if w, ok := v.out.(*tuiWriter); ok {
+			w.flush()
+		}
+		v.ui.live("")
+	}
 	print()
 }
 
@@ -329,6 +393,9 @@ func (v *turnView) end() (streamed bool) {
 
 // stopSpinner ends the spinner, if any; the caller holds v.mu.
 func (v *turnView) stopSpinner() {
+	if v.ui != nil {
+		v.ui.spin("")
+	}
 	v.sp.stop()
 	v.sp = nil
 }
@@ -410,6 +477,10 @@ func (c *chat) command(ctx context.Context, line string) bool {
 		c.sid = ""
 		fmt.Fprintln(c.a.stdout, "New session: it starts with your next message.")
 	case "/resume":
+		if arg == "" && c.ui != nil {
+			err = c.pickSession(ctx)
+			break
+		}
 		if arg == "" {
 			err = c.sessions(ctx)
 			break
@@ -632,4 +703,59 @@ func (c *chat) recap(ctx context.Context) {
 	if answer != "" {
 		fmt.Fprintf(c.a.stdout, "  last answer: %s\n", truncate(answer, 100))
 	}
+}
+
+// startUI puts the line editor on the terminal for the rest of the chat: the chat's output goes
+// above it. The returned function ends it, restores the terminal and the plain output, and
+// prints what was left unfinished.
+func (c *chat) startUI(ctx context.Context) (stop func()) {
+	stdout, stderr := c.a.stdout, c.a.stderr
+	var hist *history
+	if home, err := config.ResolveHome(c.a.home); err == nil {
+		hist = loadHistory(filepath.Join(home, "history"))
+	}
+	c.ui = startTUI(tuiOptions{
+		in: c.a.stdin, out: stdout, history: hist,
+		sessions: func() []string {
+			ls, err := c.st.ListSessions(ctx, store.ListOptions{Limit: 200})
+			if err != nil {
+				return nil
+			}
+			ids := make([]string, len(ls))
+			for i, l := range ls {
+				ids[i] = l.ID
+			}
+			return ids
+		},
+	})
+	w := &tuiWriter{t: c.ui, colour: c.a.colour()}
+	c.a.stdout, c.a.stderr, c.in = w, w, c.ui
+	return func() {
+		w.flush()
+		err := c.ui.close()
+		c.a.stdout, c.a.stderr = stdout, stderr
+		c.ui = nil
+		if err != nil {
+			fmt.Fprintf(stderr, "spool: %s\n", oneLine(err.Error()))
+		}
+	}
+}
+
+// pickSession opens the /resume picker and switches to the session chosen there.
+func (c *chat) pickSession(ctx context.Context) error {
+	ls, err := c.st.ListSessions(ctx, store.ListOptions{Limit: 500})
+	if err != nil {
+		return err
+	}
+	if len(ls) == 0 {
+		fmt.Fprintln(c.a.stdout, "No sessions yet.")
+		return nil
+	}
+	id, err := c.ui.pick(ctx, pickItems(ls, c.sid))
+	if err != nil || id == "" {
+		return err
+	}
+	c.sid = id
+	c.recap(ctx)
+	return nil
 }

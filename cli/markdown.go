@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // ANSI styling for the markdown renderer. Each style ends with its own "off" code rather than a
@@ -15,6 +16,8 @@ const (
 	ansiDimOff   = "\x1b[22m"
 	ansiCode     = "\x1b[36m" // cyan
 	ansiCodeOff  = "\x1b[39m"
+	ansiItalic   = "\x1b[3m"
+	ansiItalicOf = "\x1b[23m"
 	codeIndent   = "    "
 	bulletMarker = "• "
 )
@@ -27,6 +30,7 @@ type markdown struct {
 	w      io.Writer
 	line   []byte
 	inCode bool // between fence lines
+	plain  bool // lines go out as typed (no colour), only split as they end
 }
 
 func newMarkdown(w io.Writer) *markdown { return &markdown{w: w} }
@@ -73,8 +77,46 @@ func (m *markdown) render(line string, newline bool) error {
 	return err
 }
 
+// breakAt draws the unfinished line up to its last space before n bytes (at n when it has
+// none) as a line of its own, and keeps the rest unfinished.
+func (m *markdown) breakAt(n int) error {
+	n = min(n, len(m.line))
+	cut := n
+	if i := bytes.LastIndexByte(m.line[:n], ' '); i > 0 {
+		cut = i + 1
+	}
+	for cut < len(m.line) && cut > 0 && !utf8.RuneStart(m.line[cut]) {
+		cut--
+	}
+	head := string(m.line[:cut])
+	m.line = append(m.line[:0], m.line[cut:]...)
+	return m.render(strings.TrimRight(head, " "), true)
+}
+
+// Pending is the unfinished line, as given to the last Write.
+func (m *markdown) Pending() string { return string(m.line) }
+
+// Peek renders the unfinished line as it would look if it ended now, without drawing it or
+// changing the renderer's state: the live view shows it while the rest of the line streams in
+// (a marker still open shows as typed until its end arrives). A fence line being typed shows
+// nothing.
+func (m *markdown) Peek() string {
+	if len(m.line) == 0 {
+		return ""
+	}
+	probe := *m
+	out, show := probe.renderLine(string(m.line))
+	if !show {
+		return ""
+	}
+	return out
+}
+
 // renderLine styles one line; show is false for a line that disappears (a fence).
 func (m *markdown) renderLine(line string) (out string, show bool) {
+	if m.plain {
+		return line, true
+	}
 	trimmed := strings.TrimSpace(line)
 	if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
 		m.inCode = !m.inCode
@@ -129,6 +171,12 @@ func inline(s string, bold bool) string {
 				i += j + 4
 				continue
 			}
+		case bold && (s[i] == '*' || s[i] == '_') && emphasisOpens(s, i):
+			if j := emphasisCloses(s, i); j > 0 {
+				b.WriteString(ansiItalic + inline(s[i+1:j], bold) + ansiItalicOf)
+				i = j + 1
+				continue
+			}
 		case s[i] == '[':
 			if text, url, n := link(s[i:]); n > 0 {
 				b.WriteString(inline(text, bold) + " (" + url + ")")
@@ -157,4 +205,40 @@ func link(s string) (text, url string, n int) {
 		return "", "", 0
 	}
 	return s[1:mid], url, mid + 2 + end + 1
+}
+
+// emphasisOpens reports whether the * or _ at i can open an emphasis: not doubled, followed by
+// a non-space and (for _) not inside a word, so "2 * 3" and snake_case stay as typed.
+func emphasisOpens(s string, i int) bool {
+	c := s[i]
+	if i+1 >= len(s) || s[i+1] == ' ' || s[i+1] == c {
+		return false
+	}
+	if c == '_' && i > 0 && isWordByte(s[i-1]) {
+		return false
+	}
+	return true
+}
+
+// emphasisCloses finds the marker that closes the emphasis opened at i (after a non-space, and
+// for _ not followed by a word character), or -1.
+func emphasisCloses(s string, i int) int {
+	c := s[i]
+	for j := i + 2; j < len(s); j++ {
+		if s[j] != c || s[j-1] == ' ' {
+			continue
+		}
+		if j+1 < len(s) && s[j+1] == c {
+			return -1
+		}
+		if c == '_' && j+1 < len(s) && isWordByte(s[j+1]) {
+			continue
+		}
+		return j
+	}
+	return -1
+}
+
+func isWordByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 }

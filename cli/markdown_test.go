@@ -79,3 +79,63 @@ func TestMarkdownWaitsForTheNewline(t *testing.T) {
 		t.Errorf("flush: %q", out.String())
 	}
 }
+
+// TestMarkdownLive: the unfinished line is shown styled as far as its markers are closed, a
+// fence being typed shows nothing, and peeking changes nothing that is drawn later.
+func TestMarkdownLive(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ stream, peek string }{
+		{"some **bold** te", "some " + ansiBold + "bold" + ansiBoldOff + " te"},
+		{"an **open marker", "an **open marker"},
+		{"*it* and _so_ but snake_case and 2 * 3", ansiItalic + "it" + ansiItalicOf + " and " + ansiItalic + "so" + ansiItalicOf + " but snake_case and 2 * 3"},
+		{"```g", ""},
+		{"```go\nx := 1", codeIndent + ansiDim + "x := 1" + ansiDimOff},
+		{"- item", bulletMarker + "item"},
+	}
+	for _, tc := range cases {
+		var out strings.Builder
+		m := newMarkdown(&out)
+		m.Write([]byte(tc.stream))
+		if got := m.Peek(); got != tc.peek {
+			t.Errorf("Peek after %q = %q, want %q", tc.stream, got, tc.peek)
+		}
+		before := out.String()
+		m.Flush()
+		if got := strings.TrimPrefix(out.String(), before); tc.peek != "" && got != tc.peek {
+			t.Errorf("after %q Flush drew %q, Peek showed %q", tc.stream, got, tc.peek)
+		}
+	}
+	var out strings.Builder
+	m := newMarkdown(&out)
+	m.Write([]byte("one two three four"))
+	m.breakAt(9)
+	if out.String() != "one two\n" || m.Pending() != "three four" {
+		t.Errorf("breakAt: drew %q, kept %q", out.String(), m.Pending())
+	}
+}
+
+// TestHistoryPersists: entries survive a reload (multi-line ones whole), repeats of the newest
+// are not stored twice, search finds the newest match first and then older ones.
+func TestHistoryPersists(t *testing.T) {
+	t.Parallel()
+	path := t.TempDir() + "/history"
+	h := loadHistory(path)
+	for _, e := range []string{"first", "two\nlines", "two\nlines", "", "third first"} {
+		if err := h.add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h2 := loadHistory(path)
+	if h2.len() != 3 || h2.at(1) != "two\nlines" {
+		t.Fatalf("reloaded %d entries, [1]=%q", h2.len(), h2.at(1))
+	}
+	if i := h2.search("FIRST", h2.len()); i != 2 {
+		t.Errorf("search newest = %d, want 2", i)
+	}
+	if i := h2.search("first", 2); i != 0 {
+		t.Errorf("search older = %d, want 0", i)
+	}
+	if i := h2.search("absent", h2.len()); i != -1 {
+		t.Errorf("search absent = %d", i)
+	}
+}

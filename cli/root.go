@@ -59,7 +59,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return ExitUsage
 	}
-	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.Cause(ctx))) {
+	// Ctrl-C is a signal, or a key read by the chat's line editor (errInterrupted).
+	if errors.Is(err, errInterrupted) || ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.Cause(ctx))) {
 		fmt.Fprintln(stderr, "spool: interrupted")
 		return ExitInterrupted
 	}

@@ -1,0 +1,335 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/creack/pty"
+)
+
+// Keys as a terminal sends them.
+const (
+	keyEnter     = "\r"
+	keyAltEnter  = "\x1b\r"
+	keyLeft      = "\x1b[D"
+	keyUp        = "\x1b[A"
+	keyDown      = "\x1b[B"
+	keyTab       = "\t"
+	keyCtrlR     = "\x12"
+	keyCtrlD     = "\x04"
+	keyEsc       = "\x1b"
+	pasteStart   = "\x1b[200~"
+	pasteEnd     = "\x1b[201~"
+	fakeModelArg = "fake-model"
+)
+
+// press sends keys to the program as typed.
+func (s *ptyScreen) press(keys ...string) {
+	s.t.Helper()
+	for _, k := range keys {
+		if _, err := s.tty.Write([]byte(k)); err != nil {
+			s.t.Fatalf("press %q: %v", k, err)
+		}
+	}
+}
+
+// editorShows waits until the editor (the screen's last lines) holds want.
+func (s *ptyScreen) editorShows(want string) {
+	s.t.Helper()
+	s.waitFor(fmt.Sprintf("the editor held %q", want), func(string) bool {
+		return strings.HasSuffix(s.screen(), want)
+	})
+}
+
+// userMessages are the user messages stored in a session, in order.
+func userMessages(t *testing.T, home, sid string) []string {
+	t.Helper()
+	shown := decode[shownMessages](t, spool(t, home, "sessions", "show", sid, "--json").ok(t, "show"))
+	var users []string
+	for _, m := range shown.Messages {
+		if m.Role == "user" {
+			users = append(users, m.Content)
+		}
+	}
+	return users
+}
+
+var resumeLine = regexp.MustCompile(`Resume with: spool chat --resume (\S+)`)
+
+// TestChatLineEditor drives the real binary's line editor through a pty: a bracketed paste of
+// five lines is one message, Alt-Enter makes a line break, a 6,003-character line stays whole,
+// arrow keys edit, Tab completes slash commands and session ids, history persists across
+// processes and Ctrl-R finds an entry in it.
+func TestChatLineEditor(t *testing.T) {
+	t.Parallel()
+	url := startFakeLLM(t)
+	home := t.TempDir()
+	model := []string{"chat", "--provider", "openai", "--base-url", url + "/v1", "--model", fakeModelArg}
+	s, cmd := startPTY(t, home, nil, model...)
+	s.prompt()
+
+	paste := "line one\nline two\nline three\nline four\nline five"
+	s.press(pasteStart + paste + pasteEnd)
+	s.editorShows("› line one\n  line two\n  line three\n  line four\n  line five")
+	s.press(keyEnter)
+	s.expect(`you said "line one`)
+	s.prompt()
+
+	s.press("first", keyAltEnter, "second", keyEnter)
+	s.expect("› first\n  second")
+	s.prompt()
+
+	// A long line (pasted: typing 6,003 keys one by one redraws the editor 6,003 times).
+	long := strings.Repeat("0123456789", 600) + "end"
+	s.press(pasteStart+long+pasteEnd, keyEnter)
+	s.expect("you said")
+	s.prompt()
+
+	s.press("helo", keyLeft, "l", keyEnter)
+	s.expect("› hello")
+	s.prompt()
+
+	// Up recalls the last message, Down goes back to the (empty) new one.
+	s.press(keyUp)
+	s.editorShows("› hello")
+	s.press(keyDown)
+	s.editorShows("\n›")
+
+	s.press("/us", keyTab)
+	s.editorShows("› /usage")
+	s.press(keyEnter)
+	s.expect(" calls, ")
+	s.prompt()
+
+	s.press("/exit", keyEnter)
+	waitExit(t, s, cmd)
+	sid := resumeLine.FindStringSubmatch(s.text())
+	if sid == nil {
+		t.Fatalf("no resume line:\n%s", s.text())
+	}
+	want := []string{paste, "first\nsecond", long, "hello"}
+	if got := userMessages(t, home, sid[1]); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("stored user messages %q\nwant %q", got, want)
+	}
+
+	// A second process has the history: Up shows the newest entry, Ctrl-R finds the paste.
+	s2, cmd2 := startPTY(t, home, nil, model...)
+	s2.prompt()
+	s2.press(keyUp)
+	s2.editorShows("› /exit")
+	s2.press(keyCtrlD) // not empty: Ctrl-D deletes forward, the chat stays
+	s2.press(keyDown)
+	s2.editorShows("\n›")
+	s2.press(keyCtrlR, "line thr")
+	s2.onScreen("(history search) `line thr': line one ⏎ line two ⏎ line three")
+	s2.press(keyEnter)
+	s2.editorShows("› line one\n  line two\n  line three\n  line four\n  line five")
+	s2.press(keyEnter)
+	s2.expect(`you said "line one`)
+	s2.prompt()
+
+	// Session ids complete after /resume.
+	s2.press("/resume "+sid[1][:len(sid[1])-3], keyTab)
+	s2.editorShows("› /resume " + sid[1])
+	s2.press(keyEnter)
+	s2.expect("Resumed " + sid[1])
+	s2.prompt()
+	s2.press(keyCtrlD)
+	waitExit(t, s2, cmd2)
+
+	raw, err := os.ReadFile(filepath.Join(home, "history"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := string(raw)
+	var entries []string
+	for _, l := range strings.Split(strings.TrimSpace(b), "\n") {
+		var e string
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("history line %q: %v", l, err)
+		}
+		entries = append(entries, e)
+	}
+	if len(entries) < 6 || entries[0] != paste || entries[2] != long {
+		t.Errorf("history file entries %q", entries)
+	}
+}
+
+// gatedModel is an OpenAI-compatible model whose reply streams one delta at a time, each only
+// when the test sends it: the test sees what the screen shows between deltas.
+type gatedModel struct {
+	deltas chan string // "" ends the reply
+	asked  chan struct{}
+}
+
+func startGatedModel(t *testing.T) (*gatedModel, string) {
+	t.Helper()
+	g := &gatedModel{deltas: make(chan string), asked: make(chan struct{}, 8)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		chunk := func(delta string, finish string) {
+			d := map[string]any{"content": delta}
+			c := map[string]any{"index": 0, "delta": d, "finish_reason": nil}
+			if finish != "" {
+				c["delta"] = map[string]any{}
+				c["finish_reason"] = finish
+			}
+			b, _ := json.Marshal(map[string]any{"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gated", "choices": []any{c}})
+			fmt.Fprintf(w, "data: %s\n\n", b)
+			fl.Flush()
+		}
+		chunk("", "")
+		g.asked <- struct{}{}
+		for {
+			select {
+			case d := <-g.deltas:
+				if d == "" {
+					chunk("", "stop")
+					b, _ := json.Marshal(map[string]any{"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gated", "choices": []any{},
+						"usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+					fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)
+					fl.Flush()
+					return
+				}
+				chunk(d, "")
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return g, srv.URL
+}
+
+// TestChatStreamsMarkdownLive: with colour on, text shows as its deltas arrive (before its line
+// ends), styled as markdown; a resize re-flows the unfinished line instead of leaving pieces of
+// it behind; an escape sequence in a delta is shown, not obeyed.
+func TestChatStreamsMarkdownLive(t *testing.T) {
+	t.Parallel()
+	g, url := startGatedModel(t)
+	home := t.TempDir()
+	s, cmd := startPTY(t, home, nil, "chat", "--provider", "openai", "--base-url", url+"/v1", "--model", "gated")
+	s.prompt()
+	s.press("tell me", keyEnter)
+	<-g.asked
+
+	g.deltas <- "Some **bold** te"
+	s.onScreen("\nSome bold te\n")
+	if !strings.Contains(s.raw(), "Some "+boldOn+"bold") {
+		t.Errorf("the unfinished line is not styled: %q", s.raw())
+	}
+	g.deltas <- "xt and `code`\n- item one\n"
+	s.expect("Some bold text and code\n• item one")
+	if !strings.Contains(s.raw(), codeOn+"code"+codeOff) {
+		t.Errorf("inline code not styled: %q", s.raw())
+	}
+
+	// Narrow the terminal while a long line streams: it is wrapped to the new width.
+	words := strings.Repeat("wrapping words ", 8) + "tail"
+	g.deltas <- words
+	s.onScreen("tail")
+	if err := pty.Setsize(s.tty, &pty.Winsize{Rows: 50, Cols: 40}); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.vt.Resize(40, 50)
+	s.mu.Unlock()
+	g.deltas <- " end\n"
+	g.deltas <- "esc \x1b[2J shown"
+	s.onScreen(`esc \x1b[2J shown`)
+	g.deltas <- ""
+	s.prompt()
+
+	txt := s.text()
+	if n := strings.Count(txt, "tail end"); n != 1 {
+		t.Errorf("the resized line shows %d times, want once:\n%s", n, txt)
+	}
+	// Wrapped rows joined (the wrap points are the terminal's business) read the line once.
+	if got, want := strings.Join(strings.Fields(between(txt, "• item one", "esc")), ""), strings.ReplaceAll(words+" end", " ", ""); got != want {
+		t.Errorf("after the resize the line reads %q, want %q", got, want)
+	}
+	if strings.Contains(txt, "thinking…") {
+		t.Errorf("a spinner was left behind:\n%s", txt)
+	}
+	if !strings.Contains(txt, "spool chat: type a message") {
+		t.Errorf("the screen was cleared:\n%s", txt)
+	}
+	s.press(keyCtrlD)
+	waitExit(t, s, cmd)
+}
+
+// between is the text of s after the first from and before the next to.
+func between(s, from, to string) string {
+	i := strings.Index(s, from)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(from):]
+	if j := strings.Index(s, to); j >= 0 {
+		s = s[:j]
+	}
+	return s
+}
+
+// TestChatResumePicker: /resume without an argument opens a picker of the sessions (branches
+// under their root, message counts, relative times, cwd); typing filters, arrows move, Enter
+// resumes, Esc closes without switching.
+func TestChatResumePicker(t *testing.T) {
+	t.Parallel()
+	url := startFakeLLM(t)
+	home := t.TempDir()
+	run := []string{"run", "--provider", "openai", "--base-url", url + "/v1", "--model", fakeModelArg}
+	ids := map[string]string{}
+	for _, ask := range []string{"alpha question", "beta question", "gamma question"} {
+		out := decode[struct {
+			SessionID string `json:"session_id"`
+		}](t, spool(t, home, append(run, "--json", ask)...).ok(t, "run"))
+		ids[ask] = out.SessionID
+	}
+	model := []string{"chat", "--provider", "openai", "--base-url", url + "/v1", "--model", fakeModelArg}
+	s, cmd := startPTY(t, home, nil, append(model, "--resume", ids["beta question"])...)
+	s.prompt()
+	s.press("/branch beta side", keyEnter)
+	s.expect("the parent stays resumable.")
+	s.prompt()
+
+	s.press("/resume", keyEnter)
+	scr := s.onScreen("Resume a session:")
+	s.onScreen("msgs")
+	scr = s.screen()
+	for _, want := range []string{"Alpha question  " + ids["alpha question"] + " · 2 msgs · just now · ", "Gamma question", "└ beta side", "(current)"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("picker lacks %q:\n%s", want, scr)
+		}
+	}
+	// The branch is listed right under its root.
+	if !regexp.MustCompile(`Beta question[^\n]*\n\s+└ beta side`).MatchString(scr) {
+		t.Errorf("branch not under its root:\n%s", scr)
+	}
+	s.press("gam")
+	s.onScreen("(1 of 4")
+	s.press(keyEnter)
+	s.expect("Resumed " + ids["gamma question"])
+	s.prompt()
+
+	// Esc closes the picker and stays on the session.
+	s.press("/resume", keyEnter)
+	s.onScreen("Resume a session:")
+	s.press(keyDown, keyEsc)
+	s.prompt()
+	s.press("/exit", keyEnter)
+	waitExit(t, s, cmd)
+	if !strings.Contains(s.text(), "Resume with: spool chat --resume "+ids["gamma question"]) {
+		t.Errorf("Esc switched sessions:\n%s", s.text())
+	}
+}
