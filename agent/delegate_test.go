@@ -115,6 +115,9 @@ func TestDelegateParallel(t *testing.T) {
 			t.Fatalf("child %d = parent %q relation %q source %q end %q", i, child.ParentID, child.Relation, child.Source, child.EndReason)
 		}
 		// The child's own accounting, prompt and transcript.
+		if child.Title != "" {
+			t.Fatalf("child %d took the title %q from the user's title space", i, child.Title)
+		}
 		if child.Usage.APICalls != 1 || child.Usage.InputTokens == 0 {
 			t.Fatalf("child %d usage = %+v", i, child.Usage)
 		}
@@ -378,5 +381,38 @@ func TestDelegateChildCompacts(t *testing.T) {
 	ds = delegateResults(t, st, res.SessionID)
 	if d := ds[len(ds)-1]; d.Status != "failed" || !strings.Contains(d.Error, "not a delegation of this session") {
 		t.Fatalf("continuing a foreign session = %+v", d)
+	}
+}
+
+// BenchmarkDelegate is one turn whose response makes n delegations (each a child session: create,
+// lease, prompt build, one model call, end) against the same turn making n plain tool calls, on
+// the in-process fake and SQLite. The difference is what a delegation costs spool itself.
+func BenchmarkDelegate(b *testing.B) {
+	for _, n := range []int{1, 3} {
+		for _, kind := range []string{"tools", "delegations"} {
+			b.Run(fmt.Sprintf("%s=%d", kind, n), func(b *testing.B) {
+				st := openStoreB(b)
+				a, err := agent.New(agent.Deps{Store: st, Client: fake.New(fake.Config{}), Tools: stdTools(), Config: agent.Config{
+					Model: "fake-model", Prompt: promptEnv(), Delegation: agent.Delegation{MaxDepth: 1, MaxParallel: 3}}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var lines []string
+				for i := range n {
+					if kind == "tools" {
+						lines = append(lines, fmt.Sprintf(`CALL echo {"path":"p%d"}`, i))
+					} else {
+						lines = append(lines, delegateCall(fmt.Sprintf("SAY part %d done", i), ""))
+					}
+				}
+				input := strings.Join(lines, "\n")
+				b.ResetTimer()
+				for range b.N {
+					if _, err := a.Run(context.Background(), "", input, agent.RunOptions{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -37,11 +37,13 @@ func TitleSource(s store.Session) string {
 }
 
 // autoTitle names the session after its first exchange, from the first ask, unless it has a
-// title already or was named automatically before (a title the user cleared stays cleared). It
+// title already, is a sub-agent's, or was named automatically before (a title the user cleared stays cleared). It
 // runs under the turn's lease; the record of the automatic title is saved with the compaction
 // state. A failure only costs the title.
 func (r *run) autoTitle(ctx context.Context) {
-	if r.sess.Title != "" || r.t.Lost() != nil {
+	if r.sess.Title != "" || r.t.Lost() != nil || r.sess.Source == SubagentSource {
+		// A sub-agent's session is machinery: its goal would take a name from the unique title
+		// space the user resumes by.
 		return
 	}
 	m := map[string]json.RawMessage{}

@@ -88,6 +88,14 @@ func TestDelegateCLI(t *testing.T) {
 	if len(all) != 3 {
 		t.Fatalf("sessions list --all = %+v", all)
 	}
+	// In the table, the children follow their parent, indented.
+	table := strings.Split(spool(t, home, "sessions", "list", "--all").ok(t, "list --all").stdout, "\n")
+	isKid := func(line string) bool {
+		return strings.HasPrefix(line, "  "+kids[0]) || strings.HasPrefix(line, "  "+kids[1])
+	}
+	if len(table) < 4 || !strings.HasPrefix(table[1], parent) || !isKid(table[2]) || !isKid(table[3]) {
+		t.Fatalf("sessions list --all does not nest the children under the parent:\n%s", strings.Join(table, "\n"))
+	}
 	show := decode[struct {
 		ParentID string `json:"parent_id"`
 		Relation string `json:"relation"`

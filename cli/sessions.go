@@ -175,6 +175,10 @@ func (a *app) sessionsListCommand() *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTITLE\tSOURCE\tMSGS\tLAST ACTIVE\tPREVIEW")
+			depth := map[string]int{}
+			if all {
+				ls, depth = nestChildren(ls)
+			}
 			for _, l := range ls {
 				title := l.Title
 				if title == "" {
@@ -185,7 +189,8 @@ func (a *app) sessionsListCommand() *cobra.Command {
 					id += " (ended)"
 				}
 				if all && l.ParentID != "" {
-					id = "  " + id // children indent under --all
+					// Children indent under --all: below their parent when it is listed too.
+					id = strings.Repeat("  ", max(depth[l.ID], 1)) + id
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", id, truncate(title, 30), truncate(l.Source, 20),
 					l.MessageCount, formatTime(l.LastActive), truncate(l.Preview, 50))
@@ -197,6 +202,46 @@ func (a *app) sessionsListCommand() *cobra.Command {
 	cmd.Flags().StringVar(&source, "source", "", "only sessions from this source (cli, api, telegram, ...)")
 	cmd.Flags().BoolVar(&all, "all", false, "also list compression continuations and delegate runs")
 	return cmd
+}
+
+// nestChildren orders a listing so that each session listed with its parent follows it (at any
+// depth, each level newest activity first as listed) and returns each row's depth.
+func nestChildren(ls []store.SessionListing) ([]store.SessionListing, map[string]int) {
+	index := make(map[string]int, len(ls))
+	for i, l := range ls {
+		index[l.ID] = i
+	}
+	kids := map[int][]int{}
+	var top []int
+	for i, l := range ls {
+		if p, ok := index[l.ParentID]; ok && p != i {
+			kids[p] = append(kids[p], i)
+		} else {
+			top = append(top, i)
+		}
+	}
+	out := make([]store.SessionListing, 0, len(ls))
+	depth := make(map[string]int, len(ls))
+	seen := make([]bool, len(ls))
+	var walk func(i, d int)
+	walk = func(i, d int) {
+		if seen[i] {
+			return
+		}
+		seen[i] = true
+		out = append(out, ls[i])
+		depth[ls[i].ID] = d
+		for _, k := range kids[i] {
+			walk(k, d+1)
+		}
+	}
+	for _, i := range top {
+		walk(i, 0)
+	}
+	for i := range ls { // a parent cycle: nothing on top reaches it
+		walk(i, 0)
+	}
+	return out, depth
 }
 
 func (a *app) sessionsShowCommand() *cobra.Command {
