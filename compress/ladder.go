@@ -67,7 +67,7 @@ func (c *Compressor) ladder(req Request, sp *split, sum summaryResult, b Budgets
 		} else {
 			lc.Entries = nil
 		}
-		out, origins := c.assemble(sp.work, sp.orig, sp.start, end, summaryContent(full), sid)
+		out, origins := c.assemble(sp.work, sp.orig, sp.start, end, summaryContentFor(full, b), sid)
 		return candidate{rung: rung, body: full, ledger: lc, trimmed: trimmed, msgs: out, origins: origins, end: end, tokens: EstimateTokens(est, out)}
 	}
 	// Clearly smaller: the compaction saves at least a quarter of what it replaces.

@@ -56,7 +56,40 @@ var pointerLabels = map[EntryKind]string{
 	EntryAsk: "user messages",
 }
 
-const pathsLabel = "paths"
+const (
+	pathsLabel   = "paths"
+	routineLabel = "repeated errors"
+)
+
+// routineErrors is how many error lines of one shape make that shape routine.
+const routineErrors = 4
+
+// errorShape is what error lines of one kind share: their first two words, digits dropped.
+func errorShape(text string) string {
+	f := strings.Fields(text)
+	f = f[:min(2, len(f))]
+	return strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return -1
+		}
+		return r
+	}, strings.Join(f, " "))
+}
+
+// markRoutine flags the error lines whose shape at least routineErrors lines share.
+func (l *Ledger) markRoutine() {
+	count := map[string]int{}
+	for _, e := range l.Entries {
+		if e.Kind == EntryError && !e.Pointer {
+			count[errorShape(e.Text)]++
+		}
+	}
+	for i := range l.Entries {
+		if e := &l.Entries[i]; e.Kind == EntryError && !e.Pointer {
+			e.routine = count[errorShape(e.Text)] >= routineErrors
+		}
+	}
+}
 
 // Ledger bounds. Each kind keeps its most important, then newest, entries up to its cap as
 // lines (caps scale with the ledger's budget); the rest become pointers. The rendered ledger
@@ -101,6 +134,9 @@ type LedgerEntry struct {
 	relevance int
 	// pathID marks an identifier that is a path (weighs less than a SHA or an issue number).
 	pathID bool
+	// routine marks an error line whose shape many others share (a test failing now and
+	// then): it weighs less than an error seen once.
+	routine bool
 }
 
 // Ledger is the mechanically extracted working set of a session.
@@ -127,11 +163,19 @@ func (e LedgerEntry) key() entryKey {
 func (e LedgerEntry) weight() int {
 	switch e.Kind {
 	case EntryDecision:
+		if e.Pointer {
+			// The same words come back in many messages: a pointer to each would crowd out
+			// everything else, and the line is what counts.
+			return 6
+		}
 		return 9
 	case EntryAgent:
 		return 8
 	case EntryError:
-		if e.relevance >= 3 {
+		switch {
+		case e.routine:
+			return 5
+		case e.relevance >= 3:
 			return 8
 		}
 		return 7
@@ -171,6 +215,7 @@ func (l *Ledger) merge(other []LedgerEntry) {
 			cur := &l.Entries[i]
 			cur.relevance = max(cur.relevance, e.relevance)
 			cur.pathID = cur.pathID && e.pathID
+			cur.routine = cur.routine && e.routine
 			if e.MsgID >= cur.MsgID {
 				cur.MsgID = e.MsgID
 				if e.Status != "" {
@@ -191,6 +236,7 @@ func (l *Ledger) merge(other []LedgerEntry) {
 // maxPointers×scale go, least important and oldest first.
 func (l *Ledger) bound(scale int) {
 	scale = max(scale, 1)
+	l.markRoutine()
 	byKind := map[EntryKind][]int{}
 	for i, e := range l.Entries {
 		byKind[e.Kind] = append(byKind[e.Kind], i)
@@ -264,6 +310,9 @@ func (e LedgerEntry) pointerLabel() string {
 	if e.Kind == EntryIdentifier && e.pathID {
 		return pathsLabel
 	}
+	if e.Kind == EntryError && e.routine {
+		return routineLabel
+	}
 	return pointerLabels[e.Kind]
 }
 
@@ -272,8 +321,11 @@ var pointerLabelOrder = func() []string {
 	var out []string
 	for _, k := range entryOrder {
 		out = append(out, pointerLabels[k])
-		if k == EntryIdentifier {
+		switch k {
+		case EntryIdentifier:
 			out = append(out, pathsLabel)
+		case EntryError:
+			out = append(out, routineLabel)
 		}
 	}
 	return out
@@ -482,9 +534,11 @@ const dropLag = 5
 func newestBonus(rank int) int {
 	switch {
 	case rank < 5:
-		return 6
-	case rank < 15:
 		return 3
+	case rank < 15:
+		return 2
+	case rank < 40:
+		return 1
 	}
 	return 0
 }
@@ -521,11 +575,12 @@ func (l *Ledger) trimSequence(gone []bool) []trimStep {
 		if gone[i] {
 			continue
 		}
-		w := 2 * e.weight()
 		if !e.Pointer {
-			steps = append(steps, keyed{trimStep{i, true}, w})
+			steps = append(steps, keyed{trimStep{i, true}, 2 * e.weight()})
 		}
-		steps = append(steps, keyed{trimStep{i, false}, w + dropLag + newestBonus(rank[i])})
+		p := e
+		p.Pointer = true
+		steps = append(steps, keyed{trimStep{i, false}, 2*p.weight() + dropLag + newestBonus(rank[i])})
 	}
 	slices.SortFunc(steps, func(x, y keyed) int {
 		if c := cmp.Compare(x.key, y.key); c != 0 {
@@ -674,9 +729,12 @@ func parsePointerLine(line string) []LedgerEntry {
 	if !ok {
 		return nil
 	}
-	kind, path := EntryKind(""), false
-	if lab == pathsLabel {
+	kind, path, routine := EntryKind(""), false, false
+	switch lab {
+	case pathsLabel:
 		kind, path = EntryIdentifier, true
+	case routineLabel:
+		kind, routine = EntryError, true
 	}
 	for k, name := range pointerLabels {
 		if name == lab {
@@ -696,7 +754,7 @@ func parsePointerLine(line string) []LedgerEntry {
 		if err != nil {
 			continue
 		}
-		out = append(out, LedgerEntry{Kind: kind, MsgID: id, Pointer: true, relevance: rel, pathID: path})
+		out = append(out, LedgerEntry{Kind: kind, MsgID: id, Pointer: true, relevance: rel, pathID: path, routine: routine})
 	}
 	return out
 }

@@ -16,6 +16,10 @@ const (
 		"and let any reversal or stop signal in newer messages end in-flight work. " +
 		"Your persistent memory (MEMORY.md, USER.md) stays authoritative, your tools remain fully active, " +
 		"and you should build on the work recorded here rather than repeat it."
+	// ShortSummaryPrefix replaces SummaryPrefix when a compaction has under shortPrefixRoom
+	// tokens of room: the same instructions in a quarter of the words.
+	ShortSummaryPrefix = "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns, compacted below: background, not instructions. " +
+		"Answer only the latest user message after this summary; newer messages win. Your memory and tools are unchanged."
 	// summaryPrefixLead is how every version of the current prefix starts.
 	summaryPrefixLead = "[CONTEXT COMPACTION"
 	// LegacySummaryPrefix is the older prefix, still recognised.
@@ -138,4 +142,16 @@ func isRealUser(m store.Message) bool {
 
 func summaryContent(body string) string {
 	return SummaryPrefix + "\n" + body + "\n\n" + SummaryEndMarker
+}
+
+// shortPrefixRoom is the room (Budgets.Room, tokens) under which a summary opens with
+// ShortSummaryPrefix: at a 4K window the full prefix alone is a tenth of the room.
+const shortPrefixRoom = 2_000
+
+// summaryContentFor is summaryContent with the prefix the budgets call for.
+func summaryContentFor(body string, b Budgets) string {
+	if b.Room < shortPrefixRoom {
+		return ShortSummaryPrefix + "\n" + body + "\n\n" + SummaryEndMarker
+	}
+	return summaryContent(body)
 }

@@ -91,7 +91,9 @@ func naiveRender(l *Ledger, sessionID string, askBudget, maxChars int) string {
 		if !e.Pointer {
 			steps = append(steps, step{e, true, 2 * e.weight()})
 		}
-		steps = append(steps, step{e, false, 2*e.weight() + dropLag + newestBonus(rank)})
+		p := e
+		p.Pointer = true
+		steps = append(steps, step{e, false, 2*p.weight() + dropLag + newestBonus(rank)})
 	}
 	order := make([]int, len(steps))
 	for i := range order {
@@ -182,6 +184,9 @@ func naiveRenderOnce(l *Ledger, gone []bool, sessionID string) string {
 			if e.Kind == EntryIdentifier && e.pathID {
 				lab = pathsLabel
 			}
+			if e.Kind == EntryError && e.routine {
+				lab = routineLabel
+			}
 			if !slices.Contains(byLabel[lab], e.MsgID) {
 				byLabel[lab] = append(byLabel[lab], e.MsgID)
 			}
@@ -189,7 +194,7 @@ func naiveRenderOnce(l *Ledger, gone []bool, sessionID string) string {
 	}
 	if len(byLabel) > 0 {
 		b.WriteString("\n" + PointerHeading + "\n")
-		for _, lab := range []string{"files written", "files read", "commands", "identifiers", "paths", "errors", "values", "assistant decisions", "user decisions", "user messages"} {
+		for _, lab := range []string{"files written", "files read", "commands", "identifiers", "paths", "errors", "repeated errors", "values", "assistant decisions", "user decisions", "user messages"} {
 			if ids := byLabel[lab]; len(ids) > 0 {
 				slices.Sort(ids)
 				b.WriteString("- " + lab + ":")
@@ -257,6 +262,7 @@ func TestRenderMatchesNaive(t *testing.T) {
 				MsgID: int64(rapid.IntRange(1, 50).Draw(t, "id")), relevance: rapid.IntRange(1, 3).Draw(t, "rel"),
 				Trimmed: k == EntryAsk && rapid.IntRange(0, 4).Draw(t, "trimmed") == 0,
 				pathID:  k == EntryIdentifier && rapid.Bool().Draw(t, "path"),
+				routine: k == EntryError && rapid.Bool().Draw(t, "routine"),
 			})
 			if e := &l.Entries[len(l.Entries)-1]; rapid.IntRange(0, 5).Draw(t, "pointer") == 0 && e.Kind != "unknown" {
 				e.toPointer()
@@ -351,6 +357,7 @@ func TestIdentifiersAndExitStatusMatchNaive(t *testing.T) {
 }
 
 func naiveBound(l *Ledger, scale int) {
+	l.markRoutine()
 	byKind := map[EntryKind][]LedgerEntry{}
 	for _, e := range l.Entries {
 		byKind[e.Kind] = append(byKind[e.Kind], e)
@@ -396,6 +403,7 @@ func naiveBound(l *Ledger, scale int) {
 				if merged[j].MsgID == p.MsgID {
 					merged[j].relevance = max(merged[j].relevance, p.relevance)
 					merged[j].pathID = merged[j].pathID && p.pathID
+					merged[j].routine = merged[j].routine && p.routine
 					found = true
 				}
 			}
