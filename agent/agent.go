@@ -33,6 +33,8 @@ const (
 	DefaultContextLength = 128_000
 	// DefaultCacheTTL is the provider cache lifetime used to explain a break as "ttl".
 	DefaultCacheTTL = 5 * time.Minute
+	// DefaultFallbackCooldown is how long a failed model is passed over by new turns.
+	DefaultFallbackCooldown = 5 * time.Minute
 )
 
 // Config is an agent's model and behaviour. Zero fields take defaults.
@@ -68,6 +70,9 @@ type Config struct {
 	// Hints name the user's remedies (compact by hand, start over) in the words of the entry
 	// point, for the messages that end a turn or pause compaction.
 	Hints compress.Hints
+	// FallbackCooldown is how long turns start on a fallback after the model before it failed
+	// (DefaultFallbackCooldown when zero); the first turn after it tries the main model again.
+	FallbackCooldown time.Duration
 }
 
 // Deps are an agent's collaborators.
@@ -83,7 +88,10 @@ type Deps struct {
 	// provider or endpoint; nil means Client. The default compressor falls back to the main model
 	// on Client when it fails.
 	SummaryClient provider.Client
-	Config        Config
+	// Fallbacks are the models a turn moves to, in order, when the model it is on fails with a
+	// class that will not clear by retrying (see fallback.go).
+	Fallbacks []Fallback
+	Config    Config
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -91,17 +99,17 @@ type Deps struct {
 // Agent runs turns. It is safe for concurrent use; turns of one conversation take turns through
 // the lease, also across processes.
 type Agent struct {
-	st     store.Store
-	client provider.Client
-	tools  Tools
-	engine compress.Engine
-	cfg    Config
-	now    func() time.Time
+	st    store.Store
+	tools Tools
+	cfg   Config
+	now   func() time.Time
 
-	threshold compress.Resolution
+	// models are the main model (index 0) and the fallbacks, in order.
+	models []*model
 
 	mu    sync.Mutex
 	memos map[string]*memo // per session: the last request's forensics
+	cool  *cooldowns       // per model: passed over by new turns until then
 
 	// depth is how many delegations deep this agent runs (0: the caller's own agent);
 	// allowDelegate is false for a sub-agent whose caller left delegate out of its tools.
@@ -133,24 +141,51 @@ func New(d Deps) (*Agent, error) {
 	if cfg.Source == "" {
 		cfg.Source = "cli"
 	}
-	a := &Agent{st: d.Store, client: d.Client, tools: d.Tools, engine: d.Compressor, cfg: cfg, now: d.Now, memos: map[string]*memo{}, allowDelegate: true}
+	if cfg.FallbackCooldown <= 0 {
+		cfg.FallbackCooldown = DefaultFallbackCooldown
+	}
+	a := &Agent{st: d.Store, tools: d.Tools, cfg: cfg, now: d.Now, memos: map[string]*memo{}, allowDelegate: true}
 	if a.now == nil {
 		a.now = time.Now
 	}
-	thr, err := compress.Resolve(cfg.Compression, a.compressModel())
-	if err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
+	main := &model{client: d.Client, id: cfg.Model, provider: cfg.Provider, window: cfg.ContextLength, maxTokens: cfg.MaxTokens}
+	if err := a.addModel(main, d.Compressor, compress.ClientSummarizer{Client: d.Client, Aux: d.SummaryClient, AuxModel: cfg.Compression.SummaryModel}); err != nil {
+		return nil, err
 	}
-	a.threshold = thr
-	if a.engine == nil && cfg.Compression.Enabled {
-		c := compress.New(cfg.Compression, compress.ClientSummarizer{Client: d.Client, Aux: d.SummaryClient, AuxModel: cfg.Compression.SummaryModel})
+	for i, f := range d.Fallbacks {
+		m, sum, err := fallbackModel(i, f, d, cfg)
+		if err != nil {
+			return nil, err
+		}
+		if err := a.addModel(m, d.Compressor, sum); err != nil {
+			return nil, err
+		}
+	}
+	a.cool = &cooldowns{until: make([]time.Time, len(a.models))}
+	return a, nil
+}
+
+// addModel resolves m's compaction trigger and engine (engine when given, else the default
+// compressor summarizing through sum) and appends it to the agent's models.
+func (a *Agent) addModel(m *model, engine compress.Engine, sum compress.Summarizer) error {
+	thr, err := compress.Resolve(a.cfg.Compression, m.compressModel())
+	if err != nil {
+		if m.name != "" {
+			return fmt.Errorf("agent: fallback %s: %w", m.name, err)
+		}
+		return fmt.Errorf("agent: %w", err)
+	}
+	m.threshold, m.engine = thr, engine
+	if m.engine == nil && a.cfg.Compression.Enabled {
+		c := compress.New(a.cfg.Compression, sum)
 		c.Now = a.now
 		// The compressor counts as the gate does, so "at or under the target" means the same
 		// to both.
 		c.Estimator = wireEstimator{}
-		a.engine = c
+		m.engine = c
 	}
-	return a, nil
+	a.models = append(a.models, m)
+	return nil
 }
 
 // wireEstimator is compress.Estimator counting like the agent's request estimate.
@@ -158,12 +193,19 @@ type wireEstimator struct{}
 
 func (wireEstimator) Message(m store.Message) int { return tokens.EstimateMessage(m) }
 
-func (a *Agent) compressModel() compress.Model {
-	return compress.Model{Name: a.cfg.Model, Provider: a.cfg.Provider, ContextLength: a.cfg.ContextLength, MaxTokens: a.cfg.MaxTokens}
-}
+// Threshold is the resolved compaction trigger of the agent's main model.
+func (a *Agent) Threshold() compress.Resolution { return a.models[0].threshold }
 
-// Threshold is the resolved compaction trigger of the agent's model.
-func (a *Agent) Threshold() compress.Resolution { return a.threshold }
+// ThresholdFor is the trigger of the fallback named fallback (Result.Fallback), the main
+// model's for "" or a name the agent does not know.
+func (a *Agent) ThresholdFor(fallback string) compress.Resolution {
+	for _, m := range a.models[1:] {
+		if fallback != "" && m.name == fallback {
+			return m.threshold
+		}
+	}
+	return a.models[0].threshold
+}
 
 // CreateSession creates a session for this agent's model, from the current directory.
 func (a *Agent) CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error) {
@@ -237,6 +279,10 @@ type Result struct {
 	// PendingCalls are the caller's tool calls the turn ended at (FinishReason "tool_calls");
 	// the next turn answers them with RunOptions.ToolResults.
 	PendingCalls []store.ToolCall `json:"pending_calls,omitempty"`
+	// Model is the model that answered the turn's last call; Fallback names it when it was a
+	// fallback (the main model had failed, or is cooling down after a failure).
+	Model    string `json:"model,omitempty"`
+	Fallback string `json:"fallback,omitempty"`
 }
 
 // Compaction is one committed compaction, measured as whole requests (system prompt and tools

@@ -21,14 +21,16 @@ const writeBudget = 10 * time.Second
 func (r *run) call(ctx context.Context, req provider.Request, est int) (provider.Response, error) {
 	var streamed strings.Builder
 	var onDelta func(provider.Delta)
+	r.delivered = false
 	if r.opts.OnDelta != nil {
 		onDelta = func(d provider.Delta) {
+			r.delivered = r.delivered || d.Content != "" || d.Reasoning != ""
 			streamed.WriteString(d.Content)
 			r.opts.OnDelta(d)
 		}
 	}
 	t0 := time.Now()
-	resp, err := r.a.client.Chat(ctx, req, onDelta)
+	resp, err := r.m.client.Chat(ctx, req, onDelta)
 	latency := max(time.Since(t0), time.Microsecond) // stored in µs; zero would read as unmeasured
 	r.res.Calls++
 	if err != nil {
@@ -41,7 +43,9 @@ func (r *run) call(ctx context.Context, req provider.Request, est int) (provider
 		// The answer arrived as the turn was interrupted: it was said, so it stays.
 		r.res.Interrupted = true
 	}
-	r.a.gate().AfterResponse(&r.state, r.a.threshold.Tokens, int(resp.Usage.InputTokens), int(resp.Usage.OutputTokens), est)
+	r.a.answered(r.mi)
+	r.res.Model, r.res.Fallback = req.Model, r.m.name
+	r.a.gate().AfterResponse(&r.state, r.m.threshold.Tokens, int(resp.Usage.InputTokens), int(resp.Usage.OutputTokens), est)
 	r.stateDirty = true
 	r.record(ctx, req, resp, latency)
 	return resp, nil
@@ -79,6 +83,8 @@ type memo struct {
 	fp     wire.Fingerprint
 	at     time.Time // as recorded (microsecond precision, UTC)
 	cached int64
+	// model and fallback are who answered (fallback "" for the main model).
+	model, fallback string
 	// derived marks a fingerprint rebuilt from the store after a restart (see doc.go).
 	derived bool
 }
@@ -101,10 +107,13 @@ func (r *run) record(ctx context.Context, req provider.Request, resp provider.Re
 			Compacted: r.compacted, Resumed: p.derived, Elapsed: now.Sub(p.at), TTL: r.a.cfg.CacheTTL,
 		})
 		brk = breakOf(b, p.cached-pu.CacheReadTokens)
+		if b.Layer == wire.LayerModel && (p.fallback != "" || r.m.name != "") {
+			brk.Reason, brk.Detail = string(wire.ReasonFallback), r.switchDetail(p.model, p.fallback)
+		}
 		r.res.Breaks = append(r.res.Breaks, *brk)
 	}
 	r.res.Usage = r.res.Usage.Add(u)
-	rec := store.RequestRecord{At: now, Model: model, Task: "turn", Usage: u, Break: brk, Latency: latency}
+	rec := store.RequestRecord{At: now, Model: model, Task: "turn", Usage: u, Break: brk, Latency: latency, Fallback: r.m.name}
 	if r.t != nil {
 		l := r.t.Lease()
 		rec.Lease = &l // a turn that lost its lease records nothing (store.RequestRecord.Lease)
@@ -114,8 +123,8 @@ func (r *run) record(ctx context.Context, req provider.Request, resp provider.Re
 	if err := r.a.st.RecordRequest(wctx, r.sess.ID, rec); err != nil {
 		r.notice(fmt.Sprintf("usage of this call was not recorded: %v", err))
 	}
-	r.prev = &memo{fp: fp, at: now, cached: pu.CacheReadTokens}
-	r.compacted = false
+	r.prev = &memo{fp: fp, at: now, cached: pu.CacheReadTokens, model: req.Model, fallback: r.m.name}
+	r.compacted, r.why = false, ""
 	r.a.remember(r.sess.ID, r.prev)
 }
 
@@ -188,5 +197,14 @@ func (a *Agent) previousCall(ctx context.Context, r *run) (*memo, error) {
 	if err != nil {
 		return nil, nil // forensics only: an unbuildable old prefix just means no comparison
 	}
-	return &memo{fp: wire.FingerprintOf(req, r.prompt.Tiers()), at: last.At, cached: last.Usage.CacheReadTokens, derived: true}, nil
+	// The model it was sent to: the main model's or a fallback's configured name (the recorded
+	// model is the provider's answer, which may carry a dated suffix).
+	req.Model = a.models[0].id
+	for _, m := range a.models[1:] {
+		if m.name == last.Fallback {
+			req.Model = m.id
+		}
+	}
+	return &memo{fp: wire.FingerprintOf(req, r.prompt.Tiers()), at: last.At, cached: last.Usage.CacheReadTokens,
+		model: req.Model, fallback: last.Fallback, derived: true}, nil
 }

@@ -15,7 +15,7 @@ var ErrCompressionDisabled = errors.New("compaction is disabled (compression.ena
 // topic), under the conversation's lease like a turn, without calling the main model. Result
 // counts the compaction; a history too short to compact is reported through OnNotice.
 func (a *Agent) Compact(ctx context.Context, sessionID, focus string, opts RunOptions) (Result, error) {
-	if a.engine == nil {
+	if a.models[0].engine == nil {
 		return Result{SessionID: sessionID}, ErrCompressionDisabled
 	}
 	tip, err := a.st.ResumeTarget(ctx, sessionID)
@@ -27,7 +27,7 @@ func (a *Agent) Compact(ctx context.Context, sessionID, focus string, opts RunOp
 	lo.OnWait = opts.OnWait
 	opts.Focus = focus
 	err = turn.Run(ctx, a.st, tip, lo, func(tctx context.Context, t *turn.Turn) error {
-		r := &run{a: a, t: t, opts: opts, res: &res}
+		r := &run{a: a, t: t, opts: opts, res: &res, m: a.models[0]}
 		return r.loaded(tctx, func() error { return r.compact(tctx, true) })
 	})
 	return res, err

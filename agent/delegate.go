@@ -260,8 +260,8 @@ func (r *run) childSession(ctx context.Context, child *Agent, ref string) (strin
 // unknown names are an error. It gets delegate itself only when that is among them and it is
 // below the depth limit.
 func (a *Agent) child(offered []provider.Tool, names *[]string) (*Agent, error) {
-	c := &Agent{st: a.st, client: a.client, tools: a.tools, engine: a.engine, cfg: a.cfg, now: a.now,
-		threshold: a.threshold, memos: map[string]*memo{}, depth: a.depth + 1}
+	c := &Agent{st: a.st, models: a.models, cool: a.cool, tools: a.tools, cfg: a.cfg, now: a.now,
+		memos: map[string]*memo{}, depth: a.depth + 1}
 	c.cfg.Source = SubagentSource
 	c.cfg.Prompt.Platform = SubagentSource
 	c.cfg.Prompt.PlatformHint, c.cfg.Prompt.ReplacePlatformHint = "", false

@@ -16,6 +16,13 @@
 // under the lease without a model call. A user message larger than half the model's window is
 // refused before anything is stored (InputTooLargeError). Registry adapts a tools.Registry.
 //
+// Fallback models (Deps.Fallbacks, fallback.go): a call that fails with a class that will not
+// clear by retrying (provider.Class.Fallback; never auth) moves the turn to the next model. Its
+// request is built again from the history through preflight for its own window, so a smaller
+// window compacts first; the request record names the fallback, the cache break the switch
+// causes has reason "fallback" and names both models. New turns pass over a model that failed
+// for Config.FallbackCooldown (on the agent's clock), then try it again.
+//
 // An interrupted turn (its context cancelled) keeps what was said: the user message is persisted
 // before the model is called, streamed text that arrived becomes an assistant message marked
 // "interrupted", and every tool call left without a result gets a recorded cancellation result,

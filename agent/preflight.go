@@ -24,7 +24,7 @@ func (a *Agent) gate() compress.Gate {
 func (r *run) preflight(ctx context.Context, est, attempts int, overflow, force bool) (bool, error) {
 	before := r.state
 	d := r.a.gate().Preflight(&r.state, compress.PreflightInput{
-		Threshold: r.a.threshold, Messages: len(r.history), Estimate: est,
+		Threshold: r.m.threshold, Messages: len(r.history), Estimate: est,
 		ProviderOverflow: overflow, Attempts: attempts, Force: force,
 	})
 	if !reflect.DeepEqual(before, r.state) {
@@ -33,7 +33,7 @@ func (r *run) preflight(ctx context.Context, est, attempts int, overflow, force 
 	switch d.Action {
 	case compress.Compact:
 		r.notice(d.UserMessage)
-		if r.a.engine == nil {
+		if r.m.engine == nil {
 			break
 		}
 		return true, nil
@@ -62,8 +62,8 @@ func (r *run) compact(ctx context.Context, force bool) error {
 		if err != nil {
 			return err
 		}
-		plan, err = r.a.engine.Compress(pctx, compress.Request{
-			SessionID: r.sess.ID, Messages: hist, Model: r.a.compressModel(), Threshold: &r.a.threshold,
+		plan, err = r.m.engine.Compress(pctx, compress.Request{
+			SessionID: r.sess.ID, Messages: hist, Model: r.m.compressModel(), Threshold: &r.m.threshold,
 			State: &st, Focus: r.opts.Focus, Force: force, FixedTokens: r.fixedTokens(), RefusedTokens: r.refused,
 		})
 		return err

@@ -32,6 +32,14 @@ type run struct {
 	state      compress.State
 	stateDirty bool
 
+	// m is the model the turn calls (index mi of the agent's models): the first not cooling
+	// down, then the next one after each failure that falls back (fallback.go).
+	m         *model
+	mi        int
+	tried     map[int]bool // models this turn gave up on
+	delivered bool         // the failed call had streamed text to the user
+	why       string       // the failure that moved the turn to m, for the forensics
+
 	prev      *memo           // the session's previous model call, for cache forensics
 	compacted bool            // a compaction ran since prev
 	refused   int             // estimate of the request the provider last refused as too long (0: none)
@@ -79,6 +87,8 @@ func (a *Agent) Run(ctx context.Context, sessionID, input string, opts RunOption
 	lo.OnWait = opts.OnWait
 	err := turn.Run(ctx, a.st, sessionID, lo, func(tctx context.Context, t *turn.Turn) error {
 		r := &run{a: a, t: t, opts: opts, res: &res}
+		r.mi = a.firstModel()
+		r.m = a.models[r.mi]
 		return r.do(tctx, input, first)
 	})
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
@@ -161,13 +171,20 @@ func (r *run) loop(ctx context.Context) error {
 		calls++
 		resp, err := r.call(ctx, req, est)
 		if err != nil {
-			if provider.ClassOf(err) == provider.ClassContextLength && ctx.Err() == nil && r.a.engine != nil {
+			if provider.ClassOf(err) == provider.ClassContextLength && ctx.Err() == nil && r.m.engine != nil {
 				// The provider proved the prompt too long: the gate compacts (or fails closed
 				// once the turn's attempts are spent) before the call is tried again, sized for
 				// a window no bigger than what was refused.
 				overflow = true
 				r.refused = est
 				calls--
+				continue
+			}
+			if r.fallBack(ctx, err) {
+				// The next model's request is built again from the history at the top of
+				// the loop, through preflight for its own window.
+				calls--
+				overflow, r.refused = false, 0
 				continue
 			}
 			return r.callFailed(ctx, err)
@@ -260,8 +277,8 @@ func (r *run) notice(s string) {
 // request builds the next model request from the working history, and estimates its size.
 func (r *run) request(ctx context.Context) (provider.Request, int, error) {
 	msgs := r.history
-	if r.a.engine != nil {
-		sel, err := r.a.engine.Select(ctx, compress.Request{SessionID: r.sess.ID, Messages: r.history, Model: r.a.compressModel()})
+	if r.m.engine != nil {
+		sel, err := r.m.engine.Select(ctx, compress.Request{SessionID: r.sess.ID, Messages: r.history, Model: r.m.compressModel()})
 		if err != nil {
 			return provider.Request{}, 0, fmt.Errorf("select messages of %s: %w", r.sess.ID, err)
 		}
@@ -278,8 +295,8 @@ func (r *run) request(ctx context.Context) (provider.Request, int, error) {
 		return provider.Request{}, 0, fmt.Errorf("build request of %s: %w", r.sess.ID, err)
 	}
 	req := provider.Request{
-		Model: r.a.cfg.Model, System: r.prompt.Text(), Messages: b.Messages, Tools: r.tools,
-		MaxTokens: r.a.cfg.MaxTokens, Temperature: -1,
+		Model: r.m.id, System: r.prompt.Text(), Messages: b.Messages, Tools: r.tools,
+		MaxTokens: r.m.maxTokens, Temperature: -1,
 	}
 	return req, tokens.EstimateRequest(req), nil
 }

@@ -459,8 +459,11 @@ func (c *chat) status(ctx context.Context, res agent.Result) {
 	if recs, err := c.st.Requests(ctx, c.sid, 1); err == nil && len(recs) == 1 {
 		last = recs[0].Usage.InputTokens
 	}
-	th := c.ag.Threshold()
-	fmt.Fprintf(c.a.stderr, "[%s · %d / %d tokens (compacts at %d) · %.0f%% cached]\n", c.ag.Model(), last, th.Model.ContextLength, th.Tokens, cached)
+	th, model := c.ag.ThresholdFor(res.Fallback), c.ag.Model()
+	if res.Fallback != "" {
+		model = fmt.Sprintf("%s (fallback %s)", res.Model, res.Fallback)
+	}
+	fmt.Fprintf(c.a.stderr, "[%s · %d / %d tokens (compacts at %d) · %.0f%% cached]\n", visible(model), last, th.Model.ContextLength, th.Tokens, cached)
 }
 
 // command runs a slash command and reports whether the chat should end.
@@ -656,10 +659,16 @@ func (c *chat) usage(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if line := modelsLine(modelUses(recs)); line != "" {
+		fmt.Fprintf(c.a.stdout, "Models: %s\n", visible(line))
+	}
 	for _, r := range recs {
 		if r.Break != nil {
 			fmt.Fprintf(c.a.stdout, "Last cache break: %s, at %s %d (%s), %d cached tokens lost.\n",
 				formatTime(r.At), r.Break.Layer, r.Break.Index, r.Break.Reason, r.Break.LostTokens)
+			if r.Break.Detail != "" {
+				fmt.Fprintf(c.a.stdout, "  %s\n", visible(r.Break.Detail))
+			}
 			return nil
 		}
 	}

@@ -34,6 +34,21 @@ type explained struct {
 	MaxSummaryTokens int             `json:"max_summary_tokens"`
 	Steps            []explainedStep `json:"steps"`
 	Notices          []string        `json:"notices"`
+	// Fallbacks are provider.fallbacks in the order a failing turn tries them, each with the
+	// window and trigger its own requests are prepared for.
+	Fallbacks        []explainedFallback `json:"fallbacks"`
+	FallbackCooldown string              `json:"fallback_cooldown,omitempty"`
+}
+
+type explainedFallback struct {
+	Name          string `json:"name"`
+	Provider      string `json:"provider"`
+	Model         string `json:"model"`
+	BaseURL       string `json:"base_url,omitempty"`
+	API           string `json:"api,omitempty"`
+	ContextLength int    `json:"context_length"`
+	ContextSource string `json:"context_source"`
+	TriggerTokens int    `json:"trigger_tokens"`
 }
 
 type explainedStep struct {
@@ -89,6 +104,28 @@ func (a *app) configExplainCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var fbs []explainedFallback
+			for i, fb := range cfg.Provider.Fallbacks {
+				p := fb.ProviderFor(cfg.Provider)
+				src := fmt.Sprintf("provider.fallbacks[%d].context_length", i)
+				if p.ContextLength == 0 {
+					src = "built-in table of known models"
+					if _, ok := provider.LookupContextWindow(p.Model); !ok {
+						src = "default (model not in the table)"
+					}
+				}
+				w := fallbackWindow(p)
+				fres, err := compress.Resolve(ccfg, compress.Model{Name: p.Model, Provider: p.Name, ContextLength: w})
+				if err != nil {
+					return fmt.Errorf("fallback %s: %w", fb.Name, err)
+				}
+				api := ""
+				if p.Name == "openai" {
+					api = cmp.Or(p.API, "chat")
+				}
+				fbs = append(fbs, explainedFallback{Name: fb.Name, Provider: p.Name, Model: p.Model, BaseURL: p.BaseURL, API: api,
+					ContextLength: w, ContextSource: src, TriggerTokens: fres.Tokens})
+			}
 			file := cfg.File
 			if a.json {
 				out := explained{
@@ -97,6 +134,10 @@ func (a *app) configExplainCommand() *cobra.Command {
 					Percent: res.Percent, EffectiveWindow: res.EffectiveWindow, TriggerTokens: res.Tokens,
 					TailMode: res.TailMode, TailBudget: res.TailBudget, TailSoftCeiling: res.TailSoftCeiling,
 					MaxSummaryTokens: res.MaxSummaryTokens, Steps: []explainedStep{}, Notices: nonNil(res.Notices),
+					Fallbacks: nonNil(fbs),
+				}
+				if len(fbs) > 0 {
+					out.FallbackCooldown = cfg.Provider.FallbackCooldown.String()
 				}
 				for _, s := range res.Steps {
 					out.Steps = append(out.Steps, explainedStep(s))
@@ -115,6 +156,24 @@ func (a *app) configExplainCommand() *cobra.Command {
 				fmt.Fprintln(a.stdout, "note: compression.enabled is false: sessions never compact automatically (manual /compress still works)")
 			}
 			fmt.Fprint(a.stdout, res.String())
+			if len(fbs) == 0 {
+				fmt.Fprintln(a.stdout, "fallbacks: none (provider.fallbacks)")
+				return nil
+			}
+			fmt.Fprintf(a.stdout, "fallbacks, tried in order when the model before fails with overloaded, server, rate_limit, network, timeout (after the retries), quota or model_not_found; never on auth or bad_request; new turns start on the main model again %s after it failed (provider.fallback_cooldown):\n",
+				cfg.Provider.FallbackCooldown)
+			for i, fb := range fbs {
+				at := ""
+				if fb.BaseURL != "" {
+					at = " at " + fb.BaseURL
+				}
+				api := ""
+				if fb.API != "" {
+					api = ", api " + fb.API
+				}
+				fmt.Fprintf(a.stdout, "  %d. %s: %s %s%s%s, window %d tokens (%s), compacts at %d tokens\n",
+					i+1, fb.Name, fb.Provider, fb.Model, at, api, fb.ContextLength, fb.ContextSource, fb.TriggerTokens)
+			}
 			return nil
 		},
 	}

@@ -56,16 +56,7 @@ const offline = "fake"
 // own client when auxiliary.compression names another provider or endpoint (nil otherwise).
 // notice is the one-line offline notice when no provider is configured at all.
 func (a *app) client(cfg config.Config, f modelFlags) (c, summary provider.Client, name, model, notice string, err error) {
-	p := cfg.Provider
-	if f.provider != "" {
-		p.Name = f.provider
-	}
-	if f.model != "" {
-		p.Model = f.model
-	}
-	if f.baseURL != "" {
-		p.BaseURL = f.baseURL
-	}
+	p := mainProvider(cfg, f)
 	c, name, model, notice, err = a.dial(p, mainKeys)
 	if err != nil {
 		return nil, nil, "", "", "", err
@@ -76,6 +67,59 @@ func (a *app) client(cfg config.Config, f modelFlags) (c, summary provider.Clien
 		}
 	}
 	return c, summary, name, model, notice, nil
+}
+
+// mainProvider is the main model's setting: the config's, with the flags' overrides.
+func mainProvider(cfg config.Config, f modelFlags) config.Provider {
+	p := cfg.Provider
+	if f.provider != "" {
+		p.Name = f.provider
+	}
+	if f.model != "" {
+		p.Model = f.model
+	}
+	if f.baseURL != "" {
+		p.BaseURL = f.baseURL
+	}
+	return p
+}
+
+// fallbacks dials the configured fallback models (provider.fallbacks), each with its own
+// window: provider.fallbacks[].context_length, else the table of known models, else
+// agent.DefaultContextLength.
+func (a *app) fallbacks(cfg config.Config, f modelFlags) ([]agent.Fallback, error) {
+	main := mainProvider(cfg, f)
+	var out []agent.Fallback
+	for i, fb := range cfg.Provider.Fallbacks {
+		p := fb.ProviderFor(main)
+		key := fmt.Sprintf("provider.fallbacks[%d]", i)
+		c, name, model, _, err := a.dial(p, configKeys{key + ".api_key_env", "set " + key + ".model"})
+		if err != nil {
+			return nil, fmt.Errorf("fallback %s: %w", fb.Name, err)
+		}
+		out = append(out, agent.Fallback{Name: fb.Name, Client: c, Model: model, Provider: name, ContextLength: fallbackWindow(p)})
+	}
+	return out, nil
+}
+
+// fallbackWindow is a fallback's window in tokens.
+func fallbackWindow(p config.Provider) int {
+	if p.ContextLength > 0 {
+		return p.ContextLength
+	}
+	if n, ok := provider.LookupContextWindow(p.Model); ok {
+		return n
+	}
+	return agent.DefaultContextLength
+}
+
+// fallbackKeyEnvs are the key variables of the fallbacks, secrets like the main one's.
+func fallbackKeyEnvs(cfg config.Config) []string {
+	var out []string
+	for _, fb := range cfg.Provider.Fallbacks {
+		out = append(out, fb.ProviderFor(cfg.Provider).KeyEnv())
+	}
+	return out
 }
 
 // configKeys name the settings a dial error points the user to.
@@ -155,6 +199,10 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 	if err != nil {
 		return nil, nil, "", err
 	}
+	fallbacks, err := a.fallbacks(cfg, f)
+	if err != nil {
+		return nil, nil, "", err
+	}
 	st, err := a.openStore(ctx)
 	if err != nil {
 		return nil, nil, "", err
@@ -184,22 +232,23 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 	// every process while the servers' lists do not change.
 	reg, err := a.agentTools(ctx, cfg, tools.Env{WorkDir: wd, Home: cfg.Home, Store: st, Approver: approver, Summarizer: recallSum,
 		ConfirmWrites: confirmWrites && !f.yes,
-		Secrets:       tools.NewSecrets(os.Environ(), cfg.Provider.KeyEnv(), aux.KeyEnv())})
+		Secrets:       tools.NewSecrets(os.Environ(), append(fallbackKeyEnvs(cfg), cfg.Provider.KeyEnv(), aux.KeyEnv())...)})
 	if err != nil {
 		return nil, nil, "", err
 	}
-	ag, err := agent.New(agent.Deps{Store: st, Client: client, SummaryClient: summary, Tools: reg, Config: agent.Config{
-		Model:         model,
-		Provider:      name,
-		CacheTTL:      cfg.Provider.CacheLifetime(),
-		ContextLength: window,
-		Compression:   comp,
-		Rotate:        !cfg.Compression.InPlace,
-		Prompt:        prompt.Env{Home: cfg.Home, WorkDir: wd, Platform: "cli"},
-		Lease:         leaseOptions(cfg),
-		Source:        "cli",
-		Hints:         hints,
-		Delegation:    agent.Delegation{MaxDepth: cfg.Delegation.MaxDepth, MaxParallel: cfg.Delegation.MaxParallel},
+	ag, err := agent.New(agent.Deps{Store: st, Client: client, SummaryClient: summary, Tools: reg, Fallbacks: fallbacks, Config: agent.Config{
+		Model:            model,
+		Provider:         name,
+		FallbackCooldown: cfg.Provider.FallbackCooldown,
+		CacheTTL:         cfg.Provider.CacheLifetime(),
+		ContextLength:    window,
+		Compression:      comp,
+		Rotate:           !cfg.Compression.InPlace,
+		Prompt:           prompt.Env{Home: cfg.Home, WorkDir: wd, Platform: "cli"},
+		Lease:            leaseOptions(cfg),
+		Source:           "cli",
+		Hints:            hints,
+		Delegation:       agent.Delegation{MaxDepth: cfg.Delegation.MaxDepth, MaxParallel: cfg.Delegation.MaxParallel},
 	}})
 	if err != nil {
 		return nil, nil, "", err
@@ -280,9 +329,11 @@ func (a *app) sessionRef(ctx context.Context, st store.Store, f modelFlags) (str
 
 // runJSON is `spool run --json`'s answer.
 type runJSON struct {
-	SessionID    string      `json:"session_id"`
-	Reply        string      `json:"reply"`
-	Model        string      `json:"model"`
+	SessionID string `json:"session_id"`
+	Reply     string `json:"reply"`
+	Model     string `json:"model"`
+	// Fallback names the fallback model (provider.fallbacks) that answered, when one did.
+	Fallback     string      `json:"fallback,omitempty"`
 	FinishReason string      `json:"finish_reason,omitempty"`
 	Usage        store.Usage `json:"usage"`
 	ModelCalls   int         `json:"model_calls"`
@@ -357,7 +408,7 @@ func (a *app) runCommand() *cobra.Command {
 				return err
 			}
 			final := runJSON{
-				SessionID: res.SessionID, Reply: res.Reply, Model: ag.Model(), FinishReason: res.FinishReason,
+				SessionID: res.SessionID, Reply: res.Reply, Model: cmp.Or(res.Model, ag.Model()), Fallback: res.Fallback, FinishReason: res.FinishReason,
 				Usage: res.Usage, ModelCalls: res.Calls, ToolCalls: res.ToolCalls, Compactions: res.Compactions, CompactionLog: res.CompactionLog,
 				CacheBreaks: nonNil(res.Breaks), ContextWindow: ag.Threshold().Model.ContextLength, CompactsAt: ag.Threshold().Tokens,
 			}

@@ -147,6 +147,10 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	if err != nil {
 		return err
 	}
+	fallbacks, err := a.fallbacks(cfg, f)
+	if err != nil {
+		return err
+	}
 	st, err := a.openStore(ctx)
 	if err != nil {
 		return err
@@ -169,8 +173,8 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	newAgent := func(wait time.Duration) (*agent.Agent, error) {
 		lo := leaseOptions(cfg)
 		lo.Wait = max(wait, time.Millisecond)
-		return agent.New(agent.Deps{Store: st, Client: client, SummaryClient: summary, Tools: own, Config: agent.Config{
-			Model: model, Provider: name, CacheTTL: cfg.Provider.CacheLifetime(), ContextLength: f.window,
+		return agent.New(agent.Deps{Store: st, Client: client, SummaryClient: summary, Tools: own, Fallbacks: fallbacks, Config: agent.Config{
+			Model: model, Provider: name, FallbackCooldown: cfg.Provider.FallbackCooldown, CacheTTL: cfg.Provider.CacheLifetime(), ContextLength: f.window,
 			Compression: compress.FromConfig(cfg), Rotate: !cfg.Compression.InPlace,
 			Prompt: prompt.Env{Home: cfg.Home, WorkDir: wd, Platform: "api"},
 			Lease:  lo, Source: gateway.Source,

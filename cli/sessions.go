@@ -58,6 +58,9 @@ type sessionJSON struct {
 	Messages         []messageJSON   `json:"messages,omitempty"`
 	Chain            []chainLinkJSON `json:"chain,omitempty"`
 	Bindings         []bindingJSON   `json:"bindings,omitempty"`
+	// Models are the models that answered the session's calls, oldest first: the main one and,
+	// when the main model failed, the fallbacks that answered for it.
+	Models []modelUse `json:"models,omitempty"`
 }
 
 // bindingJSON is a chat lane (a gateway route) continuing a session.
@@ -87,6 +90,60 @@ func bindings(ctx context.Context, st interface {
 		out = append(out, rs...)
 	}
 	return out, nil
+}
+
+// modelUse is how many recorded calls one model answered, as the main model or a fallback.
+type modelUse struct {
+	Model    string `json:"model"`
+	Fallback string `json:"fallback,omitempty"`
+	Calls    int    `json:"calls"`
+}
+
+// modelUses groups recs (newest first, as Requests returns them) by model, oldest first.
+func modelUses(recs []store.RequestRecord) []modelUse {
+	var out []modelUse
+	idx := map[[2]string]int{}
+	for i := len(recs) - 1; i >= 0; i-- {
+		k := [2]string{recs[i].Model, recs[i].Fallback}
+		j, ok := idx[k]
+		if !ok {
+			j = len(out)
+			idx[k] = j
+			out = append(out, modelUse{Model: recs[i].Model, Fallback: recs[i].Fallback})
+		}
+		out[j].Calls++
+	}
+	return out
+}
+
+// modelsLine reads like "gpt-4o 12 calls, gpt-4o-mini 3 calls (fallback mini)"; "" when one
+// model answered everything and no fallback was involved (the Model row says it all).
+func modelsLine(uses []modelUse) string {
+	fallback := false
+	for _, u := range uses {
+		fallback = fallback || u.Fallback != ""
+	}
+	if len(uses) < 2 && !fallback {
+		return ""
+	}
+	parts := make([]string, len(uses))
+	for i, u := range uses {
+		parts[i] = fmt.Sprintf("%s %d calls", u.Model, u.Calls)
+		if u.Fallback != "" {
+			parts[i] += fmt.Sprintf(" (fallback %s)", u.Fallback)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// lastSwitch is the detail of the newest cache break a fallback switch caused, "" for none.
+func lastSwitch(recs []store.RequestRecord) string {
+	for _, r := range recs {
+		if r.Break != nil && r.Break.Reason == "fallback" {
+			return formatTime(r.At) + ": " + r.Break.Detail
+		}
+	}
+	return ""
 }
 
 type chainLinkJSON struct {
@@ -294,6 +351,10 @@ func (a *app) sessionsShowCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			recs, err := st.Requests(ctx, s.ID, 0)
+			if err != nil {
+				return fmt.Errorf("load model calls of %s: %w", s.ID, err)
+			}
 			if a.json {
 				j := toSessionJSON(s)
 				for _, b := range binds {
@@ -312,9 +373,10 @@ func (a *app) sessionsShowCommand() *cobra.Command {
 						j.Chain = append(j.Chain, chainLinkJSON{ID: c.ID, Title: c.Title})
 					}
 				}
+				j.Models = modelUses(recs)
 				return a.printJSON(j)
 			}
-			a.renderSession(s, kids, chain, binds, sp, prompt, ms)
+			a.renderSession(s, kids, chain, binds, sp, prompt, ms, recs)
 			return nil
 		},
 	}
@@ -323,7 +385,7 @@ func (a *app) sessionsShowCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) renderSession(s store.Session, kids, chain []store.Session, binds []store.Route, sp string, withPrompt bool, ms []store.Message) {
+func (a *app) renderSession(s store.Session, kids, chain []store.Session, binds []store.Route, sp string, withPrompt bool, ms []store.Message, recs []store.RequestRecord) {
 	w := a.stdout
 	bold, reset := "", ""
 	if a.colour() {
@@ -380,6 +442,8 @@ func (a *app) renderSession(s store.Session, kids, chain []store.Session, binds 
 		row("Usage", fmt.Sprintf("%d calls, %d in / %d out tokens, cache %d read / %d write, cost %s",
 			u.APICalls, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, formatCost(s.Model, u.CostUSD)))
 	}
+	row("Models", modelsLine(modelUses(recs)))
+	row("Last switch", lastSwitch(recs))
 	row("Cwd", s.Cwd)
 	row("Git branch", s.GitBranch)
 	if s.SystemPromptHash != "" {

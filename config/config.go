@@ -100,6 +100,44 @@ type Provider struct {
 	// API is the wire API for provider openai: "chat" (Chat Completions, the default) or
 	// "responses" (the Responses API, stateless, with reasoning items replayed each turn).
 	API string `yaml:"api" enum:",chat,responses"`
+	// Fallbacks are tried in order when the main model fails with a class that will not clear
+	// by retrying (provider.Class.Fallback: overloaded or server errors after the retries,
+	// quota, model not found, ...; never a bad API key). They are set in the config file only.
+	Fallbacks []Fallback `yaml:"fallbacks"`
+	// FallbackCooldown is how long turns start on a fallback after the model before it failed;
+	// the first turn after it tries the main model again.
+	FallbackCooldown time.Duration `yaml:"fallback_cooldown" min:"1"`
+}
+
+// Fallback is one fallback model. Empty fields take the main provider's when the fallback is
+// on the same provider (a smaller model at the same endpoint needs only name and model).
+type Fallback struct {
+	// Name identifies the fallback in notices, request records and cache-break forensics.
+	Name string `yaml:"name"`
+	// Provider is openai, anthropic or fake; empty means the main provider's.
+	Provider  string `yaml:"provider"`
+	Model     string `yaml:"model"`
+	BaseURL   string `yaml:"base_url"`
+	APIKeyEnv string `yaml:"api_key_env"`
+	// ContextLength is the fallback's own window (0: the table of known models, else 128,000);
+	// a smaller window than the main model's compacts the history before the fallback is asked.
+	ContextLength int `yaml:"context_length"`
+	// API is chat or responses for provider openai; empty means the main provider's when it is
+	// the same provider, else chat.
+	API string `yaml:"api"`
+}
+
+// ProviderFor is the provider setting the fallback is dialled with, given the main one.
+func (f Fallback) ProviderFor(main Provider) Provider {
+	p := Provider{Name: cmp.Or(f.Provider, main.Name), Model: f.Model, BaseURL: f.BaseURL, APIKeyEnv: f.APIKeyEnv,
+		ContextLength: f.ContextLength, API: f.API}
+	if p.Name == main.Name {
+		p.BaseURL = cmp.Or(p.BaseURL, main.BaseURL)
+		p.APIKeyEnv = cmp.Or(p.APIKeyEnv, main.APIKeyEnv)
+		p.API = cmp.Or(p.API, main.API)
+		p.CacheTTL = main.CacheTTL
+	}
+	return p
 }
 
 // CacheLifetime is CacheTTL as a duration (5 minutes when unset).
@@ -258,6 +296,7 @@ func Default(home string) Config {
 			Listen: "127.0.0.1:8642", BusyWait: 2 * time.Second, RetryAfter: time.Second, MaxConcurrent: 8,
 			MaxRequestBytes: 4 << 20, TurnTimeout: 10 * time.Minute, DrainTimeout: 30 * time.Second, KeepAlive: 15 * time.Second,
 		},
+		Provider:   Provider{FallbackCooldown: 5 * time.Minute},
 		MCP:        MCP{ConnectTimeout: 30 * time.Second, CallTimeout: 2 * time.Minute, MaxRestarts: 3},
 		Delegation: Delegation{MaxDepth: 1, MaxParallel: 3},
 		Platforms:  Platforms{Telegram: Platform{GroupPerUser: true}, Slack: Platform{GroupPerUser: true}, Discord: Platform{GroupPerUser: true}},

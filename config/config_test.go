@@ -165,7 +165,7 @@ serve:
 			Synchronous: "full",
 			JournalMode: "delete",
 		},
-		Provider: Provider{Name: "anthropic", Model: "claude-x", BaseURL: "http://127.0.0.1:9999"},
+		Provider: Provider{Name: "anthropic", Model: "claude-x", BaseURL: "http://127.0.0.1:9999", FallbackCooldown: 5 * time.Minute},
 		Compression: Compression{
 			Enabled: false, Threshold: 0.7, ThresholdTokens: 100000, TargetRatio: 0.3, TargetFill: 0.5,
 			TailMode: "legacy", InPlace: false, ProtectLastN: 8, ProtectFirstN: 0,
@@ -359,7 +359,7 @@ func TestAuxiliaryClient(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, own := c.aux.ClientFor(main)
-		if own != c.own || got != c.want {
+		if own != c.own || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: got %+v (own %v), want %+v (own %v)", c.name, got, own, c.want, c.own)
 		}
 	}

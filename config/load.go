@@ -507,10 +507,57 @@ func (c *Config) validate(sources map[string]string) error {
 		}
 		return bad(key, "needs auxiliary.compression.model: the main model's name means nothing to another endpoint")
 	}
+	if err := c.validateFallbacks(sources); err != nil {
+		return err
+	}
 	if err := c.validatePlatforms(sources); err != nil {
 		return err
 	}
 	return c.validateMCP(sources)
+}
+
+var fallbackName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
+
+// validateFallbacks checks each fallback model: a unique name, a model, a known provider and API.
+func (c *Config) validateFallbacks(sources map[string]string) error {
+	seen := map[string]int{}
+	for i, f := range c.Provider.Fallbacks {
+		key := fmt.Sprintf("provider.fallbacks[%d]", i)
+		bad := func(field, format string, args ...any) error {
+			src, ok := sources[key+"."+field]
+			if !ok {
+				src = sources["provider.fallbacks"]
+			}
+			return &Error{Source: src, Key: key + "." + field, Reason: fmt.Sprintf(format, args...)}
+		}
+		p := f.ProviderFor(c.Provider)
+		switch {
+		case !fallbackName.MatchString(f.Name):
+			return bad("name", "%q is not a fallback name (want 1-40 letters, digits, '.', '_' or '-')", f.Name)
+		case f.Name == "main":
+			return bad("name", `"main" names the main model: pick another name`)
+		case strings.TrimSpace(f.Model) == "":
+			return bad("model", "fallback %s needs a model", f.Name)
+		case !contains([]string{"openai", "anthropic", "fake"}, p.Name):
+			if f.Provider == "" {
+				return bad("provider", "fallback %s needs a provider (openai, anthropic or fake): the main model is the offline one", f.Name)
+			}
+			return bad("provider", "%q is not one of openai, anthropic, fake", f.Provider)
+		case !contains([]string{"", "chat", "responses"}, f.API):
+			return bad("api", "%q is not one of chat, responses (or empty)", f.API)
+		case p.API == "responses" && p.Name != "openai":
+			return bad("api", "fallback %s: api responses is an OpenAI setting", f.Name)
+		case f.ContextLength != 0 && f.ContextLength < 1024:
+			return bad("context_length", "%d is too small (want at least 1024 tokens, or 0 for the table of known models)", f.ContextLength)
+		case f.BaseURL != "" && !strings.HasPrefix(f.BaseURL, "http://") && !strings.HasPrefix(f.BaseURL, "https://"):
+			return bad("base_url", "%q must start with http:// or https://", f.BaseURL)
+		}
+		if j, dup := seen[f.Name]; dup {
+			return bad("name", "%q is also the name of provider.fallbacks[%d]: names must be unique", f.Name, j)
+		}
+		seen[f.Name] = i
+	}
+	return nil
 }
 
 var mcpServerName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)

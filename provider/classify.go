@@ -226,6 +226,8 @@ func classOf(status int, errType, code, msg string) Class {
 		return ClassOverloaded
 	case status == http.StatusTooManyRequests, status == 0 && strings.Contains(hay, "rate_limit"):
 		return ClassRateLimit
+	case clientSide && (code == "model_not_found" || status == http.StatusNotFound && strings.Contains(hay, "model")):
+		return ClassModelNotFound
 	case status == http.StatusRequestTimeout, status == http.StatusGatewayTimeout:
 		return ClassTimeout
 	case status >= 500, status == 0 && (strings.Contains(hay, "api_error") || strings.Contains(hay, "server_error")):

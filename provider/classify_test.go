@@ -35,7 +35,11 @@ func TestClassifyHTTP(t *testing.T) {
 		{"400 anthropic max_tokens overflow", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"input length and max_tokens exceed context limit: 198000 + 8192 > 200000"}}`, ClassContextLength, "input length and max_tokens exceed context limit: 198000 + 8192 > 200000"},
 		{"413", 413, `{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum size"}}`, ClassContextLength, "Request exceeds the maximum size"},
 		{"400 other", 400, `{"error":{"message":"Unsupported parameter","code":"unsupported_parameter"}}`, ClassBadRequest, "Unsupported parameter"},
-		{"404 ollama", 404, `{"error":"model 'x' not found"}`, ClassBadRequest, "model 'x' not found"},
+		{"404 ollama", 404, `{"error":"model 'x' not found"}`, ClassModelNotFound, "model 'x' not found"},
+		{"404 openai model_not_found", 404, `{"error":{"message":"The model ` + "`gpt-9`" + ` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`, ClassModelNotFound, "The model `gpt-9` does not exist or you do not have access to it."},
+		{"400 responses model_not_found", 400, `{"error":{"message":"The requested model 'x' does not exist.","type":"invalid_request_error","param":"model","code":"model_not_found"}}`, ClassModelNotFound, "The requested model 'x' does not exist."},
+		{"404 anthropic model", 404, `{"type":"error","error":{"type":"not_found_error","message":"model: claude-9"}}`, ClassModelNotFound, "model: claude-9"},
+		{"404 wrong path stays bad request", 404, `404 page not found`, ClassBadRequest, "404 page not found"},
 		{"422 vllm detail", 422, `{"detail":"field required"}`, ClassBadRequest, "field required"},
 		{"500", 500, `{"error":{"message":"oops","type":"server_error","code":null}}`, ClassServer, "oops"},
 		{"502 html", 502, "<html>Bad Gateway</html>\n", ClassServer, "<html>Bad Gateway</html>"},
@@ -125,5 +129,25 @@ func TestErrorText(t *testing.T) {
 	e := ClassifyHTTP("openai", 429, nil, []byte(`{"error":{"message":"slow down"}}`))
 	if got := e.Error(); got != "openai: rate_limit (HTTP 429): slow down" {
 		t.Errorf("Error() = %q", got)
+	}
+}
+
+// The fallback policy per class (documented on Class.Fallback): what will not clear by retrying
+// the same endpoint moves to a fallback model; a bad key, a bad request, an overflow and an
+// unknown failure do not.
+func TestClassFallback(t *testing.T) {
+	t.Parallel()
+	want := map[Class]bool{
+		ClassAuth: false, ClassQuota: true, ClassRateLimit: true, ClassOverloaded: true, ClassNetwork: true,
+		ClassTimeout: true, ClassContextLength: false, ClassBadRequest: false, ClassServer: true,
+		ClassModelNotFound: true, ClassUnknown: false,
+	}
+	for c, w := range want {
+		if got := c.Fallback(); got != w {
+			t.Errorf("%s.Fallback() = %v, want %v", c, got, w)
+		}
+	}
+	if ClassModelNotFound.Retryable() {
+		t.Error("model_not_found must not be retried on the same endpoint")
 	}
 }

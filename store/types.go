@@ -369,7 +369,10 @@ type RequestRecord struct {
 	// ("compression", "title", ...).
 	Task  string
 	Usage Usage // this call's tokens and cost; APICalls is counted as one when zero
-	Break *CacheBreak
+	// Fallback names the fallback model (provider.fallbacks[].name) that answered when the main
+	// model had failed; "" for the main model.
+	Fallback string
+	Break    *CacheBreak
 	// Latency is the wall time of the call, from sending the request to the whole answer
 	// (stream included); zero when it was not measured.
 	Latency time.Duration
@@ -386,6 +389,9 @@ type CacheBreak struct {
 	Index      int    `json:"index,omitempty"` // the tier or message index within Layer
 	Reason     string `json:"reason"`          // "compaction", "tools", "ttl", "resume", "edit", "model", "unknown"
 	LostTokens int64  `json:"lost_tokens"`     // cached tokens the previous request had and this one did not
+	// Detail names what changed in words, when the agent knows more than the layer: the
+	// models of a fallback switch, the MCP servers whose tool lists changed.
+	Detail string `json:"detail,omitempty"`
 }
 
 // Route is a gateway routing entry: the session a session key (one chat, thread or user lane,

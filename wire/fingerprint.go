@@ -113,11 +113,14 @@ const (
 	ReasonNone       Reason = ""
 	ReasonCompaction Reason = "compaction" // history (and maybe the prompt) replaced by a compaction
 	ReasonModel      Reason = "model"      // a different model has its own cache
-	ReasonTools      Reason = "tools"      // the tool set or a schema changed
-	ReasonTTL        Reason = "ttl"        // the cache entry expired between requests
-	ReasonResume     Reason = "resume"     // the session was resumed (bytes changed across it, or a new cache)
-	ReasonEdit       Reason = "edit"       // earlier bytes were rewritten outside a compaction
-	ReasonUnknown    Reason = "unknown"    // nothing changed that we can see: provider eviction
+	// ReasonFallback: the agent moved to a fallback model after a failure, or back to the main
+	// model after the cooldown. Explain never picks it; the agent, which knows why, sets it.
+	ReasonFallback Reason = "fallback"
+	ReasonTools    Reason = "tools"   // the tool set or a schema changed
+	ReasonTTL      Reason = "ttl"     // the cache entry expired between requests
+	ReasonResume   Reason = "resume"  // the session was resumed (bytes changed across it, or a new cache)
+	ReasonEdit     Reason = "edit"    // earlier bytes were rewritten outside a compaction
+	ReasonUnknown  Reason = "unknown" // nothing changed that we can see: provider eviction
 )
 
 // Break locates the first change between two requests. Tier and Index are -1 when they do not

@@ -107,7 +107,7 @@ func TestAdaptersAgainstFake(t *testing.T) {
 func TestAdaptersClassifyFakeFaults(t *testing.T) {
 	t.Parallel()
 	kinds := []fake.FaultKind{fake.FaultAuth, fake.FaultQuota, fake.FaultRateLimit, fake.FaultOverloaded,
-		fake.FaultContextLength, fake.FaultBadRequest, fake.FaultServer, fake.FaultCut}
+		fake.FaultContextLength, fake.FaultBadRequest, fake.FaultServer, fake.FaultModelNotFound, fake.FaultCut}
 	for _, ac := range adapterCases {
 		t.Run(ac.name, func(t *testing.T) {
 			t.Parallel()

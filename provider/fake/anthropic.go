@@ -113,7 +113,7 @@ func (m *Model) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		writeWireError(w, anthropicInvalidStatus(http.StatusBadRequest, "invalid_request_error", msg, reqID))
 	}
 	if m.cfg.APIKey != "" && key != m.cfg.APIKey {
-		writeWireError(w, anthropicError(FaultAuth, reqID, 0, 0))
+		writeWireError(w, anthropicError(FaultAuth, "", reqID, 0, 0))
 		return
 	}
 	if r.Header.Get("anthropic-version") == "" {
@@ -228,7 +228,7 @@ func (m *Model) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		if f.message != "" {
 			invalid(f.message)
 		} else {
-			writeWireError(w, anthropicError(f.kind, reqID, f.prompt, m.cfg.ContextWindow))
+			writeWireError(w, anthropicError(f.kind, c.model, reqID, f.prompt, m.cfg.ContextWindow))
 		}
 		return
 	}

@@ -14,19 +14,20 @@ type FaultKind string
 
 // Fault kinds.
 const (
-	FaultAuth          FaultKind = "auth"           // 401
-	FaultQuota         FaultKind = "quota"          // OpenAI 429 insufficient_quota; Anthropic 400 credit balance
-	FaultRateLimit     FaultKind = "rate_limit"     // 429 with retry-after
-	FaultOverloaded    FaultKind = "overloaded"     // Anthropic 529, OpenAI 503
-	FaultContextLength FaultKind = "context_length" // 400 prompt too long
-	FaultBadRequest    FaultKind = "bad_request"    // 400 invalid request
-	FaultServer        FaultKind = "server"         // 500
-	FaultCut           FaultKind = "cut"            // connection closed mid-response
-	FaultSlow          FaultKind = "slow"           // answer normally after Delay
+	FaultAuth          FaultKind = "auth"            // 401
+	FaultQuota         FaultKind = "quota"           // OpenAI 429 insufficient_quota; Anthropic 400 credit balance
+	FaultRateLimit     FaultKind = "rate_limit"      // 429 with retry-after
+	FaultOverloaded    FaultKind = "overloaded"      // Anthropic 529, OpenAI 503
+	FaultContextLength FaultKind = "context_length"  // 400 prompt too long
+	FaultBadRequest    FaultKind = "bad_request"     // 400 invalid request
+	FaultServer        FaultKind = "server"          // 500
+	FaultModelNotFound FaultKind = "model_not_found" // 404: the endpoint does not serve the model
+	FaultCut           FaultKind = "cut"             // connection closed mid-response
+	FaultSlow          FaultKind = "slow"            // answer normally after Delay
 )
 
 var faultKinds = []FaultKind{FaultAuth, FaultQuota, FaultRateLimit, FaultOverloaded,
-	FaultContextLength, FaultBadRequest, FaultServer, FaultCut, FaultSlow}
+	FaultContextLength, FaultBadRequest, FaultServer, FaultModelNotFound, FaultCut, FaultSlow}
 
 // Fault is one injected failure. Delay is used by FaultSlow only.
 type Fault struct {
@@ -58,6 +59,8 @@ func (f Fault) Class() provider.Class {
 		return provider.ClassBadRequest
 	case FaultServer:
 		return provider.ClassServer
+	case FaultModelNotFound:
+		return provider.ClassModelNotFound
 	case FaultCut:
 		return provider.ClassNetwork
 	case FaultSlow:
@@ -157,6 +160,10 @@ func openAIError(kind FaultKind, model, apiKey string, promptTokens, window int)
 		}
 		e = errBody{fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", window, promptTokens),
 			"invalid_request_error", str("messages"), str("context_length_exceeded")}
+	case FaultModelNotFound:
+		status = 404
+		e = errBody{"The model `" + model + "` does not exist or you do not have access to it.",
+			"invalid_request_error", nil, str("model_not_found")}
 	case FaultBadRequest:
 		status = 400
 		e = errBody{"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
@@ -184,7 +191,7 @@ func openAIInvalid(msg, param string) wireError {
 }
 
 // anthropicError renders the compact body Anthropic sends (fixtures anthropic/09*).
-func anthropicError(kind FaultKind, requestID string, promptTokens, window int) wireError {
+func anthropicError(kind FaultKind, model, requestID string, promptTokens, window int) wireError {
 	var (
 		status       int
 		typ, message string
@@ -205,6 +212,8 @@ func anthropicError(kind FaultKind, requestID string, promptTokens, window int) 
 			promptTokens = window + 1
 		}
 		status, typ, message = 400, "invalid_request_error", fmt.Sprintf("prompt is too long: %d tokens > %d maximum", promptTokens, window)
+	case FaultModelNotFound:
+		status, typ, message = 404, "not_found_error", "model: "+model
 	case FaultBadRequest:
 		status, typ, message = 400, "invalid_request_error", "messages.0.content: Input should be a valid list"
 	default:

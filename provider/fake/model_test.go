@@ -82,7 +82,7 @@ func TestChatToolLoop(t *testing.T) {
 func TestChatFaultsCarryTheirClass(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, kind := range []FaultKind{FaultAuth, FaultQuota, FaultRateLimit, FaultOverloaded, FaultContextLength, FaultBadRequest, FaultServer, FaultCut} {
+	for _, kind := range []FaultKind{FaultAuth, FaultQuota, FaultRateLimit, FaultOverloaded, FaultContextLength, FaultBadRequest, FaultServer, FaultModelNotFound, FaultCut} {
 		for _, how := range []string{"directive", "scheduled"} {
 			m := New(Config{})
 			req := userReq("a question with several words in it")

@@ -253,7 +253,7 @@ func TestSyntheticErrorBodies(t *testing.T) {
 		{"openai context_length_exceeded", 400, `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130001 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`, provider.ClassContextLength},
 		{"vllm object error", 400, `{"object":"error","message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","param":null,"code":400}`, provider.ClassContextLength},
 		{"llama.cpp numeric code", 400, `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}`, provider.ClassContextLength},
-		{"ollama string error", 404, `{"error":"model 'nope' not found"}`, provider.ClassBadRequest},
+		{"ollama string error", 404, `{"error":"model 'nope' not found"}`, provider.ClassModelNotFound},
 		{"openrouter 402", 402, `{"error":{"code":402,"message":"Insufficient credits"}}`, provider.ClassQuota},
 		{"proxy html 502", 502, `<html><body>Bad Gateway</body></html>`, provider.ClassServer},
 		{"gateway timeout", 504, ``, provider.ClassTimeout},

@@ -219,7 +219,7 @@ func TestResponsesErrorFixtures(t *testing.T) {
 		wantMsg    string
 	}{
 		{"06a-error-401-invalid-api-key.json", 0, provider.ClassAuth, 401, "Incorrect API key provided"},
-		{"06b-error-400-model-not-found.json", 0, provider.ClassBadRequest, 400, "The requested model"},
+		{"06b-error-400-model-not-found.json", 0, provider.ClassModelNotFound, 400, "The requested model"},
 		{"06c-error-400-reasoning-without-following-item.RECONSTRUCTED.json", 400, provider.ClassBadRequest, 400, "Item 'rs_"},
 		{"06d-error-429-insufficient-quota.RESERIALIZED.json", 429, provider.ClassQuota, 429, "You exceeded your current quota"},
 	}

@@ -529,10 +529,10 @@ func (db *DB) RecordRequest(ctx context.Context, id string, r store.RequestRecor
 			return err // rolls the usage back too
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO requests (session_id, at, model, task, input_tokens, output_tokens,
-			cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, id, micros(r.At), store.CleanIdent(r.Model),
+			cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us, fallback)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, id, micros(r.At), store.CleanIdent(r.Model),
 			store.CleanIdent(r.Task), u.InputTokens, u.OutputTokens,
-			u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, brk, max(r.Latency.Microseconds(), 0))
+			u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, brk, max(r.Latency.Microseconds(), 0), store.CleanIdent(r.Fallback))
 		return err
 	})
 	if err != nil {
@@ -548,7 +548,7 @@ func (db *DB) Requests(ctx context.Context, id string, limit int) ([]store.Reque
 		lim = &limit
 	}
 	rows, err := db.pool.Query(ctx, `SELECT at, model, task, input_tokens, output_tokens, cache_read_tokens,
-		cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us FROM requests WHERE session_id = $1
+		cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us, fallback FROM requests WHERE session_id = $1
 		ORDER BY id DESC LIMIT $2`, id, lim)
 	if err != nil {
 		return nil, fmt.Errorf("requests of %s: %w", id, err)
@@ -560,7 +560,7 @@ func (db *DB) Requests(ctx context.Context, id string, limit int) ([]store.Reque
 		var latency int64
 		u := &r.Usage
 		if err := row.Scan(&at, &r.Model, &r.Task, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens,
-			&u.CacheWriteTokens, &u.ReasoningTokens, &u.CostUSD, &brk, &latency); err != nil {
+			&u.CacheWriteTokens, &u.ReasoningTokens, &u.CostUSD, &brk, &latency, &r.Fallback); err != nil {
 			return r, err
 		}
 		r.At, u.APICalls, r.Latency = fromMicros(at), 1, time.Duration(latency)*time.Microsecond

@@ -530,9 +530,9 @@ func (db *DB) RecordRequest(ctx context.Context, id string, r store.RequestRecor
 			return err // rolls the usage back too
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO requests (session_id, at, model, task, input_tokens, output_tokens,
-			cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, micros(r.At), r.Model, r.Task, u.InputTokens, u.OutputTokens,
-			u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, brk, max(r.Latency.Microseconds(), 0))
+			cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us, fallback)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, micros(r.At), r.Model, r.Task, u.InputTokens, u.OutputTokens,
+			u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, brk, max(r.Latency.Microseconds(), 0), r.Fallback)
 		return err
 	})
 	if err != nil {
@@ -548,7 +548,7 @@ func (db *DB) Requests(ctx context.Context, id string, limit int) ([]store.Reque
 	}
 	q := db.read()
 	rows, err := q.QueryContext(ctx, `SELECT at, model, task, input_tokens, output_tokens, cache_read_tokens,
-		cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us FROM requests WHERE session_id = ?
+		cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us, fallback FROM requests WHERE session_id = ?
 		ORDER BY id DESC LIMIT ?`, id, limit)
 	if err != nil {
 		return nil, fmt.Errorf("requests of %s: %w", id, err)
@@ -562,7 +562,7 @@ func (db *DB) Requests(ctx context.Context, id string, limit int) ([]store.Reque
 		var latency int64
 		u := &r.Usage
 		if err := rows.Scan(&at, &r.Model, &r.Task, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens,
-			&u.CacheWriteTokens, &u.ReasoningTokens, &u.CostUSD, &brk, &latency); err != nil {
+			&u.CacheWriteTokens, &u.ReasoningTokens, &u.CostUSD, &brk, &latency, &r.Fallback); err != nil {
 			return nil, fmt.Errorf("requests of %s: %w", id, err)
 		}
 		r.At, u.APICalls, r.Latency = fromMicros(at), 1, time.Duration(latency)*time.Microsecond

@@ -208,7 +208,8 @@ func testPromptAndUsage(t *testing.T, h Harness) {
 		r := store.RequestRecord{At: at(i), Model: "m", Usage: u}
 		if i == 2 {
 			r.Task = "compression"
-			r.Break = &store.CacheBreak{Layer: "messages", Index: 4, Reason: "compaction", LostTokens: 1234}
+			r.Fallback = "mini"
+			r.Break = &store.CacheBreak{Layer: "messages", Index: 4, Reason: "compaction", LostTokens: 1234, Detail: "model a -> b"}
 			r.Latency = 1234567 * time.Microsecond
 		}
 		if err := st.RecordRequest(bg, "p1", r); err != nil {
@@ -224,11 +225,11 @@ func testPromptAndUsage(t *testing.T, h Harness) {
 	if err != nil || len(reqs) != 2 {
 		t.Fatalf("requests: %d, %v", len(reqs), err)
 	}
-	if r := reqs[0]; r.Task != "compression" || r.Break == nil || *r.Break != (store.CacheBreak{Layer: "messages", Index: 4, Reason: "compaction", LostTokens: 1234}) ||
-		r.Usage != u || !r.At.Equal(at(2)) || r.Model != "m" || r.Latency != 1234567*time.Microsecond {
+	if r := reqs[0]; r.Task != "compression" || r.Break == nil || *r.Break != (store.CacheBreak{Layer: "messages", Index: 4, Reason: "compaction", LostTokens: 1234, Detail: "model a -> b"}) ||
+		r.Fallback != "mini" || r.Usage != u || !r.At.Equal(at(2)) || r.Model != "m" || r.Latency != 1234567*time.Microsecond {
 		t.Fatalf("newest request = %+v (break %+v)", r, r.Break)
 	}
-	if r := reqs[1]; r.Task != "turn" || r.Break != nil || r.Latency != 0 {
+	if r := reqs[1]; r.Task != "turn" || r.Break != nil || r.Latency != 0 || r.Fallback != "" {
 		t.Fatalf("second newest request = %+v", r)
 	}
 	wantErr(t, st.RecordRequest(bg, "missing", store.RequestRecord{Usage: u}), store.ErrNotFound, "request of missing session")
