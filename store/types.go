@@ -163,10 +163,12 @@ type NewSession struct {
 	StartedAt   time.Time
 	Cwd         string
 	GitBranch   string
-	// Messages, when set, are the new session's first messages, stored in the same transaction
-	// as the session: a failed first write never leaves an empty session behind. With an id that
-	// already exists, CreateSession then fails with ErrExists and stores nothing.
-	Messages []Message
+	// SystemPrompt and Messages, when set, are the new session's frozen system prompt and first
+	// messages, stored in the same transaction as the session: a failed first write never leaves
+	// an empty or half-copied session behind. With either set and an id that already exists,
+	// CreateSession fails with ErrExists and stores nothing.
+	SystemPrompt string
+	Messages     []Message
 }
 
 // SessionPatch changes session metadata; nil fields are left alone.

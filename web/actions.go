@@ -180,38 +180,22 @@ func (s *Server) branch(w http.ResponseWriter, r *http.Request, v viewer) error 
 			return branchError(sess.ID, err)
 		}
 	} else {
+		// The branch, its frozen prompt and its copy of the history up to the message are
+		// stored in one transaction: a failure leaves no half-made branch.
 		child.ParentID, child.Relation = sess.ID, store.RelationBranch
-		if made, err = s.st.CreateSession(ctx, child); err != nil {
+		if child.SystemPrompt, err = s.st.SystemPrompt(ctx, sess.ID); err != nil {
 			return branchError(sess.ID, err)
 		}
-		if err := s.copyInto(ctx, sess.ID, made.ID, active[:cut]); err != nil {
-			if derr := s.st.DeleteSession(context.WithoutCancel(ctx), made.ID); derr != nil {
-				err = errors.Join(err, fmt.Errorf("remove the half-made branch %s: %w", made.ID, derr))
-			}
+		for _, m := range active[:cut] {
+			m.ID, m.SessionID, m.Active, m.Compacted = 0, "", true, false
+			child.Messages = append(child.Messages, m)
+		}
+		if made, err = s.st.CreateSession(ctx, child); err != nil {
 			return branchError(sess.ID, err)
 		}
 	}
 	http.Redirect(w, r, s.opts.Prefix+"/sessions/"+made.ID, http.StatusSeeOther)
 	return nil
-}
-
-func (s *Server) copyInto(ctx context.Context, from, to string, ms []store.Message) error {
-	prompt, err := s.st.SystemPrompt(ctx, from)
-	if err != nil {
-		return err
-	}
-	if prompt != "" {
-		if _, err := s.st.SetSystemPrompt(ctx, to, prompt); err != nil {
-			return err
-		}
-	}
-	copies := make([]store.Message, len(ms))
-	for i, m := range ms {
-		m.ID, m.SessionID, m.Active, m.Compacted = 0, "", true, false
-		copies[i] = m
-	}
-	_, err = s.st.AppendBatch(ctx, to, copies)
-	return err
 }
 
 func branchError(id string, err error) error {

@@ -42,8 +42,6 @@ type Store interface {
 	DeleteSession(ctx context.Context, id string) error
 	Branch(ctx context.Context, parentID string, child store.NewSession) (store.Session, error)
 	CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error)
-	SetSystemPrompt(ctx context.Context, id, prompt string) (string, error)
-	AppendBatch(ctx context.Context, sessionID string, ms []store.Message, opts ...store.WriteOption) ([]int64, error)
 }
 
 var _ Store = store.Store(nil)

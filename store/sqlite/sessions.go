@@ -34,6 +34,7 @@ func (db *DB) CreateSession(ctx context.Context, ns store.NewSession) (store.Ses
 	if err := store.ValidateNewSession(&ns); err != nil {
 		return store.Session{}, fmt.Errorf("create session %s: %w", ns.ID, err)
 	}
+	prompt := store.CleanText(ns.SystemPrompt)
 	var first []encodedMessage
 	var toolCalls int
 	if len(ns.Messages) > 0 {
@@ -43,18 +44,27 @@ func (db *DB) CreateSession(ctx context.Context, ns store.NewSession) (store.Ses
 		}
 	}
 	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
-		if len(first) > 0 {
+		fresh := len(first) > 0 || ns.SystemPrompt != ""
+		if fresh {
 			var one int
 			err := tx.QueryRowContext(ctx, "SELECT 1 FROM sessions WHERE id = ?", ns.ID).Scan(&one)
 			if err == nil {
-				return fmt.Errorf("with first messages: %w", store.ErrExists)
+				return fmt.Errorf("with a prompt or first messages: %w", store.ErrExists)
 			}
 			if !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
 		}
-		if err := createSessionTx(ctx, tx, ns); err != nil || len(first) == 0 {
+		if err := createSessionTx(ctx, tx, ns); err != nil || !fresh {
 			return err
+		}
+		if prompt != "" {
+			if err := setPromptTx(ctx, tx, ns.ID, prompt, store.PromptHash(prompt)); err != nil {
+				return err
+			}
+		}
+		if len(first) == 0 {
+			return nil
 		}
 		_, err := db.appendTx(ctx, tx, ns.ID, first, toolCalls, store.WriteOptions{})
 		return err

@@ -246,9 +246,12 @@ func testSessionWithFirstMessages(t *testing.T, h Harness) {
 		{Role: store.RoleAssistant, Content: "an answer", Timestamp: at(2),
 			ToolCalls: []store.ToolCall{{ID: "c1", Type: "function", Function: store.ToolFunction{Name: "terminal", Arguments: `{"command":"ls"}`}}}},
 	}
-	s := mustCreate(t, st, store.NewSession{ID: "with-first", Messages: first})
-	if s.MessageCount != 2 || s.ToolCallCount != 1 {
-		t.Fatalf("counters after a create with messages: %+v", s)
+	s := mustCreate(t, st, store.NewSession{ID: "with-first", SystemPrompt: "the frozen prompt", Messages: first})
+	if s.MessageCount != 2 || s.ToolCallCount != 1 || s.SystemPromptHash != store.PromptHash("the frozen prompt") {
+		t.Fatalf("counters and prompt after a create with messages: %+v", s)
+	}
+	if p, err := st.SystemPrompt(bg, "with-first"); err != nil || p != "the frozen prompt" {
+		t.Fatalf("prompt of a session created with one: %q %v", p, err)
 	}
 	ms, err := st.Conversation(bg, "with-first", store.ViewActive)
 	if err != nil || len(ms) != 2 || ms[0].Content != "the first ask" || len(ms[1].ToolCalls) != 1 {
@@ -258,12 +261,17 @@ func testSessionWithFirstMessages(t *testing.T, h Harness) {
 	// An existing id: ErrExists, nothing added to the session that is there.
 	_, err = st.CreateSession(bg, store.NewSession{ID: "with-first", Messages: first[:1]})
 	wantErr(t, err, store.ErrExists, "create with messages on an existing id")
+	_, err = st.CreateSession(bg, store.NewSession{ID: "with-first", SystemPrompt: "another prompt"})
+	wantErr(t, err, store.ErrExists, "create with a prompt on an existing id")
 	if ms, _ := st.Conversation(bg, "with-first", store.ViewAll); len(ms) != 2 {
 		t.Fatalf("a refused create added messages: %d rows", len(ms))
 	}
+	if p, _ := st.SystemPrompt(bg, "with-first"); p != "the frozen prompt" {
+		t.Fatalf("a refused create changed the prompt to %q", p)
+	}
 
 	// A message the store refuses: no session either.
-	_, err = st.CreateSession(bg, store.NewSession{ID: "bad-first", Messages: []store.Message{{Role: "narrator", Content: "x"}}})
+	_, err = st.CreateSession(bg, store.NewSession{ID: "bad-first", SystemPrompt: "p", Messages: []store.Message{{Role: "narrator", Content: "x"}}})
 	wantErr(t, err, store.ErrInvalid, "create with an invalid first message")
 	_, err = st.GetSession(bg, "bad-first")
 	wantErr(t, err, store.ErrNotFound, "session of a refused create")
