@@ -248,6 +248,13 @@ type RunOptions struct {
 	// ends the turn: the assistant message is stored, the agent's own calls of that response
 	// are run, and Result.PendingCalls holds the caller's calls.
 	ClientTools []provider.Tool
+	// Prelude are messages stored before this turn's input, under the turn's lease (a client's
+	// earlier messages that are new to the session).
+	Prelude []store.Message
+	// OnStart is called once the turn holds the conversation's lease, its session is loaded and
+	// its input accepted, before anything is stored or the model is called (a stream's headers
+	// go out then: a lease held elsewhere is known before).
+	OnStart func(sessionID string)
 	// PromptHome, when set, replaces Config.Prompt.Home for a prompt built in this turn: the
 	// memories and SOUL.md of an API principal's own home.
 	PromptHome string

@@ -90,26 +90,25 @@ func pending(history []store.Message) []store.ToolCall {
 	return nil
 }
 
-// answer stores the caller's results for the pending calls: every pending call needs exactly one.
-func (r *run) answer(results []ToolResult) error {
-	calls := pending(r.history)
-	byID := make(map[string]store.ToolCall, len(calls))
+// checkResults says whether results answer every call pending at the end of history, each
+// exactly once.
+func checkResults(history []store.Message, results []ToolResult) error {
+	calls := pending(history)
+	byID := make(map[string]bool, len(calls))
 	for _, c := range calls {
-		byID[c.ID] = c
+		byID[c.ID] = true
 	}
 	seen := map[string]bool{}
 	for _, res := range results {
-		c, ok := byID[res.CallID]
 		switch {
 		case res.CallID == "":
 			return &ToolResultError{Reason: "a tool result names no tool call id"}
 		case seen[res.CallID]:
 			return &ToolResultError{Reason: fmt.Sprintf("tool call %s is answered twice", res.CallID)}
-		case !ok:
+		case !byID[res.CallID]:
 			return &ToolResultError{Reason: fmt.Sprintf("tool call %s is not waiting for a result in this session", res.CallID)}
 		}
 		seen[res.CallID] = true
-		r.add(store.Message{Role: store.RoleTool, Content: capText(res.Content, MaxToolResult), ToolCallID: c.ID, ToolName: c.Function.Name, Timestamp: r.a.now()})
 	}
 	var missing []string
 	for _, c := range calls {
@@ -121,6 +120,17 @@ func (r *run) answer(results []ToolResult) error {
 		return &ToolResultError{Reason: "tool calls without a result: " + strings.Join(missing, ", ")}
 	}
 	return nil
+}
+
+// answer queues the caller's results (checked by checkResults) in call order.
+func (r *run) answer(results []ToolResult) {
+	byID := make(map[string]string, len(results))
+	for _, res := range results {
+		byID[res.CallID] = res.Content
+	}
+	for _, c := range pending(r.history) {
+		r.add(store.Message{Role: store.RoleTool, Content: capText(byID[c.ID], MaxToolResult), ToolCallID: c.ID, ToolName: c.Function.Name, Timestamp: r.a.now()})
+	}
 }
 
 // settle records a result for every call still pending before a new user message.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,7 +67,13 @@ func (a *Agent) Run(ctx context.Context, sessionID, input string, opts RunOption
 		return Result{SessionID: sessionID}, &InputTooLargeError{Bytes: len(input), Tokens: tok, MaxTokens: a.cfg.ContextLength / 2, Model: a.cfg.Model}
 	}
 	var first *store.Message
-	if sessionID == "" {
+	if sessionID == "" && len(opts.Prelude) > 0 {
+		s, err := a.CreateSession(ctx, store.NewSession{})
+		if err != nil {
+			return Result{}, err
+		}
+		sessionID = s.ID
+	} else if sessionID == "" {
 		// A new session is created with its user message in one transaction, so a store that
 		// fails the first write (a damaged file, a full disk) is left without an empty session.
 		user := userMessage(input, opts, a.now())
@@ -108,11 +115,19 @@ func userMessage(input string, opts RunOptions, now time.Time) store.Message {
 // with (already stored, the last row loaded); nil adds and stores one now.
 func (r *run) do(ctx context.Context, input string, first *store.Message) error {
 	return r.loaded(ctx, func() error {
-		switch {
-		case len(r.opts.ToolResults) > 0:
-			if err := r.answer(r.opts.ToolResults); err != nil {
+		if len(r.opts.ToolResults) > 0 {
+			// Checked before anything is queued: a refused answer stores nothing.
+			if err := checkResults(append(slices.Clip(r.history), r.opts.Prelude...), r.opts.ToolResults); err != nil {
 				return err
 			}
+		}
+		for _, m := range r.opts.Prelude {
+			m.ID = 0
+			r.add(m)
+		}
+		switch {
+		case len(r.opts.ToolResults) > 0:
+			r.answer(r.opts.ToolResults)
 		case first != nil && r.base > 0:
 			// Loaded with the session, but this turn's: it is new to the provider's cache and
 			// part of what the turn did.
@@ -121,6 +136,9 @@ func (r *run) do(ctx context.Context, input string, first *store.Message) error 
 		default:
 			r.settle()
 			r.add(userMessage(input, r.opts, r.a.now()))
+		}
+		if r.opts.OnStart != nil {
+			r.opts.OnStart(r.sess.ID)
 		}
 		if err := r.t.Flush(ctx); err != nil {
 			return err

@@ -187,9 +187,10 @@ type Request struct {
 // Sink hears a turn's events. Its functions run on the turn's goroutine; they must not block
 // for long (the HTTP layer bounds its writes with deadlines).
 type Sink struct {
-	// OnStart is called once the turn holds its session's slot, before the turn runs (a
-	// stream's headers go out then). A lease held by another process is found only after it:
-	// the turn then fails with a *BusyError.
+	// OnStart is called once the turn holds its session's slot and the conversation's lease
+	// (also across processes) and its input was accepted, before the model is called (a
+	// stream's headers go out then). A busy session, here or in another process, and a bad
+	// input fail before it: the caller can still answer with a status (409, 400).
 	OnStart func(sessionID string)
 	OnDelta func(provider.Delta)
 	// OnDone is called when the turn has finished, also after the sink was detached (a client
@@ -287,17 +288,8 @@ func (g *Gateway) Turn(ctx context.Context, req Request, sink Sink) (Reply, erro
 }
 
 func (g *Gateway) runTurn(ctx context.Context, r Runner, p plan, guard *guarded) (agent.Result, error) {
-	if len(p.prelude) > 0 {
-		start := time.Now()
-		_, err := g.st.AppendBatch(ctx, p.sessionID, p.prelude)
-		g.observe("append_history", start)
-		if err != nil {
-			return agent.Result{SessionID: p.sessionID}, fmt.Errorf("store the resent history of %s: %w", p.sessionID, err)
-		}
-	}
-	guard.start(p.sessionID)
-	opts := agent.RunOptions{OnDelta: guard.delta, RestrictTools: true, AllowTools: g.cfg.Tools[p.principal],
-		ClientTools: p.clientTools, ToolResults: p.results}
+	opts := agent.RunOptions{OnDelta: guard.delta, OnStart: guard.start, Prelude: p.prelude, RestrictTools: true,
+		AllowTools: g.cfg.Tools[p.principal], ClientTools: p.clientTools, ToolResults: p.results}
 	if g.cfg.Home != "" {
 		opts.PromptHome = PrincipalHome(g.cfg.Home, p.principal)
 	}

@@ -3,6 +3,7 @@ package openai_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -294,5 +295,57 @@ func TestResentHistory(t *testing.T) {
 	}
 	if got := resp.Header.Get("X-Spool-Session-Id"); got != branch {
 		t.Fatalf("continuing the edit went to %s, want the branch %s", got, branch)
+	}
+}
+
+// TestLeaseHeldByAnotherProcess: two spool serve processes on one database. While the first
+// runs a turn on a session, a streamed request for it to the second is answered 409 with
+// Retry-After before any stream header goes out (the lease is decided first), and nothing of
+// it is stored.
+func TestLeaseHeldByAnotherProcess(t *testing.T) {
+	t.Parallel()
+	up := newUpstream(t)
+	home := t.TempDir()
+	cfg := up.providerConfig() + "serve:\n  busy_wait: 0s\n  retry_after: 3s\n"
+	a := startServe(t, home, cfg)
+	b := startServe(t, home, "")
+	ca := client(a)
+	var resp *http.Response
+	if _, err := ca.Chat.Completions.New(bg, sdk.ChatCompletionNewParams{Model: "spool", Messages: userMsgs("first")}, option.WithResponseInto(&resp)); err != nil {
+		t.Fatal(err)
+	}
+	sid := resp.Header.Get("X-Spool-Session-Id")
+	slow := make(chan error, 1)
+	go func() {
+		_, err := ca.Chat.Completions.New(bg, sdk.ChatCompletionNewParams{Model: "spool", Messages: userMsgs("slow gate:lease")}, option.WithHeader("X-Spool-Session-Id", sid))
+		slow <- err
+	}()
+	up.arrived(t, "lease")
+
+	req, _ := http.NewRequest("POST", b.url+"/v1/chat/completions", strings.NewReader(`{"model":"spool","stream":true,"messages":[{"role":"user","content":"meanwhile"}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Spool-Session-Id", sid)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusConflict || res.Header.Get("Retry-After") == "" || strings.Contains(res.Header.Get("Content-Type"), "event-stream") ||
+		!strings.Contains(string(body), `"error"`) {
+		t.Fatalf("second process: %d %v\n%s", res.StatusCode, res.Header, body)
+	}
+	up.open("lease")
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, msgs := transcript(t, home, sid)
+	for _, m := range msgs {
+		if m.Content == "meanwhile" {
+			t.Fatalf("the refused request was stored: %+v", msgs)
+		}
+	}
+	if len(msgs) != 4 {
+		t.Fatalf("session holds %d messages, want 4: %+v", len(msgs), msgs)
 	}
 }
