@@ -12,6 +12,9 @@ import (
 	"github.com/spoolhq/spool/gateway"
 	"github.com/spoolhq/spool/gateway/platform"
 	"github.com/spoolhq/spool/store"
+
+	// Chat-platform adapters register themselves with gateway/platform: one line each.
+	_ "github.com/spoolhq/spool/gateway/telegram"
 )
 
 // platforms is spool serve's chat-platform side: the adapters configured under platforms:,

@@ -1,0 +1,387 @@
+package telegram
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spoolhq/spool/gateway/platform"
+)
+
+func init() {
+	platform.Register("telegram", func(s platform.Settings, env platform.Env) (platform.Adapter, error) {
+		return New(Options{Token: s.Token, BaseURL: s.BaseURL, Mode: s.Mode, WebhookURL: s.WebhookURL,
+			WebhookSecret: s.WebhookSecret, Locks: env.Locks, Holder: env.Holder, Log: env.Log})
+	})
+}
+
+// Options configure a Bot. Zero fields take defaults.
+type Options struct {
+	Token string
+	// BaseURL is the Bot API's base (DefaultBaseURL when empty).
+	BaseURL string
+	// Mode is "polling" (default) or "webhook".
+	Mode          string
+	WebhookURL    string
+	WebhookSecret string
+	// Locks and Holder hold the one-poller-per-bot lease (required for polling).
+	Locks  platform.Locks
+	Holder string
+	Log    *slog.Logger
+	// HTTP is the HTTP client (default: one with a 75 s timeout, above the long poll).
+	HTTP *http.Client
+	// PollTimeout is getUpdates' long-poll timeout (default 50 s).
+	PollTimeout time.Duration
+	// LeaseTTL is the poller lease's lifetime (default 30 s; renewed at a third of it).
+	LeaseTTL time.Duration
+	// Retries bounds retries of 5xx, timeouts and network errors per call (default 5).
+	Retries int
+	// EditEvery is the least time between edits of a streamed reply in one chat (default 1 s).
+	EditEvery time.Duration
+	// Sleep waits out retry_after and retry backoffs (default: a timer); tests inject one.
+	// The lease's renewals and standby checks use the wall clock.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// OnStandby is called each time polling waits because another process holds the lease.
+	OnStandby func()
+}
+
+// Bot is a Telegram bot connection (platform.WebhookAdapter).
+type Bot struct {
+	c    *Client
+	o    Options
+	log  *slog.Logger
+	name string // the poller lease's name
+}
+
+// MaxChars is Telegram's message limit.
+const MaxChars = 4096
+
+// New returns a bot. The token is required; it is never logged.
+func New(o Options) (*Bot, error) {
+	if o.Token == "" {
+		return nil, errors.New("telegram: no bot token (set the variable platforms.telegram.token_env names)")
+	}
+	switch o.Mode {
+	case "":
+		o.Mode = "polling"
+	case "polling", "webhook":
+	default:
+		return nil, fmt.Errorf("telegram: mode %q is not polling or webhook", o.Mode)
+	}
+	if o.Mode == "webhook" && (o.WebhookURL == "" || o.WebhookSecret == "") {
+		return nil, errors.New("telegram: webhook mode needs a webhook URL and a secret")
+	}
+	if o.Mode == "polling" && o.Locks == nil {
+		return nil, errors.New("telegram: polling needs the store's locks (one poller per bot)")
+	}
+	if o.BaseURL == "" {
+		o.BaseURL = DefaultBaseURL
+	}
+	o.BaseURL = strings.TrimRight(o.BaseURL, "/")
+	if o.HTTP == nil {
+		o.HTTP = &http.Client{Timeout: 75 * time.Second}
+	}
+	if o.PollTimeout <= 0 {
+		o.PollTimeout = 50 * time.Second
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 30 * time.Second
+	}
+	if o.Retries <= 0 {
+		o.Retries = 5
+	}
+	if o.EditEvery <= 0 {
+		o.EditEvery = time.Second
+	}
+	if o.Sleep == nil {
+		o.Sleep = wait
+	}
+	if o.Holder == "" {
+		o.Holder = "telegram"
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	sum := sha256.Sum256([]byte(o.Token))
+	b := &Bot{o: o, log: o.Log, name: "platform-poller:telegram:" + hex.EncodeToString(sum[:8]),
+		c: &Client{base: o.BaseURL, token: o.Token, http: o.HTTP, sleep: o.Sleep, retries: o.Retries}}
+	return b, nil
+}
+
+// Platform implements platform.Adapter.
+func (b *Bot) Platform() string { return "telegram" }
+
+// Limits implements platform.Outbound.
+func (b *Bot) Limits() platform.Limits { return platform.Limits{MaxChars: MaxChars, EditEvery: b.o.EditEvery} }
+
+// Telegram's objects, as far as spool reads them.
+type (
+	update struct {
+		UpdateID int64    `json:"update_id"`
+		Message  *message `json:"message"`
+	}
+	message struct {
+		MessageID       int64  `json:"message_id"`
+		MessageThreadID int64  `json:"message_thread_id"`
+		IsTopicMessage  bool   `json:"is_topic_message"`
+		From            *user  `json:"from"`
+		Chat            chat   `json:"chat"`
+		Date            int64  `json:"date"`
+		Text            string `json:"text"`
+		Caption         string `json:"caption"`
+	}
+	user struct {
+		ID        int64  `json:"id"`
+		IsBot     bool   `json:"is_bot"`
+		FirstName string `json:"first_name"`
+		Username  string `json:"username"`
+	}
+	chat struct {
+		ID      int64  `json:"id"`
+		Type    string `json:"type"`
+		IsForum bool   `json:"is_forum"`
+	}
+)
+
+// event turns an update into an Event; false for updates spool does not answer (no text, a
+// bot's own message, edits and other kinds).
+func event(u update) (platform.Event, bool) {
+	m := u.Message
+	if m == nil || m.From == nil || m.From.IsBot {
+		return platform.Event{}, false
+	}
+	text := m.Text
+	if text == "" {
+		text = m.Caption
+	}
+	if strings.TrimSpace(text) == "" {
+		return platform.Event{}, false
+	}
+	chatID := strconv.FormatInt(m.Chat.ID, 10)
+	a := platform.Address{Platform: "telegram", ChatID: chatID, UserID: strconv.FormatInt(m.From.ID, 10)}
+	switch m.Chat.Type {
+	case "private":
+		a.ChatType = platform.DM
+	case "channel":
+		a.ChatType = platform.Channel
+	default:
+		a.ChatType = platform.Group
+		if m.IsTopicMessage && m.MessageThreadID != 0 {
+			a.ChatType, a.ThreadID = platform.Thread, strconv.FormatInt(m.MessageThreadID, 10)
+		}
+	}
+	name := m.From.Username
+	if name == "" {
+		name = m.From.FirstName
+	}
+	ev := platform.Event{Address: a, EventID: chatID + ":" + strconv.FormatInt(m.MessageID, 10),
+		MessageID: strconv.FormatInt(m.MessageID, 10), UserName: name, Text: text}
+	if m.Date > 0 {
+		ev.At = time.Unix(m.Date, 0)
+	}
+	return ev, true
+}
+
+type sendParams struct {
+	ChatID          string `json:"chat_id"`
+	MessageThreadID int64  `json:"message_thread_id,omitempty"`
+	MessageID       int64  `json:"message_id,omitempty"`
+	Text            string `json:"text"`
+	ParseMode       string `json:"parse_mode,omitempty"`
+}
+
+func (b *Bot) params(to platform.Address, text string) sendParams {
+	p := sendParams{ChatID: to.ChatID, Text: ToHTML(text), ParseMode: "HTML"}
+	if to.ThreadID != "" {
+		p.MessageThreadID, _ = strconv.ParseInt(to.ThreadID, 10, 64)
+	}
+	return p
+}
+
+// badMarkup reports a 400 about entities: the HTML did not parse, so plain text goes instead.
+func badMarkup(err error) bool {
+	var api *APIError
+	return errors.As(err, &api) && api.Code == 400 && strings.Contains(strings.ToLower(api.Description), "parse entities")
+}
+
+// Send implements platform.Outbound.
+func (b *Bot) Send(ctx context.Context, to platform.Address, text string) (string, error) {
+	p := b.params(to, text)
+	var m message
+	err := b.c.call(ctx, "sendMessage", p, &m)
+	if badMarkup(err) {
+		p.Text, p.ParseMode = text, ""
+		err = b.c.call(ctx, "sendMessage", p, &m)
+	}
+	if err != nil {
+		return "", err
+	}
+	return strconv.FormatInt(m.MessageID, 10), nil
+}
+
+// Edit implements platform.Outbound. "message is not modified" is success.
+func (b *Bot) Edit(ctx context.Context, to platform.Address, messageID, text string) error {
+	p := b.params(to, text)
+	p.MessageThreadID = 0
+	id, err := strconv.ParseInt(messageID, 10, 64)
+	if err != nil {
+		return fmt.Errorf("telegram: message id %q is not a number", messageID)
+	}
+	p.MessageID = id
+	err = b.c.call(ctx, "editMessageText", p, nil)
+	if badMarkup(err) {
+		p.Text, p.ParseMode = text, ""
+		err = b.c.call(ctx, "editMessageText", p, nil)
+	}
+	var api *APIError
+	if errors.As(err, &api) && api.Code == 400 && strings.Contains(api.Description, "message is not modified") {
+		return nil
+	}
+	return err
+}
+
+// Run implements platform.Adapter: long polling under the bot's lease, or, in webhook mode,
+// registering the webhook and waiting.
+func (b *Bot) Run(ctx context.Context, h platform.Handler) error {
+	if b.o.Mode == "webhook" {
+		err := b.c.call(ctx, "setWebhook", map[string]any{"url": b.o.WebhookURL, "secret_token": b.o.WebhookSecret,
+			"allowed_updates": []string{"message"}}, nil)
+		if err != nil {
+			return fmt.Errorf("set the webhook: %w", err)
+		}
+		<-ctx.Done()
+		return nil
+	}
+	for ctx.Err() == nil {
+		ok, err := b.o.Locks.AcquireCompressionLock(ctx, b.name, b.o.Holder, b.o.LeaseTTL)
+		if err != nil && ctx.Err() == nil {
+			b.log.Warn("telegram: poller lease", "err", err)
+		}
+		if !ok {
+			if b.o.OnStandby != nil {
+				b.o.OnStandby()
+			}
+			if wait(ctx, b.o.LeaseTTL/3) != nil {
+				break
+			}
+			continue
+		}
+		err = b.poll(ctx, h)
+		_ = b.o.Locks.ReleaseCompressionLock(context.WithoutCancel(ctx), b.name, b.o.Holder)
+		if err != nil && ctx.Err() == nil {
+			b.log.Warn("telegram: polling stopped, retrying", "err", err)
+			if wait(ctx, time.Second) != nil {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// poll runs getUpdates while the lease holds. The offset moves past an update only after
+// Handle accepted it; a failed Handle stops the batch, so the update comes again.
+func (b *Bot) poll(ctx context.Context, h platform.Handler) error {
+	lctx, lost := context.WithCancelCause(ctx)
+	defer lost(nil)
+	go func() {
+		// Keep the lease while polling; losing it stops the poll at once.
+		for {
+			if wait(lctx, b.o.LeaseTTL/3) != nil {
+				return
+			}
+			ok, err := b.o.Locks.RefreshCompressionLock(lctx, b.name, b.o.Holder, b.o.LeaseTTL)
+			if lctx.Err() != nil {
+				return
+			}
+			if err != nil || !ok {
+				lost(fmt.Errorf("poller lease lost: %v", err))
+				return
+			}
+		}
+	}()
+	var offset int64
+	for lctx.Err() == nil {
+		var ups []update
+		params := map[string]any{"timeout": int(b.o.PollTimeout / time.Second), "allowed_updates": []string{"message"}}
+		if offset > 0 {
+			params["offset"] = offset
+		}
+		if err := b.c.call(lctx, "getUpdates", params, &ups); err != nil {
+			if lctx.Err() != nil {
+				return context.Cause(lctx)
+			}
+			return err
+		}
+		for _, u := range ups {
+			if ev, ok := event(u); ok {
+				if err := h.Handle(lctx, ev); err != nil {
+					return fmt.Errorf("handle update %d: %w", u.UpdateID, err)
+				}
+			}
+			offset = u.UpdateID + 1
+		}
+	}
+	if c := context.Cause(lctx); c != nil && !errors.Is(c, context.Canceled) {
+		return c
+	}
+	return nil
+}
+
+// WebhookPath is where spool serve mounts the webhook.
+const WebhookPath = "/platforms/telegram/webhook"
+
+// Webhook implements platform.WebhookAdapter: updates POSTed by Telegram, accepted only with
+// the secret token; a non-2xx answer makes Telegram retry.
+func (b *Bot) Webhook(h platform.Handler) (string, http.Handler) {
+	return WebhookPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		got := r.Header.Get("X-Telegram-Bot-Api-Secret-Token")
+		if b.o.WebhookSecret == "" || subtle.ConstantTimeCompare([]byte(got), []byte(b.o.WebhookSecret)) != 1 {
+			http.Error(w, "bad secret token", http.StatusUnauthorized)
+			return
+		}
+		raw, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, "unreadable body", http.StatusBadRequest)
+			return
+		}
+		var u update
+		if err := json.Unmarshal(raw, &u); err != nil {
+			http.Error(w, "not a Telegram update", http.StatusBadRequest)
+			return
+		}
+		if ev, ok := event(u); ok {
+			if err := h.Handle(r.Context(), ev); err != nil {
+				b.log.Warn("telegram: webhook update not recorded", "update", u.UpdateID, "err", err)
+				http.Error(w, "not recorded, retry", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+// wait sleeps d on the wall clock, or until ctx ends.
+func wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

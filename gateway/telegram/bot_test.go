@@ -1,0 +1,411 @@
+package telegram
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spoolhq/spool/gateway/platform"
+	"github.com/spoolhq/spool/gateway/platform/platformtest"
+	"github.com/spoolhq/spool/store"
+)
+
+const token = "123456:TEST-token_secret"
+
+var bg = context.Background()
+
+// sleeps records the waits a bot asked for, without waiting (no wall time in verdicts).
+type sleeps struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
+	s.mu.Lock()
+	s.d = append(s.d, d)
+	s.mu.Unlock()
+	return ctx.Err()
+}
+
+func (s *sleeps) all() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Duration(nil), s.d...)
+}
+
+type rig struct {
+	env *platformtest.Env
+	api *fakeAPI
+	bot *Bot
+	sl  *sleeps
+}
+
+// newRig runs a real Bot against a fake Bot API, through a real router on SQLite with the
+// offline model. o's zero fields take test defaults.
+func newRig(t *testing.T, api *fakeAPI, po platformtest.Options, o Options) *rig {
+	t.Helper()
+	if api == nil {
+		api = newFakeAPI(t, token)
+	}
+	env := platformtest.New(t, po)
+	sl := &sleeps{}
+	o.Token, o.BaseURL, o.Locks = token, api.URL, env.Store
+	if o.Holder == "" {
+		o.Holder = store.NewHolder().String()
+	}
+	if o.Sleep == nil {
+		o.Sleep = sl.sleep
+	}
+	if o.HTTP == nil {
+		o.HTTP = &http.Client{Timeout: 2 * time.Second}
+	}
+	o.PollTimeout = time.Second
+	if o.EditEvery == 0 {
+		o.EditEvery = time.Millisecond
+	}
+	bot, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rig{env: env, api: api, bot: bot, sl: sl}
+}
+
+// settle waits until update id is confirmed and the router is idle.
+func (r *rig) settle(t *testing.T, id int64) {
+	t.Helper()
+	r.api.waitConfirmed(t, id)
+	r.env.Idle(t)
+}
+
+func keyOf(t *testing.T, a platform.Address) string {
+	t.Helper()
+	k, err := platform.DefaultPolicy.Key(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func TestNoTokenInErrors(t *testing.T) {
+	t.Parallel()
+	b, err := New(Options{Token: token, BaseURL: "http://127.0.0.1:1", Locks: nil, Mode: "webhook", WebhookURL: "https://x", WebhookSecret: "s",
+		Sleep: func(ctx context.Context, _ time.Duration) error { return nil }, Retries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Send(bg, platform.Address{ChatID: "1"}, "hi")
+	if err == nil || strings.Contains(err.Error(), "TEST-token") {
+		t.Fatalf("error %v: want a failure that does not name the token", err)
+	}
+	if _, err := New(Options{}); err == nil {
+		t.Fatal("a bot without a token")
+	}
+}
+
+// DMs, groups (per user), forum topics (shared per topic): each lane its own session, each
+// reply back in its chat and topic, no context across topics.
+func TestChatsAndTopics(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil, platformtest.Options{}, Options{})
+	r.env.Start(t, r.bot)
+	a := r.api
+	a.push(10, "private", 0, 10, "hello from a DM")
+	a.push(-100, "supergroup", 0, 1, "alice in the group")
+	a.push(-100, "supergroup", 0, 2, "bob in the group")
+	a.push(-200, "supergroup", 5, 1, "topic five from alice")
+	a.push(-200, "supergroup", 5, 2, "topic five from bob")
+	last := a.push(-200, "supergroup", 6, 1, "SAY **topic** six <ok>")
+	r.settle(t, last)
+
+	dm := keyOf(t, platform.Address{Platform: "telegram", ChatType: platform.DM, ChatID: "10"})
+	g1 := keyOf(t, platform.Address{Platform: "telegram", ChatType: platform.Group, ChatID: "-100", UserID: "1"})
+	g2 := keyOf(t, platform.Address{Platform: "telegram", ChatType: platform.Group, ChatID: "-100", UserID: "2"})
+	t5 := keyOf(t, platform.Address{Platform: "telegram", ChatType: platform.Thread, ChatID: "-200", ThreadID: "5"})
+	t6 := keyOf(t, platform.Address{Platform: "telegram", ChatType: platform.Thread, ChatID: "-200", ThreadID: "6"})
+	for k, want := range map[string]int{dm: 2, g1: 2, g2: 2, t5: 4, t6: 2} {
+		ss := r.env.Sessions(t, k)
+		if len(ss) != 1 {
+			t.Fatalf("%s: %d sessions", k, len(ss))
+		}
+		tr := r.env.Transcript(t, ss[0].ID)
+		if len(tr) != want {
+			t.Fatalf("%s holds %q", k, tr)
+		}
+		if k == t5 && (strings.Contains(strings.Join(tr, "|"), "six") || strings.Contains(strings.Join(tr, "|"), "group")) {
+			t.Fatalf("topic five holds other lanes' text: %q", tr)
+		}
+	}
+	if got := answers(a.texts(-200, 5)); len(got) != 2 {
+		t.Fatalf("topic five got %q", got)
+	}
+	six := a.messages(-200, 6)
+	if len(six) != 1 || six[0].Text != "topic six <ok>" || six[0].ParseMode != "HTML" || !strings.Contains(six[0].Raw, "<b>topic</b> six &lt;ok&gt;") {
+		t.Fatalf("topic six got %+v: want bold rendered and the angle brackets escaped", six)
+	}
+	if got := answers(a.texts(-100, 0)); len(got) != 2 {
+		t.Fatalf("group got %q", got)
+	}
+}
+
+// A process that died after handling an update but before confirming it: Telegram delivers it
+// again to the next process, which starts no second turn and sends nothing twice, and the
+// conversation goes on in the same session.
+func TestRestartAndRedelivery(t *testing.T) {
+	t.Parallel()
+	api := newFakeAPI(t, token)
+	first := newRig(t, api, platformtest.Options{}, Options{})
+	stop := startStoppable(t, first)
+	id := api.push(10, "private", 0, 10, "SAY remember the walrus")
+	first.settle(t, id)
+	stop()
+	api.unconfirm(id) // the confirming getUpdates never reached Telegram
+
+	second := newRig(t, api, platformtest.Options{DB: first.env.DB}, Options{})
+	second.env.Start(t, second.bot)
+	id2 := api.push(10, "private", 0, 10, "SAY still here")
+	second.settle(t, id2)
+	k := keyOf(t, platform.Address{Platform: "telegram", ChatType: platform.DM, ChatID: "10"})
+	ss := second.env.Sessions(t, k)
+	if len(ss) != 1 {
+		t.Fatalf("%d sessions after the restart", len(ss))
+	}
+	tr := second.env.Transcript(t, ss[0].ID)
+	want := []string{"u: SAY remember the walrus", "a: remember the walrus", "u: SAY still here", "a: still here"}
+	if strings.Join(tr, "|") != strings.Join(want, "|") {
+		t.Fatalf("transcript %q, want %q", tr, want)
+	}
+	if got := api.texts(10, 0); strings.Join(got, "|") != "remember the walrus|still here" {
+		t.Fatalf("chat shows %q", got)
+	}
+}
+
+// startStoppable serves the rig's bot until the returned function is called.
+func startStoppable(t *testing.T, r *rig) func() {
+	t.Helper()
+	r.env.Router.Attach(r.bot)
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan error, 1)
+	go func() { done <- r.env.Router.Serve(ctx, r.bot) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("router: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// 429 with retry_after 30 is waited out exactly (through the injected sleeper, no wall
+// time), 5xx and a timeout are retried; every reply arrives once.
+func TestRateLimitsAndFaults(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil, platformtest.Options{}, Options{})
+	r.env.Start(t, r.bot)
+	a := r.api
+	a.fail("sendMessage", 1, fault{retryAfter: 30})
+	id := a.push(10, "private", 0, 10, "SAY one")
+	r.settle(t, id)
+	a.fail("sendMessage", 2, fault{status: 502})
+	id = a.push(10, "private", 0, 10, "SAY two")
+	r.settle(t, id)
+	a.fail("sendMessage", 1, fault{hang: true})
+	id = a.push(10, "private", 0, 10, "SAY three")
+	r.settle(t, id)
+	a.fail("getUpdates", 2, fault{status: 500})
+	id = a.push(10, "private", 0, 10, "SAY four")
+	r.settle(t, id)
+	if got := strings.Join(a.texts(10, 0), "|"); got != "one|two|three|four" {
+		t.Fatalf("chat shows %q, want each reply once", got)
+	}
+	var saw30 bool
+	for _, d := range r.sl.all() {
+		if d == 30*time.Second {
+			saw30 = true
+		}
+	}
+	if !saw30 {
+		t.Fatalf("retry_after 30 was not honoured: waits %v", r.sl.all())
+	}
+}
+
+// Editing with an unchanged text ("message is not modified") is success; a reply over 4,096
+// characters is split into messages Telegram accepts.
+func TestEditAndSplit(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil, platformtest.Options{}, Options{})
+	to := platform.Address{Platform: "telegram", ChatType: platform.DM, ChatID: "10"}
+	id, err := r.bot.Send(bg, to, "same")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.bot.Edit(bg, to, id, "same"); err != nil {
+		t.Fatalf("an unchanged edit: %v, want success", err)
+	}
+	r.env.Start(t, r.bot)
+	para := strings.Repeat("word ", 160) // 800 runes
+	var say []string
+	for range 12 {
+		say = append(say, "SAY "+para, "SAY ")
+	}
+	uid := r.api.push(11, "private", 0, 11, strings.Join(say, "\n"))
+	r.settle(t, uid)
+	got := r.api.messages(11, 0)
+	if len(got) < 3 {
+		t.Fatalf("%d messages for a ~9,600-character reply, want 3", len(got))
+	}
+	total := 0
+	for _, m := range got {
+		if n := len([]rune(m.Text)); n > MaxChars {
+			t.Fatalf("a message of %d characters", n)
+		}
+		total += strings.Count(m.Text, "word")
+	}
+	if total != 12*160 {
+		t.Fatalf("%d words arrived, want %d", total, 12*160)
+	}
+}
+
+// Webhook mode: the webhook is registered with its secret; a request without the secret is
+// refused and records nothing; a redelivered update is answered once.
+func TestWebhook(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil, platformtest.Options{}, Options{Mode: "webhook", WebhookURL: "https://bot.example/platforms/telegram/webhook", WebhookSecret: "s3cret"})
+	r.env.Start(t, r.bot)
+	pattern, h := r.bot.Webhook(r.env.Router)
+	mux := http.NewServeMux()
+	mux.Handle(pattern, h)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	r.api.waitFor(t, "setWebhook", func() bool { return r.api.webhook != nil })
+	if r.api.webhook["secret_token"] != "s3cret" || r.api.webhook["url"] != "https://bot.example/platforms/telegram/webhook" {
+		t.Fatalf("setWebhook got %v", r.api.webhook)
+	}
+	id := r.api.push(12, "private", 0, 12, "SAY hooked")
+	body := r.api.updateJSON(id)
+	post := func(secret string) int {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+pattern, bytes.NewReader(body))
+		if secret != "" {
+			req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if c := post(""); c != http.StatusUnauthorized {
+		t.Fatalf("no secret: %d", c)
+	}
+	if c := post("wrong"); c != http.StatusUnauthorized {
+		t.Fatalf("wrong secret: %d", c)
+	}
+	r.env.Idle(t)
+	if un, _ := r.env.Store.UnfinishedInbound(bg, "telegram", 0); len(un) != 0 || len(r.api.texts(12, 0)) != 0 {
+		t.Fatal("a request without the secret was handled")
+	}
+	for range 2 {
+		if c := post("s3cret"); c != http.StatusOK {
+			t.Fatalf("with the secret: %d", c)
+		}
+	}
+	r.env.Idle(t)
+	if got := r.api.texts(12, 0); strings.Join(got, "|") != "hooked" {
+		t.Fatalf("chat shows %q, want one answer", got)
+	}
+}
+
+// Two spool serve processes on one database with the same bot: one polls, the other stands
+// by (Telegram would answer two pollers 409); every message is answered once.
+func TestOnePollerPerBot(t *testing.T) {
+	t.Parallel()
+	api := newFakeAPI(t, token)
+	a := newRig(t, api, platformtest.Options{}, Options{LeaseTTL: 3 * time.Second})
+	standby := make(chan struct{}, 1)
+	b := newRig(t, api, platformtest.Options{DB: a.env.DB}, Options{LeaseTTL: 3 * time.Second, OnStandby: func() {
+		select {
+		case standby <- struct{}{}:
+		default:
+		}
+	}})
+	a.env.Start(t, a.bot)
+	api.waitFor(t, "the first poller", func() bool { return api.polling > 0 })
+	b.env.Start(t, b.bot)
+	<-standby
+	var last int64
+	for i := range 4 {
+		last = api.push(20+int64(i), "private", 0, 20+int64(i), fmt.Sprintf("SAY answer %d", i))
+	}
+	a.settle(t, last)
+	b.env.Idle(t)
+	<-standby // still standing by after the messages
+	api.mu.Lock()
+	conflicts := api.conflicts
+	api.mu.Unlock()
+	if conflicts != 0 {
+		t.Fatalf("%d getUpdates conflicts: two processes polled one bot", conflicts)
+	}
+	for i := range 4 {
+		if got := api.texts(20+int64(i), 0); len(got) != 1 {
+			t.Fatalf("chat %d got %q", 20+i, got)
+		}
+	}
+}
+
+// A compaction in a forum topic keeps the topic: the key still names the thread, the route
+// follows the rotated session, and replies still land in the topic.
+func TestCompactionInTopic(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil, platformtest.Options{Rotate: true}, Options{})
+	r.env.Start(t, r.bot)
+	k := keyOf(t, platform.Address{Platform: "telegram", ChatType: platform.Thread, ChatID: "-300", ThreadID: "9"})
+	var id int64
+	for i := range 6 {
+		id = r.api.push(-300, "supergroup", 9, 1, fmt.Sprintf("SAY note %d %s", i, strings.Repeat("detail ", 40)))
+		r.settle(t, id)
+	}
+	before := r.env.Sessions(t, k)
+	id = r.api.push(-300, "supergroup", 9, 1, "/compress the notes")
+	r.settle(t, id)
+	id = r.api.push(-300, "supergroup", 9, 1, "SAY after compaction")
+	r.settle(t, id)
+	texts := r.api.texts(-300, 9)
+	if len(texts) != 8 || !strings.HasPrefix(texts[6], "Compacted") || texts[7] != "after compaction" {
+		t.Fatalf("topic shows %q", texts)
+	}
+	if got := r.api.texts(-300, 0); len(got) != 0 {
+		t.Fatalf("replies left the topic: %q", got)
+	}
+	rt, err := r.env.Store.GetRoute(bg, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before) != 1 || rt.SessionID == before[0].ID {
+		t.Fatalf("route %s, sessions before %d: want the rotated continuation", rt.SessionID, len(before))
+	}
+	tr := r.env.Transcript(t, rt.SessionID)
+	if tr[len(tr)-1] != "a: after compaction" || !strings.Contains(strings.Join(tr, "|"), "summary") {
+		t.Fatalf("continuation holds %q", tr)
+	}
+}
+
+// answers drops the "queued" notices (whether a message found its lane busy depends on timing).
+func answers(texts []string) []string {
+	var out []string
+	for _, t := range texts {
+		if !strings.HasPrefix(t, "⏳ Queued") {
+			out = append(out, t)
+		}
+	}
+	return out
+}
