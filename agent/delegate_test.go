@@ -129,12 +129,18 @@ func TestDelegateParallel(t *testing.T) {
 		if err != nil || !strings.Contains(sp, "You are a sub-agent") {
 			t.Fatalf("child %d system prompt lacks the sub-agent hint (%v):\n%s", i, err, sp)
 		}
+		if strings.Contains(sp, "Use the delegate tool") {
+			t.Fatalf("child %d at the depth limit is told to delegate", i)
+		}
 	}
 	if ds[0].SessionID == ds[1].SessionID {
 		t.Fatal("both delegations ran in one child")
 	}
 	if h := history(t, st, ds[0].SessionID); !strings.Contains(h[0].Content, "Context:\nlook at src/a") {
 		t.Fatalf("the context did not reach the child:\n%s", h[0].Content)
+	}
+	if sp, _ := st.SystemPrompt(context.Background(), parent); !strings.Contains(sp, "Use the delegate tool") || strings.Contains(sp, "You are a sub-agent") {
+		t.Fatalf("the caller's prompt lacks the delegate guidance or calls it a sub-agent:\n%s", sp)
 	}
 	p, _ := st.GetSession(context.Background(), parent)
 	if p.Usage.APICalls != 2 {

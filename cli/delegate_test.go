@@ -175,6 +175,16 @@ func TestDelegateCLI(t *testing.T) {
 			t.Fatalf("export --tree lacks child %s", k)
 		}
 	}
+	// ... and imports as the same tree elsewhere.
+	other := t.TempDir()
+	spool(t, other, "sessions", "import", out).ok(t, "import the tree")
+	moved := decode[struct {
+		ParentID string `json:"parent_id"`
+		Relation string `json:"relation"`
+	}](t, spool(t, other, "--json", "sessions", "show", kids[1]).ok(t, "show the imported child"))
+	if moved.ParentID != parent || moved.Relation != "delegate" {
+		t.Fatalf("imported child = %+v", moved)
+	}
 	one := filepath.Join(t.TempDir(), "one.jsonl")
 	spool(t, home, "sessions", "export", parent, "-o", one).ok(t, "export")
 	if b, _ := os.ReadFile(one); bytes.Contains(b, []byte(kids[0])) && !bytes.Contains(b, []byte(`"id":"`+parent+`"`)) {

@@ -1,5 +1,5 @@
 // Package prompt builds a session's system prompt in three tiers joined in a fixed order:
-// stable (identity, tool, memory and session_search guidance, model-family and platform hints),
+// stable (identity, tool, memory, session_search and delegate guidance, model-family and platform hints),
 // context (the caller's system message and one project rule file) and volatile (memory files,
 // skills index, the session line).
 //

@@ -6,6 +6,7 @@ import "strings"
 const (
 	ToolSessionSearch = "session_search"
 	ToolMemory        = "memory"
+	ToolDelegate      = "delegate"
 	MemoryFile        = "MEMORY.md"
 	UserFile          = "USER.md"
 )
@@ -36,6 +37,12 @@ const sessionSearchGuidance = `Earlier parts of this session and past sessions m
 	`distinctive words, then read the matching messages. Use the default detail when you need exact words, ` +
 	`code or numbers to quote; use detail "summary" for a broad question over long or many past sessions (a ` +
 	`model summarizes each matching session for your query and cites message ids you can scroll to).`
+
+const delegateGuidance = `Use the delegate tool for a bounded sub-task whose details you do not need in ` +
+	`this conversation: reading or searching many files, an investigation, an independent part of the work. ` +
+	`The sub-agent sees only the goal and context you give it, so state both fully, and say what answer you ` +
+	`want back. Several delegate calls in one response run in parallel. Check what a sub-agent reports before ` +
+	`you rely on it; continue one with its session_id when you need more from it.`
 
 const skillsGuidance = `Skills are listed below. When a task matches a skill, load and follow it instead of ` +
 	`improvising.`

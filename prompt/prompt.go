@@ -197,6 +197,9 @@ func stableTier(env Env) (string, error) {
 	if has(ToolSessionSearch) {
 		parts = append(parts, sessionSearchGuidance)
 	}
+	if has(ToolDelegate) {
+		parts = append(parts, delegateGuidance)
+	}
 	if len(env.Skills) > 0 {
 		parts = append(parts, skillsGuidance)
 	}
