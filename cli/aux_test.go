@@ -51,6 +51,9 @@ func TestSummaryModelOnItsOwnProvider(t *testing.T) {
 	mainURL, auxURL := mainSrv.serve(t), auxSrv.serve(t)
 	env := []string{
 		"SPOOL_COMPRESSION_THRESHOLD_TOKENS=2500",
+		// The trigger sits just above the fixed prompt (system prompt and tools); the delegate
+		// tool and its guidance would take that margin, and compaction would pause.
+		"SPOOL_DELEGATION_MAX_DEPTH=0",
 		"SPOOL_AUXILIARY_COMPRESSION_PROVIDER=anthropic",
 		"SPOOL_AUXILIARY_COMPRESSION_BASE_URL=" + auxURL,
 		"SPOOL_AUXILIARY_COMPRESSION_MODEL=summarizer-x",
