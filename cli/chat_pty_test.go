@@ -27,13 +27,17 @@ import (
 // emulator (charmbracelet/x/vt) whose screen and scrollback are what the tests read. The
 // emulator's answers to the program's queries go back to the program, as a terminal's would.
 type ptyScreen struct {
-	t    *testing.T
+	t    testing.TB
 	tty  *os.File
 	mu   sync.Mutex
 	buf  bytes.Buffer
 	vt   *vt.Emulator
 	seen int // expect looks only past what earlier expects matched
 	done chan struct{}
+	// probe, when set, is checked against the screen after every read from the program; the
+	// read that makes it true closes probed at that moment (the latency benchmarks' clock).
+	probe  func(screen string) bool
+	probed chan time.Time
 }
 
 func (s *ptyScreen) read() {
@@ -44,6 +48,10 @@ func (s *ptyScreen) read() {
 		s.mu.Lock()
 		s.buf.Write(b[:n])
 		s.vt.Write(b[:n])
+		if s.probe != nil && s.probe(s.vt.String()) {
+			s.probed <- time.Now()
+			s.probe = nil
+		}
 		s.mu.Unlock()
 		if err != nil {
 			if pw, ok := s.vt.InputPipe().(*io.PipeWriter); ok {
@@ -170,6 +178,15 @@ func (s *ptyScreen) expect(want string) string {
 	return txt[from:min(at, len(txt))]
 }
 
+// arm sets the probe: the returned channel gets the time of the read after which ok holds.
+func (s *ptyScreen) arm(ok func(screen string) bool) <-chan time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.probed = make(chan time.Time, 1)
+	s.probe = ok
+	return s.probed
+}
+
 // onScreen waits until want shows on the screen now (the live view: spinner, question, picker)
 // and leaves the scrollback position of expect alone, since the view is redrawn in place.
 func (s *ptyScreen) onScreen(want string) string {
@@ -198,7 +215,7 @@ func (s *ptyScreen) typeLine(line string) {
 
 // startPTY runs spool with a pseudo-terminal as its stdin, stdout and stderr (and controlling
 // terminal, so Ctrl-C is a real SIGINT from the line discipline).
-func startPTY(t *testing.T, home string, env []string, args ...string) (*ptyScreen, *exec.Cmd) {
+func startPTY(t testing.TB, home string, env []string, args ...string) (*ptyScreen, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command(spoolBin, append([]string{"--home", home}, args...)...)
 	cmd.Env = append(append(cleanEnv(), "TERM=xterm-256color"), env...)
@@ -226,7 +243,7 @@ func startPTY(t *testing.T, home string, env []string, args ...string) (*ptyScre
 }
 
 // waitExit waits for the program to leave by itself and fails unless it exited 0.
-func waitExit(t *testing.T, s *ptyScreen, cmd *exec.Cmd) {
+func waitExit(t testing.TB, s *ptyScreen, cmd *exec.Cmd) {
 	t.Helper()
 	errc := make(chan error, 1)
 	go func() { errc <- cmd.Wait() }()

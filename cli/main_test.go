@@ -45,18 +45,18 @@ type result struct {
 }
 
 // spool runs the binary with --home home and args; stdin is empty (not a terminal).
-func spool(t *testing.T, home string, args ...string) result {
+func spool(t testing.TB, home string, args ...string) result {
 	t.Helper()
 	return spoolIn(t, home, "", args...)
 }
 
-func spoolIn(t *testing.T, home, stdin string, args ...string) result {
+func spoolIn(t testing.TB, home, stdin string, args ...string) result {
 	t.Helper()
 	return spoolEnv(t, home, stdin, nil, args...)
 }
 
 // spoolEnv runs spool with extra environment variables ("K=V").
-func spoolEnv(t *testing.T, home, stdin string, env []string, args ...string) result {
+func spoolEnv(t testing.TB, home, stdin string, env []string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(spoolBin, append([]string{"--home", home}, args...)...)
 	cmd.Env = append(cleanEnv(), env...)
@@ -85,7 +85,7 @@ func cleanEnv() []string {
 }
 
 // ok fails the test unless r succeeded.
-func (r result) ok(t *testing.T, what string) result {
+func (r result) ok(t testing.TB, what string) result {
 	t.Helper()
 	if r.code != 0 {
 		t.Fatalf("%s: exit %d\nstdout: %s\nstderr: %s", what, r.code, r.stdout, r.stderr)

@@ -22,7 +22,7 @@ var (
 
 // startFakeLLM builds cmd/fakellm once and runs it as a real process on a free port; it returns
 // the base URL (without /v1).
-func startFakeLLM(t *testing.T, extra ...string) string {
+func startFakeLLM(t testing.TB, extra ...string) string {
 	t.Helper()
 	fakellmOnce.Do(func() {
 		fakellmBin = filepath.Join(filepath.Dir(spoolBin), "fakellm")

@@ -170,7 +170,7 @@ type gatedModel struct {
 	asked  chan struct{}
 }
 
-func startGatedModel(t *testing.T) (*gatedModel, string) {
+func startGatedModel(t testing.TB) (*gatedModel, string) {
 	t.Helper()
 	g := &gatedModel{deltas: make(chan string), asked: make(chan struct{}, 8)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
