@@ -89,7 +89,9 @@ func BenchmarkChatFirstDelta(b *testing.B) {
 		s.press(fmt.Sprintf("turn %d", i), "\r")
 		<-g.asked
 		word := fmt.Sprintf("delta%dshown", i)
-		seen := s.arm(func(screen string) bool { return strings.Contains(screen, "**"+word) || strings.Contains(screen, word+" ") })
+		seen := s.arm(func(screen string) bool {
+			return strings.Contains(screen, "**"+word) || strings.Contains(screen, word+" ")
+		})
 		b.StartTimer()
 		start := time.Now()
 		g.deltas <- word + " and **more"
