@@ -38,6 +38,17 @@ type ptyScreen struct {
 	// read that makes it true closes probed at that moment (the latency benchmarks' clock).
 	probe  func(screen string) bool
 	probed chan time.Time
+	// cast, when set, records every read as an asciicast event at its time since castStart
+	// plus castShift (the recording's typing pauses).
+	cast      *[]castEvent
+	castStart time.Time
+	castShift time.Duration
+}
+
+// castEvent is one asciicast v2 output event.
+type castEvent struct {
+	at   time.Duration
+	data string
 }
 
 func (s *ptyScreen) read() {
@@ -48,6 +59,9 @@ func (s *ptyScreen) read() {
 		s.mu.Lock()
 		s.buf.Write(b[:n])
 		s.vt.Write(b[:n])
+		if s.cast != nil && n > 0 {
+			*s.cast = append(*s.cast, castEvent{at: time.Since(s.castStart) + s.castShift, data: string(b[:n])})
+		}
 		if s.probe != nil && s.probe(s.vt.String()) {
 			s.probed <- time.Now()
 			s.probe = nil
@@ -217,6 +231,12 @@ func (s *ptyScreen) typeLine(line string) {
 // terminal, so Ctrl-C is a real SIGINT from the line discipline).
 func startPTY(t testing.TB, home string, env []string, args ...string) (*ptyScreen, *exec.Cmd) {
 	t.Helper()
+	return startPTYSize(t, 160, 50, home, env, args...)
+}
+
+// startPTYSize is startPTY on a terminal of cols × rows.
+func startPTYSize(t testing.TB, cols, rows int, home string, env []string, args ...string) (*ptyScreen, *exec.Cmd) {
+	t.Helper()
 	cmd := exec.Command(spoolBin, append([]string{"--home", home}, args...)...)
 	cmd.Env = append(append(cleanEnv(), "TERM=xterm-256color"), env...)
 	// The approved terminal command runs here, not in the source tree; one directory per home,
@@ -225,11 +245,11 @@ func startPTY(t testing.TB, home string, env []string, args ...string) (*ptyScre
 	if err := os.MkdirAll(cmd.Dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 160})
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: uint16(rows), Cols: uint16(cols)})
 	if err != nil {
 		t.Skipf("cannot allocate a pseudo-terminal here (%v); the test needs /dev/ptmx", err)
 	}
-	s := &ptyScreen{t: t, tty: tty, vt: vt.NewEmulator(160, 50), done: make(chan struct{})}
+	s := &ptyScreen{t: t, tty: tty, vt: vt.NewEmulator(cols, rows), done: make(chan struct{})}
 	s.vt.SetScrollbackSize(100000)
 	go s.read()
 	go s.answer()
