@@ -282,6 +282,12 @@ func TestBrowser(t *testing.T) {
 		}
 		run(t, ctx, "see the compaction", waitJS(`document.querySelector("#messages .compaction:last-of-type") !== null &&
 			document.querySelector("#messages").textContent.includes("Compaction")`))
+		// The rows it archived, already on the page, are restyled in place: folded into an
+		// archived span, without their branch buttons, as a reload would render them.
+		run(t, ctx, "archived rows restyled", waitJS(`(function () {
+			var q = document.querySelector("#messages > details.archived:last-of-type article#m`+fmt.Sprint(all[len(all)-1].ID)+`.arch");
+			return q !== null && q.querySelector("form.branchat") === null;
+		})()`))
 		if err := f.st.ReleaseLease(bg, l); err != nil {
 			t.Fatal(err)
 		}

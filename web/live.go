@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,8 @@ import (
 // events streams a session's new rows as server-sent events while the page is open:
 //
 //	event: messages   data: the rendered transcript items of rows newer than the last one sent
+//	event: archived   data: ids of rows already on the page that a compaction just archived
+//	                  (sent with the compaction's summary; from= names the page's first row)
 //	event: lease      data: the live badge ("" when no turn is running)
 //
 // The source is the store itself, polled every Options.PollInterval: a row is sent once it is
@@ -25,6 +28,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, v viewer) error 
 		return err
 	}
 	after, err := parseID(r.URL.Query().Get("after"))
+	if err != nil {
+		return err
+	}
+	from, err := parseID(r.URL.Query().Get("from"))
 	if err != nil {
 		return err
 	}
@@ -60,9 +67,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, v viewer) error 
 			if err != nil {
 				return nil
 			}
+			shown := after
 			after = ms[len(ms)-1].ID
 			writeEvent(w, "messages", strconv.FormatInt(after, 10), string(html))
 			idle = 0
+			if from > 0 && compacts(ms) {
+				ids, err := s.archivedBetween(ctx, sess.ID, from, shown)
+				if err != nil {
+					return nil
+				}
+				if len(ids) > 0 {
+					writeEvent(w, "archived", "", strings.Join(ids, " "))
+				}
+			}
 		}
 		live, err := s.leaseOf(ctx, sess.ID)
 		if err != nil {
@@ -93,6 +110,35 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, v viewer) error 
 		case <-tick.C:
 		}
 	}
+}
+
+// compacts reports whether ms holds the summary of a compaction that is in force.
+func compacts(ms []store.Message) bool {
+	for _, m := range ms {
+		if m.Summary && m.Active {
+			return true
+		}
+	}
+	return false
+}
+
+// archivedBetween lists the ids of the rows from..upTo (what the page shows) that are archived
+// by compaction now. The page holds at most a few transcript pages, so the walk is bounded.
+func (s *Server) archivedBetween(ctx context.Context, sessionID string, from, upTo int64) ([]string, error) {
+	var ids []string
+	for cursor, pages := from-1, 0; cursor < upTo && pages < 4; pages++ {
+		ms, err := s.st.ConversationPage(ctx, sessionID, store.PageQuery{View: store.ViewDisplay, AfterID: cursor, BeforeID: upTo + 1, Limit: transcriptPage})
+		if err != nil || len(ms) == 0 {
+			return ids, err
+		}
+		for _, m := range ms {
+			if !m.Active && m.Compacted {
+				ids = append(ids, strconv.FormatInt(m.ID, 10))
+			}
+		}
+		cursor = ms[len(ms)-1].ID
+	}
+	return ids, nil
 }
 
 // writeEvent writes one server-sent event; data may span lines.

@@ -53,6 +53,7 @@ type sessionData struct {
 	Requests    []store.RequestRecord
 	Breaks      int
 	Ledger      string
+	FirstID     int64 // the first and last rows on the page
 	LastID      int64
 	Older       string
 	Newer       string
@@ -106,7 +107,7 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request, v viewer) e
 	d.Items, d.Compactions = buildItems(ms, v.csrf)
 	base := s.opts.Prefix + "/sessions/" + sess.ID
 	if len(ms) > 0 {
-		d.LastID = ms[len(ms)-1].ID
+		d.FirstID, d.LastID = ms[0].ID, ms[len(ms)-1].ID
 		if older, err := s.st.ConversationPage(ctx, sess.ID, store.PageQuery{View: store.ViewDisplay, BeforeID: ms[0].ID, Limit: 1}); err == nil && len(older) > 0 {
 			d.Older = base + "?before=" + strconv.FormatInt(ms[0].ID, 10)
 			d.First = base

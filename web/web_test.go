@@ -464,7 +464,7 @@ func TestLiveStream(t *testing.T) {
 	last := active[len(active)-1].ID
 	ctx, cancel := context.WithTimeout(bg, 2*time.Minute) // a hang guard, not a verdict
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/ui/sessions/%s/events?after=%d", base, f.demo, last), nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/ui/sessions/%s/events?from=%d&after=%d", base, f.demo, active[0].ID, last), nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -537,6 +537,17 @@ func TestLiveStream(t *testing.T) {
 	got = next("messages")
 	if !strings.Contains(got, "⟳ Compaction") || !strings.Contains(got, "live summary") {
 		t.Fatalf("compaction event = %q", got)
+	}
+	// With it, the ids of the rows on the page it archived, for the page to restyle.
+	var want []string
+	every, _ := f.st.Conversation(bg, f.demo, store.ViewAll)
+	for _, m := range every {
+		if !m.Active && m.Compacted && m.ID >= active[0].ID && m.ID <= all[len(all)-1].ID {
+			want = append(want, fmt.Sprint(m.ID))
+		}
+	}
+	if got := next("archived"); len(want) == 0 || got != strings.Join(want, " ") {
+		t.Fatalf("archived event = %q, want %q", got, strings.Join(want, " "))
 	}
 	if err := f.st.ReleaseLease(bg, l); err != nil {
 		t.Fatal(err)

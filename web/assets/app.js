@@ -107,6 +107,38 @@
         last.scrollIntoView({ block: "end" });
       }
     });
+    // A compaction archived rows the page already shows: restyle them as the server renders
+    // archived rows (no branch button, folded into a span), without a reload.
+    src.addEventListener("archived", function (e) {
+      e.data.split(" ").forEach(function (id) {
+        var el = document.getElementById("m" + id);
+        if (!el || el.tagName !== "ARTICLE" || el.classList.contains("arch")) return;
+        el.classList.add("arch");
+        var form = el.querySelector("form.branchat");
+        if (form) form.remove();
+      });
+      var run = [];
+      var fold = function () {
+        if (run.length === 0) return;
+        var d = document.createElement("details");
+        d.className = "archived";
+        d.setAttribute("data-nav", "");
+        var sum = document.createElement("summary");
+        sum.textContent = run.length + " archived message" + (run.length > 1 ? "s" : "") + " ";
+        var small = document.createElement("small");
+        small.textContent = "(compacted away: the model no longer sees them; still searchable)";
+        sum.appendChild(small);
+        d.appendChild(sum);
+        run[0].parentNode.insertBefore(d, run[0]);
+        run.forEach(function (el) { d.appendChild(el); });
+        run = [];
+      };
+      Array.prototype.slice.call(box.children).forEach(function (el) {
+        if (el.tagName === "ARTICLE" && el.classList.contains("arch")) run.push(el);
+        else fold();
+      });
+      fold();
+    });
     src.addEventListener("lease", function (e) {
       var b = document.getElementById("live-badge");
       if (b) b.innerHTML = e.data;
