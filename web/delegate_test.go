@@ -25,6 +25,16 @@ func TestDelegateChildren(t *testing.T) {
 	// The child's hit is newer and says the word more often: without demotion it would come first.
 	mustAppend(t, st, "dg-child", store.Message{Role: store.RoleUser, Content: "quokka quokka quokka endpoints", Timestamp: at.Add(2 * time.Minute)})
 	mustAppend(t, st, "dg-parent", store.Message{Role: store.RoleUser, Content: "check the quokka", Timestamp: at.Add(time.Second)})
+	mustAppend(t, st, "dg-parent",
+		store.Message{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{{ID: "c1", Type: "function",
+			Function: store.ToolFunction{Name: "delegate", Arguments: `{"goal":"list the quokka endpoints"}`}}}, Timestamp: at.Add(2 * time.Second)},
+		store.Message{Role: store.RoleTool, ToolCallID: "c1", ToolName: "delegate",
+			Content: `{"session_id":"dg-child","status":"completed","answer":"three"}`, Timestamp: at.Add(3 * time.Minute)},
+		// A result naming something that is not an id is not linked.
+		store.Message{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{{ID: "c2", Type: "function",
+			Function: store.ToolFunction{Name: "delegate", Arguments: `{"goal":"x"}`}}}, Timestamp: at.Add(4 * time.Minute)},
+		store.Message{Role: store.RoleTool, ToolCallID: "c2", ToolName: "delegate",
+			Content: `{"session_id":"../../evil?x=<b>","status":"failed"}`, Timestamp: at.Add(5 * time.Minute)})
 	_, base := newServer(t, st, Options{})
 	c := newClient(t, base)
 	if body := c.mustGet("/ui/"); strings.Contains(body, "dg-child") || !strings.Contains(body, "Audit the quokka service") {
@@ -35,6 +45,10 @@ func TestDelegateChildren(t *testing.T) {
 		if !strings.Contains(body, `href="/ui/sessions/dg-`) || !strings.Contains(body, `rel-delegate`) {
 			t.Fatalf("%s: the lineage tree lacks the delegate child", p)
 		}
+	}
+	if body := c.mustGet("/ui/sessions/dg-parent"); !strings.Contains(body, `sub-agent session: <a href="/ui/sessions/dg-child">dg-child</a>`) ||
+		strings.Count(body, "sub-agent session:") != 1 {
+		t.Fatal("the delegate call does not link its child session exactly once")
 	}
 	body := c.mustGet("/ui/search?q=quokka")
 	ip, ic := strings.Index(body, "/ui/sessions/dg-parent"), strings.Index(body, "/ui/sessions/dg-child")

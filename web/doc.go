@@ -5,7 +5,9 @@
 // (/ui/), one session (/ui/sessions/{id}, #m{message id} for one message), search
 // (/ui/search?q=) and usage (/ui/usage). `spool ui` serves it on loopback behind a one-time
 // login token; `spool serve` mounts it with a Principal function so each API key sees only its
-// principal's sessions.
+// principal's sessions. Sub-agent sessions (delegations) are left out of the list, shown in
+// their parent's lineage tree, linked from the delegate call that made them, and ranked below the
+// other hits of a search page.
 //
 // The contract:
 //   - Reads go through the small Store interface below; writes only through the store calls

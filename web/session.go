@@ -37,6 +37,34 @@ type callView struct {
 	Result *msgView
 }
 
+// Delegated is the child session a delegate call's result names ("" for other calls): the
+// sub-agent's session, linked from the call.
+func (c callView) Delegated() string {
+	if c.Function.Name != "delegate" || c.Result == nil {
+		return ""
+	}
+	var r struct {
+		SessionID string `json:"session_id"`
+	}
+	if json.Unmarshal([]byte(c.Result.Content), &r) != nil || !sessionIDLike(r.SessionID) {
+		return ""
+	}
+	return r.SessionID
+}
+
+// sessionIDLike accepts the characters of a session id, nothing that needs escaping in a path.
+func sessionIDLike(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
 type node struct {
 	Session  store.Session
 	Current  bool
