@@ -177,15 +177,21 @@ func (a *Agent) addModel(m *model, engine compress.Engine, sum compress.Summariz
 	}
 	m.threshold, m.engine = thr, engine
 	if m.engine == nil && a.cfg.Compression.Enabled {
-		c := compress.New(a.cfg.Compression, sum)
-		c.Now = a.now
-		// The compressor counts as the gate does, so "at or under the target" means the same
-		// to both.
-		c.Estimator = wireEstimator{}
-		m.engine = c
+		m.engine = NewCompressor(a.cfg.Compression, sum, a.now)
 	}
 	a.models = append(a.models, m)
 	return nil
+}
+
+// NewCompressor is the compressor New builds when Deps.Compressor is nil: the default
+// compressor on the agent's clock, counting tokens as the agent's preflight gate does (so "at or
+// under the target" means the same to both). Callers that wrap or measure the compressor
+// (benchmarks) build it here to run what users run.
+func NewCompressor(cfg compress.Config, s compress.Summarizer, now func() time.Time) *compress.Compressor {
+	c := compress.New(cfg, s)
+	c.Now = now
+	c.Estimator = wireEstimator{}
+	return c
 }
 
 // wireEstimator is compress.Estimator counting like the agent's request estimate.

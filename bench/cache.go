@@ -249,8 +249,7 @@ func runCacheSession(ctx context.Context, spec cacheRunSpec, dbPath string, log 
 	m := &meter{next: raw, agent: spec.agent, clock: clock}
 	cc := compress.DefaultConfig()
 	cc.ThresholdTokens = 24_000
-	comp := compress.New(cc, compress.ClientSummarizer{Client: raw})
-	comp.Now = clock.Now
+	comp := agent.NewCompressor(cc, compress.ClientSummarizer{Client: raw}, clock.Now)
 	ag, err := agent.New(agent.Deps{
 		Store: db, Client: m, Tools: benchTools{}, Compressor: markingEngine{Engine: comp, m: m},
 		Config: agent.Config{Model: name, ContextLength: 32_000, Compression: cc, CacheTTL: spec.ttl,

@@ -23,7 +23,7 @@
 // 4K, 8K, 32K, 128K and 1M tokens, against a scripted model that plays the generated turns and
 // refuses what providers refuse (a prompt over the window, an orphan tool pair). Each window runs
 // the default compressor with provider/fake's summarizer, with the deterministic fallback only,
-// and two control engines registered with compress.Register (tail only, blanked summary). Every
+// and two control engines wrapping the compressor the agent builds (agent.NewCompressor: tail only, blanked summary). Every
 // fact is scored against the request the model is sent next: present (its text is in it),
 // recoverable (the request holds a [mN] pointer or the fact's key, and one recall
 // session_search for that alone returns a message holding the fact) or lost. The report gives

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spoolhq/spool/agent"
 	"github.com/spoolhq/spool/compress"
 	"github.com/spoolhq/spool/provider/fake"
 	"github.com/spoolhq/spool/store"
@@ -377,8 +378,7 @@ func retentionOverhead(ctx context.Context, sess retentionSession, n, runs int) 
 			inner = compress.SummarizerFunc(func(context.Context, string, string) (string, error) { return "", errForcedFailure })
 		}
 		ts := &timedSummarizer{inner: inner}
-		comp := compress.New(ccfg, ts)
-		comp.Now = fixedClock()
+		comp := agent.NewCompressor(ccfg, ts, fixedClock())
 		var samples []time.Duration
 		for range runs {
 			r := res

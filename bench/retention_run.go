@@ -41,20 +41,11 @@ const (
 	ControlBlankSummary = "control-blank-summary"
 )
 
-// Names under which the control engines are registered with compress.Register.
+// Names of the control engines.
 const (
 	tailOnlyEngineName     = "bench-tail-only"
 	blankSummaryEngineName = "bench-blank-summary"
 )
-
-func init() {
-	compress.Register(tailOnlyEngineName, func(cfg compress.Config, s compress.Summarizer) compress.Engine {
-		return tailOnlyEngine{compress.New(cfg, s)}
-	})
-	compress.Register(blankSummaryEngineName, func(cfg compress.Config, s compress.Summarizer) compress.Engine {
-		return blankSummaryEngine{compress.New(cfg, s)}
-	})
-}
 
 // blankedSummary replaces a control engine's summary text.
 const blankedSummary = "[CONTEXT COMPACTION] Earlier turns were compacted; no summary was kept (benchmark control engine)."
@@ -319,22 +310,19 @@ func runWindow(ctx context.Context, sess retentionSession, window int, engine, d
 	model := &scriptModel{window: window, refused: map[string]int{}}
 	ccfg := compress.DefaultConfig()
 	var sum compress.Summarizer = compress.ClientSummarizer{Client: fake.New(fake.Config{ContextWindow: window})}
-	name := ""
-	switch engine {
-	case ModeFallback:
+	if engine == ModeFallback {
 		sum = compress.SummarizerFunc(func(context.Context, string, string) (string, error) { return "", errForcedFailure })
-	case ControlTailOnly:
-		name = tailOnlyEngineName
-	case ControlBlankSummary:
-		name = blankSummaryEngineName
-	}
-	eng, err := compress.NewEngine(name, ccfg, sum)
-	if err != nil {
-		return nil, err
 	}
 	clock := stepClock()
-	if c, ok := eng.(*compress.Compressor); ok {
-		c.Now = clock
+	// The compressor the agent itself would build (its clock, its token estimate); the
+	// controls wrap the same one.
+	base := agent.NewCompressor(ccfg, sum, clock)
+	var eng compress.Engine = base
+	switch engine {
+	case ControlTailOnly:
+		eng = tailOnlyEngine{base}
+	case ControlBlankSummary:
+		eng = blankSummaryEngine{base}
 	}
 	out := &RetentionRun{Turns: len(sess.turns), FailedTurnErrors: map[string]int{}}
 	watch := &watchEngine{Engine: eng, m: model, fallbacks: &out.FallbackSummaries, plans: &out.Compactions}
