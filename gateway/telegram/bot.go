@@ -122,7 +122,9 @@ func New(o Options) (*Bot, error) {
 func (b *Bot) Platform() string { return "telegram" }
 
 // Limits implements platform.Outbound.
-func (b *Bot) Limits() platform.Limits { return platform.Limits{MaxChars: MaxChars, EditEvery: b.o.EditEvery} }
+func (b *Bot) Limits() platform.Limits {
+	return platform.Limits{MaxChars: MaxChars, EditEvery: b.o.EditEvery}
+}
 
 // Telegram's objects, as far as spool reads them.
 type (
