@@ -57,10 +57,23 @@ func (r *Router) process(ctx context.Context, key string, ev Event) {
 		finish(in.SessionID, in.Reply)
 		return
 	case store.InboundRunning:
-		// A process died during this event's turn: adopt the reply it stored, if it did.
-		if reply, ok := r.storedReply(ctx, in.SessionID, ev.Text); ok {
+		// A process died during this event's turn: adopt the reply it stored, if it did; a turn
+		// cut short left its user message (and maybe tool rows) without an answer: those are
+		// taken back before the turn runs again, so the history holds the message once.
+		reply, ok, dangling := r.storedReply(ctx, in.SessionID, ev.Text)
+		if ok {
 			finish(in.SessionID, reply)
 			return
+		}
+		if dangling {
+			tip, _ := r.st.ResumeTarget(ctx, in.SessionID)
+			err := r.gw.Exclusive(ctx, tip, func(ctx context.Context) error {
+				_, err := r.st.UndoLastExchange(ctx, tip)
+				return err
+			})
+			if err != nil {
+				r.log.Warn("platform: take back a cut-short turn", "session", tip, "err", err)
+			}
 		}
 	}
 
@@ -112,34 +125,35 @@ func (r *Router) outbound(platform string) Outbound {
 }
 
 // storedReply finds the reply a turn for input stored on a session: the last real user
-// message is input and a final assistant message follows it.
-func (r *Router) storedReply(ctx context.Context, sessionID, input string) (string, bool) {
+// message is input and a final assistant message follows it (ok). dangling: the last user
+// message is input but no answer follows (the turn was cut short).
+func (r *Router) storedReply(ctx context.Context, sessionID, input string) (reply string, ok, dangling bool) {
 	if sessionID == "" {
-		return "", false
+		return "", false, false
 	}
 	tip, err := r.st.ResumeTarget(ctx, sessionID)
 	if err != nil {
-		return "", false
+		return "", false, false
 	}
 	hist, err := r.st.Conversation(ctx, tip, store.ViewActive)
 	if err != nil {
-		return "", false
+		return "", false, false
 	}
 	for i := len(hist) - 1; i >= 0; i-- {
 		m := hist[i]
 		if m.Role == store.RoleUser && !m.Summary {
 			if strings.TrimSpace(m.Content) != strings.TrimSpace(input) {
-				return "", false
+				return "", false, false
 			}
 			for _, a := range hist[i+1:] {
 				if a.Role == store.RoleAssistant && len(a.ToolCalls) == 0 && a.Content != "" {
-					return a.Content, true
+					return a.Content, true, false
 				}
 			}
-			return "", false
+			return "", false, true
 		}
 	}
-	return "", false
+	return "", false, false
 }
 
 // origin is a lane's metadata on its route.

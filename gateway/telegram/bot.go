@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spoolhq/spool/gateway/platform"
@@ -61,6 +62,9 @@ type Bot struct {
 	o    Options
 	log  *slog.Logger
 	name string // the poller lease's name
+
+	mu   sync.Mutex
+	last map[string]time.Time // the last call per chat, for the per-chat cadence
 }
 
 // MaxChars is Telegram's message limit.
@@ -113,7 +117,7 @@ func New(o Options) (*Bot, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	sum := sha256.Sum256([]byte(o.Token))
-	b := &Bot{o: o, log: o.Log, name: "platform-poller:telegram:" + hex.EncodeToString(sum[:8]),
+	b := &Bot{o: o, log: o.Log, last: map[string]time.Time{}, name: "platform-poller:telegram:" + hex.EncodeToString(sum[:8]),
 		c: &Client{base: o.BaseURL, token: o.Token, http: o.HTTP, sleep: o.Sleep, retries: o.Retries}}
 	return b, nil
 }
@@ -216,8 +220,36 @@ func badMarkup(err error) bool {
 	return errors.As(err, &api) && api.Code == 400 && strings.Contains(strings.ToLower(api.Description), "parse entities")
 }
 
+// pace keeps the calls to one chat at least EditEvery apart (Telegram allows about one
+// message a second per chat): a streamed reply, a queued notice and another user's reply in
+// the same group share the chat's cadence.
+func (b *Bot) pace(ctx context.Context, chat string) error {
+	b.mu.Lock()
+	now := time.Now()
+	next := b.last[chat].Add(b.o.EditEvery)
+	if next.Before(now) {
+		next = now
+	}
+	b.last[chat] = next
+	if len(b.last) > 10000 {
+		for k, t := range b.last {
+			if t.Before(now) {
+				delete(b.last, k)
+			}
+		}
+	}
+	b.mu.Unlock()
+	if d := next.Sub(now); d > 0 {
+		return b.o.Sleep(ctx, d)
+	}
+	return nil
+}
+
 // Send implements platform.Outbound.
 func (b *Bot) Send(ctx context.Context, to platform.Address, text string) (string, error) {
+	if err := b.pace(ctx, to.ChatID); err != nil {
+		return "", err
+	}
 	p := b.params(to, text)
 	var m message
 	err := b.c.call(ctx, "sendMessage", p, &m)
@@ -233,6 +265,9 @@ func (b *Bot) Send(ctx context.Context, to platform.Address, text string) (strin
 
 // Edit implements platform.Outbound. "message is not modified" is success.
 func (b *Bot) Edit(ctx context.Context, to platform.Address, messageID, text string) error {
+	if err := b.pace(ctx, to.ChatID); err != nil {
+		return err
+	}
 	p := b.params(to, text)
 	p.MessageThreadID = 0
 	id, err := strconv.ParseInt(messageID, 10, 64)

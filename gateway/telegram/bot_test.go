@@ -13,6 +13,7 @@ import (
 
 	"github.com/spoolhq/spool/gateway/platform"
 	"github.com/spoolhq/spool/gateway/platform/platformtest"
+	"github.com/spoolhq/spool/gateway/telegram/telegramtest"
 	"github.com/spoolhq/spool/store"
 )
 
@@ -41,17 +42,17 @@ func (s *sleeps) all() []time.Duration {
 
 type rig struct {
 	env *platformtest.Env
-	api *fakeAPI
+	api *telegramtest.API
 	bot *Bot
 	sl  *sleeps
 }
 
 // newRig runs a real Bot against a fake Bot API, through a real router on SQLite with the
 // offline model. o's zero fields take test defaults.
-func newRig(t *testing.T, api *fakeAPI, po platformtest.Options, o Options) *rig {
+func newRig(t *testing.T, api *telegramtest.API, po platformtest.Options, o Options) *rig {
 	t.Helper()
 	if api == nil {
-		api = newFakeAPI(t, token)
+		api = telegramtest.New(t, token)
 	}
 	env := platformtest.New(t, po)
 	sl := &sleeps{}
@@ -79,7 +80,7 @@ func newRig(t *testing.T, api *fakeAPI, po platformtest.Options, o Options) *rig
 // settle waits until update id is confirmed and the router is idle.
 func (r *rig) settle(t *testing.T, id int64) {
 	t.Helper()
-	r.api.waitConfirmed(t, id)
+	r.api.WaitConfirmed(t, id)
 	r.env.Idle(t)
 }
 
@@ -115,12 +116,12 @@ func TestChatsAndTopics(t *testing.T) {
 	r := newRig(t, nil, platformtest.Options{}, Options{})
 	r.env.Start(t, r.bot)
 	a := r.api
-	a.push(10, "private", 0, 10, "hello from a DM")
-	a.push(-100, "supergroup", 0, 1, "alice in the group")
-	a.push(-100, "supergroup", 0, 2, "bob in the group")
-	a.push(-200, "supergroup", 5, 1, "topic five from alice")
-	a.push(-200, "supergroup", 5, 2, "topic five from bob")
-	last := a.push(-200, "supergroup", 6, 1, "SAY **topic** six <ok>")
+	a.Push(10, "private", 0, 10, "hello from a DM")
+	a.Push(-100, "supergroup", 0, 1, "alice in the group")
+	a.Push(-100, "supergroup", 0, 2, "bob in the group")
+	a.Push(-200, "supergroup", 5, 1, "topic five from alice")
+	a.Push(-200, "supergroup", 5, 2, "topic five from bob")
+	last := a.Push(-200, "supergroup", 6, 1, "SAY **topic** six <ok>")
 	r.settle(t, last)
 
 	dm := keyOf(t, platform.Address{Platform: "telegram", ChatType: platform.DM, ChatID: "10"})
@@ -141,14 +142,14 @@ func TestChatsAndTopics(t *testing.T) {
 			t.Fatalf("topic five holds other lanes' text: %q", tr)
 		}
 	}
-	if got := answers(a.texts(-200, 5)); len(got) != 2 {
+	if got := answers(a.Texts(-200, 5)); len(got) != 2 {
 		t.Fatalf("topic five got %q", got)
 	}
-	six := a.messages(-200, 6)
+	six := a.Messages(-200, 6)
 	if len(six) != 1 || six[0].Text != "topic six <ok>" || six[0].ParseMode != "HTML" || !strings.Contains(six[0].Raw, "<b>topic</b> six &lt;ok&gt;") {
 		t.Fatalf("topic six got %+v: want bold rendered and the angle brackets escaped", six)
 	}
-	if got := answers(a.texts(-100, 0)); len(got) != 2 {
+	if got := answers(a.Texts(-100, 0)); len(got) != 2 {
 		t.Fatalf("group got %q", got)
 	}
 }
@@ -158,17 +159,17 @@ func TestChatsAndTopics(t *testing.T) {
 // conversation goes on in the same session.
 func TestRestartAndRedelivery(t *testing.T) {
 	t.Parallel()
-	api := newFakeAPI(t, token)
+	api := telegramtest.New(t, token)
 	first := newRig(t, api, platformtest.Options{}, Options{})
 	stop := startStoppable(t, first)
-	id := api.push(10, "private", 0, 10, "SAY remember the walrus")
+	id := api.Push(10, "private", 0, 10, "SAY remember the walrus")
 	first.settle(t, id)
 	stop()
-	api.unconfirm(id) // the confirming getUpdates never reached Telegram
+	api.Unconfirm(id) // the confirming getUpdates never reached Telegram
 
 	second := newRig(t, api, platformtest.Options{DB: first.env.DB}, Options{})
 	second.env.Start(t, second.bot)
-	id2 := api.push(10, "private", 0, 10, "SAY still here")
+	id2 := api.Push(10, "private", 0, 10, "SAY still here")
 	second.settle(t, id2)
 	k := keyOf(t, platform.Address{Platform: "telegram", ChatType: platform.DM, ChatID: "10"})
 	ss := second.env.Sessions(t, k)
@@ -180,7 +181,7 @@ func TestRestartAndRedelivery(t *testing.T) {
 	if strings.Join(tr, "|") != strings.Join(want, "|") {
 		t.Fatalf("transcript %q, want %q", tr, want)
 	}
-	if got := api.texts(10, 0); strings.Join(got, "|") != "remember the walrus|still here" {
+	if got := api.Texts(10, 0); strings.Join(got, "|") != "remember the walrus|still here" {
 		t.Fatalf("chat shows %q", got)
 	}
 }
@@ -212,19 +213,19 @@ func TestRateLimitsAndFaults(t *testing.T) {
 	r := newRig(t, nil, platformtest.Options{}, Options{})
 	r.env.Start(t, r.bot)
 	a := r.api
-	a.fail("sendMessage", 1, fault{retryAfter: 30})
-	id := a.push(10, "private", 0, 10, "SAY one")
+	a.Fail("sendMessage", 1, telegramtest.Fault{RetryAfter: 30})
+	id := a.Push(10, "private", 0, 10, "SAY one")
 	r.settle(t, id)
-	a.fail("sendMessage", 2, fault{status: 502})
-	id = a.push(10, "private", 0, 10, "SAY two")
+	a.Fail("sendMessage", 2, telegramtest.Fault{Status: 502})
+	id = a.Push(10, "private", 0, 10, "SAY two")
 	r.settle(t, id)
-	a.fail("sendMessage", 1, fault{hang: true})
-	id = a.push(10, "private", 0, 10, "SAY three")
+	a.Fail("sendMessage", 1, telegramtest.Fault{Hang: true})
+	id = a.Push(10, "private", 0, 10, "SAY three")
 	r.settle(t, id)
-	a.fail("getUpdates", 2, fault{status: 500})
-	id = a.push(10, "private", 0, 10, "SAY four")
+	a.Fail("getUpdates", 2, telegramtest.Fault{Status: 500})
+	id = a.Push(10, "private", 0, 10, "SAY four")
 	r.settle(t, id)
-	if got := strings.Join(a.texts(10, 0), "|"); got != "one|two|three|four" {
+	if got := strings.Join(a.Texts(10, 0), "|"); got != "one|two|three|four" {
 		t.Fatalf("chat shows %q, want each reply once", got)
 	}
 	var saw30 bool
@@ -257,9 +258,9 @@ func TestEditAndSplit(t *testing.T) {
 	for range 12 {
 		say = append(say, "SAY "+para, "SAY ")
 	}
-	uid := r.api.push(11, "private", 0, 11, strings.Join(say, "\n"))
+	uid := r.api.Push(11, "private", 0, 11, strings.Join(say, "\n"))
 	r.settle(t, uid)
-	got := r.api.messages(11, 0)
+	got := r.api.Messages(11, 0)
 	if len(got) < 3 {
 		t.Fatalf("%d messages for a ~9,600-character reply, want 3", len(got))
 	}
@@ -286,12 +287,12 @@ func TestWebhook(t *testing.T) {
 	mux.Handle(pattern, h)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	r.api.waitFor(t, "setWebhook", func() bool { return r.api.webhook != nil })
-	if r.api.webhook["secret_token"] != "s3cret" || r.api.webhook["url"] != "https://bot.example/platforms/telegram/webhook" {
-		t.Fatalf("setWebhook got %v", r.api.webhook)
+	r.api.WaitFor(t, "setWebhook", func() bool { return r.api.Webhook() != nil })
+	if r.api.Webhook()["secret_token"] != "s3cret" || r.api.Webhook()["url"] != "https://bot.example/platforms/telegram/webhook" {
+		t.Fatalf("setWebhook got %v", r.api.Webhook())
 	}
-	id := r.api.push(12, "private", 0, 12, "SAY hooked")
-	body := r.api.updateJSON(id)
+	id := r.api.Push(12, "private", 0, 12, "SAY hooked")
+	body := r.api.UpdateJSON(id)
 	post := func(secret string) int {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+pattern, bytes.NewReader(body))
 		if secret != "" {
@@ -311,7 +312,7 @@ func TestWebhook(t *testing.T) {
 		t.Fatalf("wrong secret: %d", c)
 	}
 	r.env.Idle(t)
-	if un, _ := r.env.Store.UnfinishedInbound(bg, "telegram", 0); len(un) != 0 || len(r.api.texts(12, 0)) != 0 {
+	if un, _ := r.env.Store.UnfinishedInbound(bg, "telegram", 0); len(un) != 0 || len(r.api.Texts(12, 0)) != 0 {
 		t.Fatal("a request without the secret was handled")
 	}
 	for range 2 {
@@ -320,7 +321,7 @@ func TestWebhook(t *testing.T) {
 		}
 	}
 	r.env.Idle(t)
-	if got := r.api.texts(12, 0); strings.Join(got, "|") != "hooked" {
+	if got := r.api.Texts(12, 0); strings.Join(got, "|") != "hooked" {
 		t.Fatalf("chat shows %q, want one answer", got)
 	}
 }
@@ -329,7 +330,7 @@ func TestWebhook(t *testing.T) {
 // by (Telegram would answer two pollers 409); every message is answered once.
 func TestOnePollerPerBot(t *testing.T) {
 	t.Parallel()
-	api := newFakeAPI(t, token)
+	api := telegramtest.New(t, token)
 	a := newRig(t, api, platformtest.Options{}, Options{LeaseTTL: 3 * time.Second})
 	standby := make(chan struct{}, 1)
 	b := newRig(t, api, platformtest.Options{DB: a.env.DB}, Options{LeaseTTL: 3 * time.Second, OnStandby: func() {
@@ -339,24 +340,21 @@ func TestOnePollerPerBot(t *testing.T) {
 		}
 	}})
 	a.env.Start(t, a.bot)
-	api.waitFor(t, "the first poller", func() bool { return api.polling > 0 })
+	api.WaitFor(t, "the first poller", func() bool { return api.Polling() > 0 })
 	b.env.Start(t, b.bot)
 	<-standby
 	var last int64
 	for i := range 4 {
-		last = api.push(20+int64(i), "private", 0, 20+int64(i), fmt.Sprintf("SAY answer %d", i))
+		last = api.Push(20+int64(i), "private", 0, 20+int64(i), fmt.Sprintf("SAY answer %d", i))
 	}
 	a.settle(t, last)
 	b.env.Idle(t)
 	<-standby // still standing by after the messages
-	api.mu.Lock()
-	conflicts := api.conflicts
-	api.mu.Unlock()
-	if conflicts != 0 {
+	if conflicts := api.Conflicts(); conflicts != 0 {
 		t.Fatalf("%d getUpdates conflicts: two processes polled one bot", conflicts)
 	}
 	for i := range 4 {
-		if got := api.texts(20+int64(i), 0); len(got) != 1 {
+		if got := api.Texts(20+int64(i), 0); len(got) != 1 {
 			t.Fatalf("chat %d got %q", 20+i, got)
 		}
 	}
@@ -371,19 +369,19 @@ func TestCompactionInTopic(t *testing.T) {
 	k := keyOf(t, platform.Address{Platform: "telegram", ChatType: platform.Thread, ChatID: "-300", ThreadID: "9"})
 	var id int64
 	for i := range 6 {
-		id = r.api.push(-300, "supergroup", 9, 1, fmt.Sprintf("SAY note %d %s", i, strings.Repeat("detail ", 40)))
+		id = r.api.Push(-300, "supergroup", 9, 1, fmt.Sprintf("SAY note %d %s", i, strings.Repeat("detail ", 40)))
 		r.settle(t, id)
 	}
 	before := r.env.Sessions(t, k)
-	id = r.api.push(-300, "supergroup", 9, 1, "/compress the notes")
+	id = r.api.Push(-300, "supergroup", 9, 1, "/compress the notes")
 	r.settle(t, id)
-	id = r.api.push(-300, "supergroup", 9, 1, "SAY after compaction")
+	id = r.api.Push(-300, "supergroup", 9, 1, "SAY after compaction")
 	r.settle(t, id)
-	texts := r.api.texts(-300, 9)
+	texts := r.api.Texts(-300, 9)
 	if len(texts) != 8 || !strings.HasPrefix(texts[6], "Compacted") || texts[7] != "after compaction" {
 		t.Fatalf("topic shows %q", texts)
 	}
-	if got := r.api.texts(-300, 0); len(got) != 0 {
+	if got := r.api.Texts(-300, 0); len(got) != 0 {
 		t.Fatalf("replies left the topic: %q", got)
 	}
 	rt, err := r.env.Store.GetRoute(bg, k)

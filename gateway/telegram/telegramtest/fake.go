@@ -1,4 +1,9 @@
-package telegram
+// Package telegramtest is a local fake of the Telegram Bot API for tests and soaks: an
+// httptest server on 127.0.0.1 serving getUpdates (offsets, long polling, 409 for a second
+// poller), sendMessage and editMessageText (the 4,096-character limit, HTML entity parsing,
+// "message is not modified"), setWebhook and deleteWebhook, with Telegram's JSON bodies and
+// error shapes, and faults on demand (429 with retry_after, 5xx, requests that hang).
+package telegramtest
 
 import (
 	"context"
@@ -17,7 +22,7 @@ import (
 
 // fakeAPI is a local Bot API on 127.0.0.1: getUpdates with offsets, sendMessage and
 // editMessageText with Telegram's limits and error bodies, setWebhook; faults on demand.
-type fakeAPI struct {
+type API struct {
 	*httptest.Server
 	token string
 
@@ -27,15 +32,16 @@ type fakeAPI struct {
 	nextUp    int64
 	confirmed int64 // every update below this is confirmed
 	nextMsg   map[int64]int64
-	sent      []*sentMsg
-	faults    map[string][]fault
+	sent      []*Message
+	faults    map[string][]Fault
 	calls     map[string]int
 	polling   int
 	conflicts int
 	webhook   map[string]any
 }
 
-type sentMsg struct {
+// Message is one message the bot sent.
+type Message struct {
 	Chat, Thread, ID int64
 	Text             string // as shown (tags stripped, entities decoded)
 	Raw              string // as sent
@@ -43,27 +49,29 @@ type sentMsg struct {
 	Edits            int
 }
 
-type fault struct {
-	status     int
-	retryAfter int
-	hang       bool // hold the request until the client gives up
+// Fault is one injected failure.
+type Fault struct {
+	Status     int  // an error status (5xx)
+	RetryAfter int  // a 429 with parameters.retry_after (seconds)
+	Hang       bool // hold the request until the client gives up
 }
 
-func newFakeAPI(t *testing.T, token string) *fakeAPI {
-	f := &fakeAPI{token: token, changed: make(chan struct{}), nextUp: 1, nextMsg: map[int64]int64{},
-		faults: map[string][]fault{}, calls: map[string]int{}}
+// New starts a fake Bot API for token; it is closed when the test ends.
+func New(t testing.TB, token string) *API {
+	f := &API{token: token, changed: make(chan struct{}), nextUp: 1, nextMsg: map[int64]int64{},
+		faults: map[string][]Fault{}, calls: map[string]int{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	return f
 }
 
-func (f *fakeAPI) bump() {
+func (f *API) bump() {
 	close(f.changed)
 	f.changed = make(chan struct{})
 }
 
-// fail makes the next n calls of method fail with ft.
-func (f *fakeAPI) fail(method string, n int, ft fault) {
+// Fail makes the next n calls of method fail with ft.
+func (f *API) Fail(method string, n int, ft Fault) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for range n {
@@ -99,7 +107,7 @@ func shown(text, mode string) (string, bool) {
 	return html.UnescapeString(stripped), true
 }
 
-func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
+func (f *API) serve(w http.ResponseWriter, r *http.Request) {
 	prefix := "/bot" + f.token + "/"
 	if !strings.HasPrefix(r.URL.Path, prefix) {
 		apiErr(w, 401, "Unauthorized", nil)
@@ -119,12 +127,12 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		f.bump()
 		f.mu.Unlock()
 		switch {
-		case ft.hang:
+		case ft.Hang:
 			<-r.Context().Done()
-		case ft.retryAfter > 0:
-			apiErr(w, 429, fmt.Sprintf("Too Many Requests: retry after %d", ft.retryAfter), map[string]any{"retry_after": ft.retryAfter})
+		case ft.RetryAfter > 0:
+			apiErr(w, 429, fmt.Sprintf("Too Many Requests: retry after %d", ft.RetryAfter), map[string]any{"retry_after": ft.RetryAfter})
 		default:
-			apiErr(w, ft.status, "Internal Server Error", nil)
+			apiErr(w, ft.Status, "Internal Server Error", nil)
 		}
 		return
 	}
@@ -200,7 +208,7 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		c := chatID()
 		f.nextMsg[c]++
-		m := &sentMsg{Chat: c, Thread: num("message_thread_id"), ID: 1000 + f.nextMsg[c], Text: vis, Raw: text, ParseMode: mode}
+		m := &Message{Chat: c, Thread: num("message_thread_id"), ID: 1000 + f.nextMsg[c], Text: vis, Raw: text, ParseMode: mode}
 		f.sent = append(f.sent, m)
 		f.bump()
 		reply(w, 200, map[string]any{"ok": true, "result": map[string]any{"message_id": m.ID, "date": time.Now().Unix(),
@@ -236,9 +244,9 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// push queues an update holding a message from user in chat; it returns the update id.
+// Push queues an update holding a message from user in chat; it returns the update id.
 // chatType is private, group or supergroup; thread > 0 makes it a forum topic message.
-func (f *fakeAPI) push(chat int64, chatType string, thread int64, userID int64, text string) int64 {
+func (f *API) Push(chat int64, chatType string, thread int64, userID int64, text string) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextMsg[chat]++
@@ -258,8 +266,8 @@ func (f *fakeAPI) push(chat int64, chatType string, thread int64, userID int64, 
 	return id
 }
 
-// update is a raw update body (for webhook posts).
-func (f *fakeAPI) updateJSON(id int64) []byte {
+// UpdateJSON is a raw update body (for webhook posts).
+func (f *API) UpdateJSON(id int64) []byte {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, u := range f.updates {
@@ -271,16 +279,16 @@ func (f *fakeAPI) updateJSON(id int64) []byte {
 	return nil
 }
 
-// waitFor waits until cond holds (under f.mu); the minute is a hang guard, not a verdict.
-func (f *fakeAPI) waitFor(t *testing.T, what string, cond func() bool) {
+// WaitFor waits until cond holds (it is called without the fake's lock: use its getters); the minute is a hang guard, not a verdict.
+func (f *API) WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
 		f.mu.Lock()
-		ok, ch := cond(), f.changed
+		ch := f.changed
 		f.mu.Unlock()
-		if ok {
+		if cond() {
 			return
 		}
 		select {
@@ -291,25 +299,30 @@ func (f *fakeAPI) waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// waitConfirmed waits until Telegram would consider update id handled (a later getUpdates
+// WaitConfirmed waits until Telegram would consider update id handled (a later getUpdates
 // named an offset past it).
-func (f *fakeAPI) waitConfirmed(t *testing.T, id int64) {
+func (f *API) WaitConfirmed(t testing.TB, id int64) {
 	t.Helper()
-	f.waitFor(t, fmt.Sprintf("update %d confirmed", id), func() bool { return f.confirmed > id })
+	f.WaitFor(t, fmt.Sprintf("update %d confirmed", id), func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.confirmed > id
+	})
 }
 
-// unconfirm forgets confirmations from id on: the process died before Telegram heard them.
-func (f *fakeAPI) unconfirm(id int64) {
+// Unconfirm forgets confirmations from id on: the process died before Telegram heard them.
+func (f *API) Unconfirm(id int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.confirmed = id
 	f.bump()
 }
 
-func (f *fakeAPI) messages(chat, thread int64) []sentMsg {
+// Messages lists the messages sent to a chat (and thread), oldest first.
+func (f *API) Messages(chat, thread int64) []Message {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []sentMsg
+	var out []Message
 	for _, m := range f.sent {
 		if m.Chat == chat && m.Thread == thread {
 			out = append(out, *m)
@@ -318,10 +331,39 @@ func (f *fakeAPI) messages(chat, thread int64) []sentMsg {
 	return out
 }
 
-func (f *fakeAPI) texts(chat, thread int64) []string {
+// Texts lists the texts shown in a chat (and thread), oldest first.
+func (f *API) Texts(chat, thread int64) []string {
 	var out []string
-	for _, m := range f.messages(chat, thread) {
+	for _, m := range f.Messages(chat, thread) {
 		out = append(out, m.Text)
 	}
 	return out
+}
+
+// Webhook is the last setWebhook's parameters (nil before one).
+func (f *API) Webhook() map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.webhook
+}
+
+// Conflicts counts getUpdates calls refused because another was in flight (two pollers).
+func (f *API) Conflicts() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.conflicts
+}
+
+// Polling reports how many getUpdates calls are in flight.
+func (f *API) Polling() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.polling
+}
+
+// Calls counts the calls of a method (faulted ones included).
+func (f *API) Calls(method string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[method]
 }
