@@ -261,6 +261,9 @@ type RunOptions struct {
 	// its input accepted, before anything is stored or the model is called (a stream's headers
 	// go out then: a lease held elsewhere is known before).
 	OnStart func(sessionID string)
+	// MaxTokens, when positive, replaces the output limit of this turn's model calls (an API
+	// client's max_output_tokens); it is not part of the cached prefix.
+	MaxTokens int
 	// PromptHome, when set, replaces Config.Prompt.Home for a prompt built in this turn: the
 	// memories and SOUL.md of an API principal's own home.
 	PromptHome string

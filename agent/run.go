@@ -316,5 +316,8 @@ func (r *run) request(ctx context.Context) (provider.Request, int, error) {
 		Model: r.m.id, System: r.prompt.Text(), Messages: b.Messages, Tools: r.tools,
 		MaxTokens: r.m.maxTokens, Temperature: -1,
 	}
+	if r.opts.MaxTokens > 0 {
+		req.MaxTokens = r.opts.MaxTokens
+	}
 	return req, tokens.EstimateRequest(req), nil
 }

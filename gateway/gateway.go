@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -182,6 +183,13 @@ type Request struct {
 	// ends the turn with Reply.Result.PendingCalls, and the client's next request answers
 	// them with trailing "tool" messages instead of a user message.
 	ClientTools []provider.Tool
+	// Instructions are this turn's extra instructions (the Responses API's instructions): added
+	// to the turn's user message as per-turn context, stored with it as its wire text, never to
+	// the frozen system prompt. A turn that only brings tool results has no user message and
+	// ignores them.
+	Instructions string
+	// MaxTokens bounds each model call's output this turn (0: the model's setting).
+	MaxTokens int
 }
 
 // Sink hears a turn's events. Its functions run on the turn's goroutine; they must not block
@@ -289,7 +297,10 @@ func (g *Gateway) Turn(ctx context.Context, req Request, sink Sink) (Reply, erro
 
 func (g *Gateway) runTurn(ctx context.Context, r Runner, p plan, guard *guarded) (agent.Result, error) {
 	opts := agent.RunOptions{OnDelta: guard.delta, OnStart: guard.start, Prelude: p.prelude, RestrictTools: true,
-		AllowTools: g.cfg.Tools[p.principal], ClientTools: p.clientTools, ToolResults: p.results}
+		AllowTools: g.cfg.Tools[p.principal], ClientTools: p.clientTools, ToolResults: p.results, MaxTokens: p.maxTokens}
+	if strings.TrimSpace(p.instructions) != "" {
+		opts.Context.Plugin = []string{"[Instructions for this response]\n" + strings.TrimSpace(p.instructions)}
+	}
 	if g.cfg.Home != "" {
 		opts.PromptHome = PrincipalHome(g.cfg.Home, p.principal)
 	}

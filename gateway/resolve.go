@@ -28,6 +28,8 @@ type plan struct {
 	input        string
 	results      []agent.ToolResult // the client's tool results, instead of input
 	clientTools  []provider.Tool
+	instructions string
+	maxTokens    int
 }
 
 // routeKey is the store route of a principal's lane.
@@ -52,7 +54,7 @@ func (g *Gateway) resolve(ctx context.Context, req Request) (plan, error) {
 			return plan{}, badRequest("messages", "messages with role %q are not supported (user, assistant, tool, system, developer)", m.Role)
 		}
 	}
-	p := plan{principal: req.Principal, clientTools: req.ClientTools}
+	p := plan{principal: req.Principal, clientTools: req.ClientTools, instructions: req.Instructions, maxTokens: req.MaxTokens}
 	n := len(msgs)
 	for n > 0 && msgs[n-1].Role == "tool" {
 		n--

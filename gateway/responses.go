@@ -16,12 +16,18 @@ import (
 type ResponseRecord struct {
 	ID            string `json:"-"`
 	SessionID     string `json:"-"`
-	Status        string `json:"status"` // in_progress, completed, failed, cancelled
+	Status        string `json:"status"` // in_progress, completed, incomplete, failed, cancelled
 	Model         string `json:"model"`
 	CreatedAt     int64  `json:"created_at"`
 	MessageID     int64  `json:"message_id,omitempty"`
 	UserMessageID int64  `json:"user_message_id,omitempty"`
 	Previous      string `json:"previous_response_id,omitempty"`
+	// Instructions, MaxOutputTokens and Truncation are the request's, echoed in the object.
+	Instructions    string `json:"instructions,omitempty"`
+	MaxOutputTokens int    `json:"max_output_tokens,omitempty"`
+	Truncation      string `json:"truncation,omitempty"`
+	// NotStored marks a store:false response (never saved; its session is deleted after it).
+	NotStored bool `json:"-"`
 	// Calls are the ids of the client tool calls the response ended at.
 	Calls    []string        `json:"calls,omitempty"`
 	Metadata json.RawMessage `json:"metadata,omitempty"`
@@ -42,7 +48,7 @@ func (g *Gateway) SaveResponse(ctx context.Context, principal string, r Response
 	if err != nil {
 		return fmt.Errorf("record response %s: %w", r.ID, err)
 	}
-	if r.Status == "completed" {
+	if r.Status == "completed" || r.Status == "incomplete" {
 		latest, _ := json.Marshal(map[string]string{"id": r.ID})
 		if err := g.st.PutRoute(context.WithoutCancel(ctx), store.Route{Key: routeKey(principal, "latest", r.SessionID), SessionID: r.SessionID, Origin: latest}); err != nil {
 			return fmt.Errorf("record response %s: %w", r.ID, err)

@@ -64,7 +64,9 @@ func (g *Gateway) TurnSession(ctx context.Context, st SessionTurn, sink Sink) (R
 	}
 	start := time.Now()
 	guard.start(st.SessionID)
-	res, err := runner.Run(icx, st.SessionID, st.Input, agent.RunOptions{OnDelta: guard.delta, OnNotice: st.OnNotice})
+	// The principal's own tools only (serve.tools), as for API turns.
+	res, err := runner.Run(icx, st.SessionID, st.Input, agent.RunOptions{OnDelta: guard.delta, OnNotice: st.OnNotice,
+		RestrictTools: true, AllowTools: g.cfg.Tools[st.Principal]})
 	err = g.classify(st.SessionID, err)
 	g.m.observeTurn(res, err, time.Since(start))
 	r := Reply{SessionID: st.SessionID, Result: res}

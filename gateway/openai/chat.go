@@ -28,9 +28,12 @@ type chatRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	N          *int            `json:"n"`
-	Tools      json.RawMessage `json:"tools"`
-	ToolChoice json.RawMessage `json:"tool_choice"`
+	N *int `json:"n"`
+	// MaxTokens is the deprecated name of MaxCompletionTokens.
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Tools               json.RawMessage `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
 }
 
 type chatMessage struct {
@@ -290,6 +293,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, principal string) 
 	greq := gateway.Request{
 		Principal: principal, SessionID: r.Header.Get("X-Spool-Session-Id"), SessionKey: r.Header.Get("X-Spool-Session-Key"),
 		Messages: msgs, Busy: busy, ClientTools: tools,
+	}
+	if m := cmp.Or(req.MaxCompletionTokens, req.MaxTokens); m != nil {
+		if *m < 1 {
+			writeError(w, badParam("max_completion_tokens", "max_completion_tokens must be positive"))
+			return
+		}
+		greq.MaxTokens = *m
 	}
 	model := cmp.Or(req.Model, "spool")
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage

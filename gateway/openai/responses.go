@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,9 @@ type responsesRequest struct {
 	Metadata           json.RawMessage `json:"metadata"`
 	Tools              json.RawMessage `json:"tools"`
 	ToolChoice         json.RawMessage `json:"tool_choice"`
+	Store              *bool           `json:"store"`
+	MaxOutputTokens    *int            `json:"max_output_tokens"`
+	Truncation         string          `json:"truncation"`
 }
 
 // inputMessages reads a Responses input: a string, or a list of message items.
@@ -105,7 +109,11 @@ func badParam(param, msg string) *apiError {
 // no calls) and one function_call item per client tool call.
 func responseObject(rec gateway.ResponseRecord, text string, calls []store.ToolCall) map[string]any {
 	output := []any{}
-	if rec.Status == "completed" {
+	var incomplete any
+	if rec.Status == "incomplete" {
+		incomplete = map[string]any{"reason": "max_output_tokens"}
+	}
+	if rec.Status == "completed" || rec.Status == "incomplete" {
 		if text != "" || len(calls) == 0 {
 			output = append(output, outputItem(rec, text, "completed"))
 		}
@@ -126,17 +134,39 @@ func responseObject(rec gateway.ResponseRecord, text string, calls []store.ToolC
 		prev = rec.Previous
 	}
 	u := rec.Usage
+	var instructions, maxOut any
+	if rec.Instructions != "" {
+		instructions = rec.Instructions
+	}
+	if rec.MaxOutputTokens > 0 {
+		maxOut = rec.MaxOutputTokens
+	}
 	return map[string]any{
 		"id": rec.ID, "object": "response", "created_at": rec.CreatedAt, "status": rec.Status, "model": rec.Model,
-		"output": output, "error": errObj, "incomplete_details": nil, "instructions": nil, "metadata": meta,
+		"output": output, "error": errObj, "incomplete_details": incomplete, "instructions": instructions, "metadata": meta, "max_output_tokens": maxOut,
 		"parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{}, "previous_response_id": prev,
-		"conversation": map[string]any{"id": rec.SessionID}, "store": true, "truncation": "disabled",
+		"conversation": conversationOf(rec), "store": !rec.NotStored, "truncation": cmp.Or(rec.Truncation, "disabled"),
 		"usage": map[string]any{
 			"input_tokens": u.InputTokens, "input_tokens_details": map[string]any{"cached_tokens": u.CacheReadTokens},
 			"output_tokens": u.OutputTokens, "output_tokens_details": map[string]any{"reasoning_tokens": u.ReasoningTokens},
 			"total_tokens": u.InputTokens + u.OutputTokens,
 		},
 	}
+}
+
+// doneStatus is a finished turn's response status: incomplete when the output limit cut it.
+func doneStatus(rep gateway.Reply) string {
+	if rep.Result.FinishReason == "length" {
+		return "incomplete"
+	}
+	return "completed"
+}
+
+func conversationOf(rec gateway.ResponseRecord) any {
+	if rec.NotStored {
+		return nil
+	}
+	return map[string]any{"id": rec.SessionID}
 }
 
 func itemID(rec gateway.ResponseRecord) string { return "msg_" + strings.TrimPrefix(rec.ID, "resp_") }
@@ -192,8 +222,27 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 		writeError(w, errorOf(err))
 		return
 	}
-	greq := gateway.Request{Principal: principal, Messages: msgs, Busy: busy, Append: true, Locate: true, ClientTools: tools}
+	greq := gateway.Request{Principal: principal, Messages: msgs, Busy: busy, Append: true, Locate: true, ClientTools: tools,
+		Instructions: req.Instructions}
+	if req.MaxOutputTokens != nil {
+		if *req.MaxOutputTokens < 16 {
+			writeError(w, badParam("max_output_tokens", "max_output_tokens must be at least 16"))
+			return
+		}
+		greq.MaxTokens = *req.MaxOutputTokens
+	}
+	switch req.Truncation {
+	case "", "auto", "disabled":
+	default:
+		writeError(w, badParam("truncation", "truncation must be auto or disabled"))
+		return
+	}
+	notStored := req.Store != nil && !*req.Store
 	conv := conversationID(req.Conversation)
+	if notStored && (req.PreviousResponseID != "" || conv != "" || r.Header.Get("X-Spool-Session-Id") != "") {
+		writeError(w, badParam("store", "store: false starts an unstored conversation; spool serve cannot continue a stored one (previous_response_id, conversation, X-Spool-Session-Id) without storing the turn"))
+		return
+	}
 	switch {
 	case req.PreviousResponseID != "" && conv != "":
 		writeError(w, badParam("previous_response_id", "previous_response_id and conversation cannot be used together"))
@@ -219,9 +268,10 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 	}
 
 	rec := gateway.ResponseRecord{ID: newID("resp_"), Status: "in_progress", Model: cmp.Or(req.Model, "spool"), CreatedAt: time.Now().Unix(),
-		Previous: req.PreviousResponseID, Metadata: req.Metadata}
+		Previous: req.PreviousResponseID, Metadata: req.Metadata, Instructions: req.Instructions, MaxOutputTokens: greq.MaxTokens,
+		Truncation: req.Truncation, NotStored: notStored}
 	var idem *gateway.Idem
-	if key := r.Header.Get("Idempotency-Key"); key != "" {
+	if key := r.Header.Get("Idempotency-Key"); key != "" && !notStored {
 		idem, err = s.g.Idempotent(r.Context(), principal, key, gateway.HashBody(r.Method, r.URL.Path, body))
 		if err != nil {
 			writeError(w, errorOf(err))
@@ -244,7 +294,9 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 			started = true
 			rec.SessionID = sid
 			mu.Unlock()
-			_ = s.g.SaveResponse(r.Context(), principal, rec)
+			if !notStored {
+				_ = s.g.SaveResponse(r.Context(), principal, rec)
+			}
 			if ev != nil {
 				ev.st.openSSE(sid)
 				ev.st.startKeepAlive(s.o.KeepAlive)
@@ -258,7 +310,7 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 			for _, c := range rep.Result.PendingCalls {
 				final.Calls = append(final.Calls, c.ID)
 			}
-			final.Status = "completed"
+			final.Status = doneStatus(rep)
 			if err != nil {
 				final.Status, final.Error = "failed", err.Error()
 				if errors.Is(err, gateway.ErrInterrupted) {
@@ -269,6 +321,19 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 			if errors.As(err, &busyErr) {
 				if idem != nil {
 					_ = idem.Release(r.Context())
+				}
+				return
+			}
+			if notStored {
+				// Nothing of an unstored response outlives it: its session goes, with
+				// whatever the turn wrote (a rotation's continuation too).
+				mu.Lock()
+				first := rec.SessionID
+				mu.Unlock()
+				for _, id := range []string{rep.SessionID, first} {
+					if id != "" {
+						_ = s.g.DeleteConversation(context.WithoutCancel(r.Context()), principal, id)
+					}
 				}
 				return
 			}
@@ -304,6 +369,7 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 	}
 	rec.SessionID, rec.MessageID, rec.UserMessageID, rec.Usage = rep.SessionID, rep.MessageID, rep.UserMessageID, rep.Result.Usage
 	if ev != nil && wasStarted {
+		rec.Status = doneStatus(rep)
 		ev.finish(rec, rep.Result.Reply, rep.Result.PendingCalls, err)
 		s.g.Metrics().StreamDuration.WithLabelValues("responses").Observe(time.Since(ev.st.began).Seconds())
 		return
@@ -312,7 +378,7 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 		writeError(w, errorOf(err))
 		return
 	}
-	rec.Status = "completed"
+	rec.Status = doneStatus(rep)
 	sessionHeaders(w, rep.SessionID, rep.BranchedFrom)
 	writeJSON(w, http.StatusOK, responseObject(rec, rep.Result.Reply, rep.Result.PendingCalls))
 }
@@ -409,7 +475,9 @@ func (e *events) finish(rec gateway.ResponseRecord, reply string, calls []store.
 		e.openMessage()
 	}
 	text := e.text.String()
-	rec.Status = "completed"
+	if rec.Status != "incomplete" {
+		rec.Status = "completed"
+	}
 	next := 0
 	if e.opened {
 		id := itemID(rec)
@@ -428,7 +496,7 @@ func (e *events) finish(rec gateway.ResponseRecord, reply string, calls []store.
 	if !e.opened {
 		text = ""
 	}
-	e.emit("response.completed", map[string]any{"response": responseObject(rec, text, calls)})
+	e.emit("response."+rec.Status, map[string]any{"response": responseObject(rec, text, calls)})
 }
 
 // replayResponse answers from a stored idempotent Responses outcome.
