@@ -115,6 +115,11 @@ type Agent struct {
 	// allowDelegate is false for a sub-agent whose caller left delegate out of its tools.
 	depth         int
 	allowDelegate bool
+
+	// titler names sessions with the auxiliary model titleModel when one is configured
+	// (Compression.SummaryModel); nil: titles come from the first ask alone.
+	titler     compress.Summarizer
+	titleModel string
 }
 
 // New checks deps and returns an agent.
@@ -149,8 +154,12 @@ func New(d Deps) (*Agent, error) {
 		a.now = time.Now
 	}
 	main := &model{client: d.Client, id: cfg.Model, provider: cfg.Provider, window: cfg.ContextLength, maxTokens: cfg.MaxTokens}
-	if err := a.addModel(main, d.Compressor, compress.ClientSummarizer{Client: d.Client, Aux: d.SummaryClient, AuxModel: cfg.Compression.SummaryModel}); err != nil {
+	mainSum := compress.ClientSummarizer{Client: d.Client, Aux: d.SummaryClient, AuxModel: cfg.Compression.SummaryModel}
+	if err := a.addModel(main, d.Compressor, mainSum); err != nil {
 		return nil, err
+	}
+	if sm := cfg.Compression.SummaryModel; sm != "" && sm != cfg.Model {
+		a.titler, a.titleModel = mainSum, sm
 	}
 	for i, f := range d.Fallbacks {
 		m, sum, err := fallbackModel(i, f, d, cfg)

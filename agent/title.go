@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -14,6 +15,17 @@ import (
 // A session's title is automatic while it still equals this value; a title the user set (or
 // changed) differs from it, and spool never touches it again.
 const TitleConfigKey = "auto_title"
+
+// TitleModelKey is the model_config key naming the auxiliary model that made the automatic
+// title (absent: spool made it from the first ask).
+const TitleModelKey = "auto_title_model"
+
+// titleTimeout bounds the auxiliary model's title call; past it the title comes from the ask.
+const titleTimeout = 15 * time.Second
+
+// titlePrompt asks the auxiliary model for a session's name.
+const titlePrompt = "Name this conversation in at most 8 words, from its first message below. " +
+	"Reply with the name only: no quotes, no final full stop.\n\nThe first message:\n"
 
 // Title limits: a short name, words kept whole.
 const (
@@ -60,7 +72,15 @@ func (r *run) autoTitle(ctx context.Context) {
 			break
 		}
 	}
-	base := titleFrom(ask)
+	base, by := "", ""
+	if r.a.titler != nil && strings.TrimSpace(ask) != "" {
+		if t := r.askTitle(ctx, ask); t != "" {
+			base, by = t, r.a.titleModel
+		}
+	}
+	if base == "" {
+		base = titleFrom(ask)
+	}
 	if base == "" {
 		return
 	}
@@ -70,11 +90,44 @@ func (r *run) autoTitle(ctx context.Context) {
 	}
 	raw, _ := json.Marshal(base)
 	m[TitleConfigKey] = raw
+	if by != "" {
+		raw, _ = json.Marshal(by)
+		m[TitleModelKey] = raw
+	}
 	cfg, err := json.Marshal(m)
 	if err != nil {
 		return
 	}
 	r.sess.Title, r.sess.ModelConfig, r.stateDirty = title, cfg, true
+}
+
+// askTitle asks the auxiliary model for a title and cleans its answer like an ask ("" when the
+// call fails or says nothing usable).
+func (r *run) askTitle(ctx context.Context, ask string) string {
+	if utf8.RuneCountInString(ask) > 2000 {
+		ask = string([]rune(ask)[:2000])
+	}
+	tctx, cancel := context.WithTimeout(ctx, titleTimeout)
+	defer cancel()
+	answer, err := r.a.titler.Summarize(tctx, r.a.titleModel, titlePrompt+ask)
+	if err != nil {
+		return ""
+	}
+	return titleFrom(strings.Trim(strings.TrimSpace(answer), "\"'`*#"))
+}
+
+// TitleModel is the auxiliary model that made s's automatic title, "" when spool made it from
+// the first ask or the title is not automatic.
+func TitleModel(s store.Session) string {
+	if TitleSource(s) != "auto" {
+		return ""
+	}
+	var m map[string]json.RawMessage
+	var by string
+	if json.Unmarshal(s.ModelConfig, &m) == nil {
+		_ = json.Unmarshal(m[TitleModelKey], &by)
+	}
+	return by
 }
 
 // titleFrom makes a short title of a first ask: its first line that is not a directive to the

@@ -67,8 +67,9 @@ func TestSummaryModelOnItsOwnProvider(t *testing.T) {
 	if compactions == 0 {
 		t.Fatalf("no compaction in 30 turns:\n%s", r.stderr)
 	}
-	if got := auxSrv.count("/v1/messages summarizer-x"); got != compactions {
-		t.Errorf("summary endpoint got %d summary requests for %d compactions (all: %v)", got, compactions, auxSrv.n)
+	// The auxiliary model also names the session after its first exchange: one request more.
+	if got := auxSrv.count("/v1/messages summarizer-x"); got != compactions+1 {
+		t.Errorf("summary endpoint got %d requests for %d compactions and a title (all: %v)", got, compactions, auxSrv.n)
 	}
 	if got := mainSrv.count("/v1/chat/completions summarizer-x"); got != 0 {
 		t.Errorf("the main endpoint got %d requests for the summary model", got)
@@ -93,5 +94,35 @@ func TestCacheTTLIsAnthropicOnly(t *testing.T) {
 	r := spool(t, home, "run", "hello")
 	if r.code == 0 || !strings.Contains(r.stderr, "cache_ttl 1h is an Anthropic setting") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 		t.Errorf("exit %d, stderr %q: want one line saying cache_ttl is Anthropic's", r.code, r.stderr)
+	}
+}
+
+// With an auxiliary model configured, the session's automatic title is the one that model
+// gives, recorded as made by it; without one it comes from the first ask. A title the user set
+// is kept either way (agent tests).
+func TestTitleByTheAuxiliaryModel(t *testing.T) {
+	t.Parallel()
+	url := startFakeLLM(t)
+	// The offline model answers a SAY line exactly; the title prompt quotes the first message,
+	// so the auxiliary model's answer is the SAY text while the ask's own first line differs.
+	ask := "hello there, please look at the parser\nSAY Parser review by the aux model"
+	for _, tc := range []struct {
+		name, title string
+		env         []string
+	}{
+		{"auxiliary model", "Parser review by the aux model (automatic, by aux-titler)", []string{"SPOOL_AUXILIARY_COMPRESSION_MODEL=aux-titler"}},
+		{"no auxiliary model", "Hello there, please look at the parser (automatic)", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			out := decode[struct {
+				SessionID string `json:"session_id"`
+			}](t, spoolEnv(t, home, "", tc.env, "run", "--provider", "openai", "--base-url", url+"/v1", "--model", "fake-model", "--json", ask).ok(t, "run"))
+			show := spool(t, home, "sessions", "show", out.SessionID).ok(t, "show")
+			if !strings.Contains(show.stdout, "Title:") || !strings.Contains(show.stdout, tc.title) {
+				t.Errorf("sessions show:\n%s\nwant title %q", show.stdout, tc.title)
+			}
+		})
 	}
 }

@@ -398,7 +398,9 @@ func (a *app) renderSession(s store.Session, kids, chain []store.Session, binds 
 		}
 	}
 	row("Session", s.ID)
-	if agent.TitleSource(s) == "auto" {
+	if by := agent.TitleModel(s); by != "" {
+		row("Title", s.Title+" (automatic, by "+by+")")
+	} else if agent.TitleSource(s) == "auto" {
 		row("Title", s.Title+" (automatic)")
 	} else {
 		row("Title", s.Title)
