@@ -108,7 +108,7 @@ func TestRecordChat(t *testing.T) {
 	var b strings.Builder
 	hdr, _ := json.Marshal(map[string]any{"version": 2, "width": cols, "height": rows, "timestamp": 1764590400,
 		"title": "spool chat: typing, streaming markdown, a write approved with its diff, compaction",
-		"env": map[string]string{"TERM": "xterm-256color", "SHELL": "/bin/sh"}})
+		"env":   map[string]string{"TERM": "xterm-256color", "SHELL": "/bin/sh"}})
 	b.Write(hdr)
 	b.WriteByte('\n')
 	for _, e := range events {
