@@ -422,3 +422,21 @@ func BenchmarkDelegate(b *testing.B) {
 		}
 	}
 }
+
+// The caller's result is bounded: a long answer is cut (head and tail kept, marked truncated)
+// while the child keeps it whole.
+func TestDelegateAnswerBounded(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	a := newAgent(t, st, fake.New(fake.Config{}), stdTools(), withDelegation(1, 0))
+	long := strings.Repeat("abcdefgh ", 4000) // 36,000 bytes
+	res := run(t, a, "", delegateCall("SAY "+long, ""))
+	ds := delegateResults(t, st, res.SessionID)
+	if len(ds) != 1 || !ds[0].Truncated || len(ds[0].Answer) > agent.MaxDelegateAnswer+100 || !strings.Contains(ds[0].Answer, "bytes omitted") {
+		t.Fatalf("result: truncated %v, %d bytes", ds[0].Truncated, len(ds[0].Answer))
+	}
+	h := history(t, st, ds[0].SessionID)
+	if got := h[len(h)-1].Content; got != strings.TrimSpace(long) {
+		t.Fatalf("the child's answer is %d bytes, want the whole %d", len(got), len(strings.TrimSpace(long)))
+	}
+}
