@@ -131,9 +131,9 @@ func TestSlackEndToEnd(t *testing.T) {
 		}
 	})
 	keys := map[string]string{
-		"agent:main:slack:dm:T0FAKE:D0DM1":                  "u: SAY dm answer|a: dm answer",
-		"agent:main:slack:group:T0FAKE:C0CHAN:U1":           "u: SAY ann's answer|a: ann's answer",
-		"agent:main:slack:group:T0FAKE:C0CHAN:U2":           "u: SAY bob's answer|a: bob's answer",
+		"agent:main:slack:dm:T0FAKE:D0DM1":                "u: SAY dm answer|a: dm answer",
+		"agent:main:slack:group:T0FAKE:C0CHAN:U1":         "u: SAY ann's answer|a: ann's answer",
+		"agent:main:slack:group:T0FAKE:C0CHAN:U2":         "u: SAY bob's answer|a: bob's answer",
 		"agent:main:slack:thread:T0FAKE:C0CHAN:" + ann.TS: "u: SAY thread one|a: thread one|u: SAY thread two|a: thread two",
 	}
 	for k, want := range keys {
@@ -190,7 +190,9 @@ func TestSlackBusyAndRestart(t *testing.T) {
 	s2 := serveSlack(t, fake, platformtest.Options{DB: s.env.DB}, true)
 	waitFake(t, fake, func(v slackfake.View) bool { return v.Conns() == 1 })
 	fake.Push(fake.Event(&slackfake.Message{Channel: "C0CHAN", User: "U1", Text: "SAY after the restart", ThreadTS: "1800000000.000001"}))
-	waitFake(t, fake, func(v slackfake.View) bool { return len(texts(v.Messages("C0CHAN"), first.ThreadTS)) == 4 && v.Pending() == 0 })
+	waitFake(t, fake, func(v slackfake.View) bool {
+		return len(texts(v.Messages("C0CHAN"), first.ThreadTS)) == 4 && v.Pending() == 0
+	})
 	s2.env.Idle(t)
 	ss2 := s2.env.Sessions(t, key)
 	if len(ss2) != 1 || ss2[0].ID != ss[0].ID {
