@@ -35,6 +35,8 @@ const chatHelp = `Commands:
   /usage               tokens, cost, cache share and the last cache break
   /undo                take back your last message and everything after it
   /paste, /edit        paste mode (Enter is a new line, Ctrl-D sends) or $EDITOR, on a terminal
+  /handoff PLATFORM:CHAT[:THREAD] [--user ID]
+                       continue this session in a Telegram, Slack or Discord chat
   /help                this list
   /exit                leave (Ctrl-D too); Ctrl-C interrupts a running turn`
 
@@ -507,6 +509,8 @@ func (c *chat) command(ctx context.Context, line string) bool {
 		err = c.usage(ctx)
 	case "/undo":
 		err = c.undo(ctx)
+	case "/handoff":
+		err = c.handoff(ctx, arg)
 	default:
 		err = fmt.Errorf("unknown command %s (/help lists them)", name)
 	}
@@ -514,6 +518,38 @@ func (c *chat) command(ctx context.Context, line string) bool {
 		fmt.Fprintf(c.a.stderr, "spool: %s\n", oneLine(err.Error()))
 	}
 	return false
+}
+
+// handoff binds a chat to this session and has the agent say there where the work stands.
+func (c *chat) handoff(ctx context.Context, arg string) error {
+	if err := c.needSession(); err != nil {
+		return err
+	}
+	f := strings.Fields(arg)
+	if len(f) == 0 {
+		return errors.New("/handoff needs a target: PLATFORM:CHAT[:THREAD] (e.g. slack:C0123:1712345678.000100)")
+	}
+	to, user := f[0], ""
+	switch {
+	case len(f) == 3 && f[1] == "--user":
+		user = f[2]
+	case len(f) == 2:
+		user = f[1]
+	case len(f) != 1:
+		return errors.New("/handoff PLATFORM:CHAT[:THREAD] [--user ID]")
+	}
+	cfg, err := c.a.config()
+	if err != nil {
+		return err
+	}
+	h, err := c.a.handoff(ctx, cfg, c.st, c.ag, c.ag.Model(), c.ag.Threshold().Model.ContextLength, c.sid, to, user, "")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.a.stdout, "Session %s now continues in %s (key %s); the agent said there: %s\n", h.SessionID, to, h.Key, oneLine(visible(truncate(h.Reply, 200))))
+	fmt.Fprintf(c.a.stdout, "Replies there continue it; 'spool chat --resume %s' takes it back.\n", h.SessionID)
+	c.sid = h.SessionID
+	return nil
 }
 
 func (c *chat) needSession() error {

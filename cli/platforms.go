@@ -10,7 +10,9 @@ import (
 
 	"github.com/spoolhq/spool/config"
 	"github.com/spoolhq/spool/gateway"
+	_ "github.com/spoolhq/spool/gateway/discord" // platforms.discord
 	"github.com/spoolhq/spool/gateway/platform"
+	_ "github.com/spoolhq/spool/gateway/slack" // platforms.slack
 	"github.com/spoolhq/spool/store"
 
 	// Chat-platform adapters register themselves with gateway/platform: one line each.
@@ -38,38 +40,12 @@ func setupPlatforms(cfg config.Config, st store.Store, g *gateway.Gateway, model
 		if err != nil || !c.Enabled() {
 			return
 		}
-		f, ok := platform.Lookup(name)
-		if !ok {
-			err = &usageError{fmt.Errorf("platforms.%s is configured, but this build has no %s adapter (built in: %v)", name, name, platform.Registered())}
-			return
-		}
-		secret := func(field, env string) string {
-			if env == "" || err != nil {
-				return ""
-			}
-			v := os.Getenv(env)
-			if v == "" {
-				err = &usageError{fmt.Errorf("platforms.%s.%s names %s, which is not set in the environment", name, field, env)}
-			}
-			return v
-		}
-		s := platform.Settings{
-			Token:         secret("token_env", c.TokenEnv),
-			SigningSecret: secret("signing_secret_env", c.SigningSecretEnv),
-			AppToken:      secret("app_token_env", c.AppTokenEnv),
-			WebhookSecret: secret("webhook_secret_env", c.WebhookSecretEnv),
-			BaseURL:       c.BaseURL, Mode: c.Mode, WebhookURL: c.WebhookURL,
-		}
-		if err != nil {
-			return
-		}
-		a, ferr := f(s, platform.Env{Log: log.With("platform", name), Locks: st, Holder: holder})
-		if ferr != nil {
-			err = fmt.Errorf("platforms.%s: %w", name, ferr)
+		var a platform.Adapter
+		if a, err = buildAdapter(name, c, st, holder, log); err != nil {
 			return
 		}
 		adapters = append(adapters, a)
-		policies[name] = platform.Policy{Profile: pc.Profile, GroupPerUser: c.GroupPerUser, ThreadPerUser: c.ThreadPerUser}
+		policies[name] = policyOf(pc, c)
 		if c.Busy == "interrupt" {
 			busy[name] = gateway.BusyInterrupt
 		}
@@ -97,4 +73,44 @@ func setupPlatforms(cfg config.Config, st store.Store, g *gateway.Gateway, model
 // serve runs the router and the adapters until ctx ends.
 func (p *platforms) serve(ctx context.Context) error {
 	return p.router.Serve(ctx, p.adapters...)
+}
+
+// policyOf is a platform's key policy.
+func policyOf(pc config.Platforms, c config.Platform) platform.Policy {
+	return platform.Policy{Profile: pc.Profile, GroupPerUser: c.GroupPerUser, ThreadPerUser: c.ThreadPerUser}
+}
+
+// buildAdapter builds one configured platform's adapter, its secrets read from the
+// environment variables the config names (spool serve, spool handoff).
+func buildAdapter(name string, c config.Platform, st store.Store, holder string, log *slog.Logger) (platform.Adapter, error) {
+	f, ok := platform.Lookup(name)
+	if !ok {
+		return nil, &usageError{fmt.Errorf("platforms.%s is configured, but this build has no %s adapter (built in: %v)", name, name, platform.Registered())}
+	}
+	var err error
+	secret := func(field, env string) string {
+		if env == "" || err != nil {
+			return ""
+		}
+		v := os.Getenv(env)
+		if v == "" {
+			err = &usageError{fmt.Errorf("platforms.%s.%s names %s, which is not set in the environment", name, field, env)}
+		}
+		return v
+	}
+	s := platform.Settings{
+		Token:         secret("token_env", c.TokenEnv),
+		SigningSecret: secret("signing_secret_env", c.SigningSecretEnv),
+		AppToken:      secret("app_token_env", c.AppTokenEnv),
+		WebhookSecret: secret("webhook_secret_env", c.WebhookSecretEnv),
+		BaseURL:       c.BaseURL, Mode: c.Mode, WebhookURL: c.WebhookURL,
+	}
+	if err != nil {
+		return nil, err
+	}
+	a, err := f(s, platform.Env{Log: log.With("platform", name), Locks: st, Holder: holder})
+	if err != nil {
+		return nil, fmt.Errorf("platforms.%s: %w", name, err)
+	}
+	return a, nil
 }

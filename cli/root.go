@@ -128,7 +128,7 @@ func (a *app) rootCommand() *cobra.Command {
 
 	root.AddCommand(a.sessionsCommand(), a.searchCommand(), a.dbCommand(), a.benchCommand())
 	root.AddCommand(a.runCommand(), a.chatCommand())
-	root.AddCommand(a.configCommand(), a.uiCommand(), a.serveCommand())
+	root.AddCommand(a.configCommand(), a.uiCommand(), a.serveCommand(), a.handoffCommand())
 	root.AddCommand(a.mcpCommand())
 	root.AddCommand(a.importCommand())
 	a.addCompletions(root)

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -53,8 +54,8 @@ func TestShowBindings(t *testing.T) {
 		}
 	})
 	out := spool(t, home, "sessions", "show", "20261130_100000_bbbbbb").ok(t, "show").stdout
-	for _, k := range []string{"Bound to:  agent:main:discord:dm:600", "Bound to:  agent:main:slack:thread:T1:C1:1800000000.000100"} {
-		if !strings.Contains(out, k) {
+	for _, k := range []string{"agent:main:discord:dm:600", "agent:main:slack:thread:T1:C1:1800000000.000100"} {
+		if !regexp.MustCompile(`Bound to:\s+` + regexp.QuoteMeta(k) + `\n`).MatchString(out) {
 			t.Errorf("show lacks %q:\n%s", k, out)
 		}
 	}

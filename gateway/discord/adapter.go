@@ -364,3 +364,26 @@ func (a *Adapter) do(ctx context.Context, op string, call func() ([]byte, error)
 		}
 	}
 }
+
+// Resolve implements platform.Resolver: GET /channels/{id} says whether the chat is a DM, a
+// thread (then its parent is the chat) or a channel.
+func (a *Adapter) Resolve(ctx context.Context, chatID, threadID string) (platform.Address, error) {
+	ch, err := a.s.Channel(chatID, discordgo.WithContext(ctx))
+	if err != nil {
+		var re *discordgo.RESTError
+		if errors.As(err, &re) && re.Message != nil {
+			return platform.Address{}, fmt.Errorf("discord: channel %s: %s", chatID, re.Message.Message)
+		}
+		return platform.Address{}, fmt.Errorf("discord: channel %s: %w", chatID, err)
+	}
+	ad := platform.Address{Platform: Platform, ChatType: platform.Group, ChatID: chatID, ThreadID: threadID}
+	switch {
+	case ch.Type == discordgo.ChannelTypeDM:
+		ad.ChatType, ad.ThreadID = platform.DM, ""
+	case ch.IsThread():
+		ad.ChatType, ad.ChatID, ad.ThreadID = platform.Thread, ch.ParentID, chatID
+	case threadID != "":
+		ad.ChatType = platform.Thread
+	}
+	return ad, nil
+}

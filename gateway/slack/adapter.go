@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -216,4 +217,19 @@ func splitTS(ts string) (sec, usec int64, ok bool) {
 		return 0, 0, false
 	}
 	return s, u, true
+}
+
+// Resolve implements platform.Resolver: the workspace from auth.test, a D… channel as a DM,
+// a thread_ts as a Thread of the channel, anything else a Group.
+func (a *Adapter) Resolve(ctx context.Context, chatID, threadID string) (platform.Address, error) {
+	u, team, err := a.c.AuthTest(ctx)
+	if err != nil {
+		return platform.Address{}, err
+	}
+	a.bot.Store(u)
+	in := Inbound{TeamID: team, Channel: chatID, ThreadTS: threadID, ChannelType: "channel"}
+	if strings.HasPrefix(chatID, "D") {
+		in.ChannelType = "im"
+	}
+	return in.Event().Address, nil
 }
