@@ -215,24 +215,26 @@ func (a *Adapter) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
 		UserName: m.Author.Username, Text: m.Content, At: m.Timestamp}
 	if m.GuildID == "" {
 		ev.ChatType = platform.DM
-	} else if ci, err := a.channel(ctx, m.ChannelID); err == nil && ci.thread {
+	} else if ci, err := a.channel(context.WithoutCancel(ctx), m.ChannelID); err == nil && ci.thread {
 		ev.ChatType, ev.ChatID, ev.ThreadID = platform.Thread, ci.parent, m.ChannelID
 	} else if err != nil {
 		a.count("channel_lookup_failed") // answered as a plain channel
 	}
+	// A message read off the socket is recorded even while Run is stopping: the gateway will
+	// not deliver it again.
 	for attempt := 0; ; attempt++ {
-		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		err := h.Handle(hctx, ev)
 		cancel()
 		if err == nil {
 			a.count("received")
 			return
 		}
-		if attempt >= 5 || ctx.Err() != nil {
+		if attempt >= 5 {
 			a.count("not_accepted")
 			return
 		}
-		if a.sleep(ctx, time.Duration(attempt+1)*200*time.Millisecond) != nil {
+		if a.sleep(context.WithoutCancel(ctx), time.Duration(attempt+1)*200*time.Millisecond) != nil {
 			return
 		}
 	}
@@ -274,9 +276,14 @@ func target(to platform.Address) string {
 // Send implements platform.Outbound: POST /channels/{id}/messages with a nonce Discord
 // enforces, so a retried create never makes two messages.
 func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (string, error) {
-	var n [9]byte
-	_, _ = rand.Read(n[:])
-	nonce := hex.EncodeToString(n[:]) // ≤ 25 characters
+	var nonce string // ≤ 25 characters
+	if k, ok := platform.SendKeyFrom(ctx); ok {
+		nonce = k.Nonce() // the same for every attempt at this chunk, in any process
+	} else {
+		var n [9]byte
+		_, _ = rand.Read(n[:])
+		nonce = hex.EncodeToString(n[:])
+	}
 	ch := target(to)
 	ep := discordgo.EndpointChannelMessages(ch)
 	body := map[string]any{"content": text, "nonce": nonce, "enforce_nonce": true,

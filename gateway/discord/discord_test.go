@@ -244,3 +244,26 @@ func TestBadToken(t *testing.T) {
 		t.Fatalf("Run with a bad token: %v", err)
 	}
 }
+
+// TestSendKeyAcrossProcesses: the same SendKey sent again (another process, after a crash
+// between send and ack) carries the same enforce_nonce, so Discord returns the first message.
+func TestSendKeyAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	fake, ad, _, _ := setup(t)
+	to := platform.Address{Platform: "discord", ChatType: platform.Group, ChatID: "500"}
+	k := platform.SendKey{Turn: "discord:123", Chunk: 0}
+	first, err := ad.Send(platform.WithSendKey(context.Background(), k), to, "once")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Unsure = true
+	again, err := ad.Send(platform.WithSendKey(context.Background(), k), to, "once")
+	if err != nil || again != first {
+		t.Fatalf("resend: %q %v, want %q", again, err, first)
+	}
+	fake.Inspect(func(v discordfake.View) {
+		if n := len(v.Messages("500")); n != 1 {
+			t.Errorf("%d messages, want 1", n)
+		}
+	})
+}

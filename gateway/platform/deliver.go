@@ -57,12 +57,14 @@ func (r *Router) put(ctx context.Context, out Outbound, to Address, l *ledger, i
 		return nil
 	}
 	// An entry without a message id is a send whose outcome was never recorded (a crash or a
-	// timeout between send and ack): the platform gave no id to edit, so it is sent again.
+	// timeout between send and ack): the platform gave no id to edit, so it is sent again,
+	// marked Unsure so an adapter that can find or dedupe the first attempt does (SendKey).
+	unsure := ok
 	e = store.SendEntry{TurnID: l.tid, Chunk: i, TextHash: h}
 	if err := r.st.PutSend(ctx, e); err != nil {
 		return err
 	}
-	id, err := out.Send(ctx, to, text)
+	id, err := out.Send(WithSendKey(ctx, SendKey{Turn: l.tid, Chunk: i, Unsure: unsure}), to, text)
 	if err != nil {
 		return fmt.Errorf("send chunk %d: %w", i, err)
 	}

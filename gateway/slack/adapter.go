@@ -166,7 +166,13 @@ func (a *Adapter) Webhook(h platform.Handler) (string, http.Handler) {
 
 // Send implements platform.Outbound: chat.postMessage into to.ChatID (thread to.ThreadID).
 func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (string, error) {
-	m, err := a.c.PostMessage(ctx, to.ChatID, to.ThreadID, text)
+	var m Message
+	var err error
+	if k, ok := platform.SendKeyFrom(ctx); ok {
+		m, err = a.c.PostOnce(ctx, to.ChatID, to.ThreadID, text, k.Nonce(), k.Unsure)
+	} else {
+		m, err = a.c.PostMessage(ctx, to.ChatID, to.ThreadID, text)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -110,7 +110,18 @@ type Message struct {
 func (c *Client) PostMessage(ctx context.Context, channel, threadTS, text string) (Message, error) {
 	var n [12]byte
 	_, _ = rand.Read(n[:])
-	nonce := hex.EncodeToString(n[:])
+	return c.PostOnce(ctx, channel, threadTS, text, hex.EncodeToString(n[:]), false)
+}
+
+// PostOnce is PostMessage with the caller's nonce (stable across processes: the send
+// ledger's); with unsure (an earlier attempt may have been posted) the channel or thread is
+// searched for it first.
+func (c *Client) PostOnce(ctx context.Context, channel, threadTS, text, nonce string, unsure bool) (Message, error) {
+	if unsure {
+		if ts, err := c.findPosted(ctx, channel, threadTS, nonce); err == nil && ts != "" {
+			return Message{Channel: channel, TS: ts}, nil
+		}
+	}
 	body := map[string]any{"channel": channel, "text": text,
 		"metadata": map[string]any{"event_type": metadataType, "event_payload": map[string]any{"nonce": nonce}}}
 	if threadTS != "" {

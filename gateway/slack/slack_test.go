@@ -433,3 +433,31 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+// TestSendKeyAcrossProcesses: a chunk whose first send went out but whose answer was lost
+// (the process died before the ledger heard the ts) is sent again by another process with
+// the same SendKey, Unsure: the post carrying its nonce is found, none is added.
+func TestSendKeyAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	e := setup(t, false)
+	to := platform.Address{Platform: "slack", ChatType: platform.Thread, ChatID: "C1", ThreadID: "1800000000.000001"}
+	k := platform.SendKey{Turn: "slack:T0FAKE:C1:1800000000.000002", Chunk: 0}
+	first, err := e.ad.Send(platform.WithSendKey(context.Background(), k), to, "once")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Unsure = true
+	again, err := e.ad.Send(platform.WithSendKey(context.Background(), k), to, "once")
+	if err != nil || again != first {
+		t.Fatalf("resend: %q %v, want %q", again, err, first)
+	}
+	other, err := e.ad.Send(platform.WithSendKey(context.Background(), platform.SendKey{Turn: k.Turn, Chunk: 1, Unsure: true}), to, "once")
+	if err != nil || other == first {
+		t.Fatalf("another chunk: %q %v", other, err)
+	}
+	e.fake.Inspect(func(v slackfake.View) {
+		if n := len(v.Messages("C1")); n != 2 {
+			t.Errorf("%d messages, want 2", n)
+		}
+	})
+}

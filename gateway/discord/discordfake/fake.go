@@ -43,6 +43,7 @@ type Fault struct {
 type Posted struct {
 	ID, ChannelID, Content, Nonce string
 	Edits                         int
+	At                            time.Time // when it was created
 }
 
 // Server is the fake.
@@ -70,6 +71,7 @@ type Server struct {
 	identify int
 	resumes  int
 	up       websocket.Upgrader
+	firstTry map[string]time.Time // created content → its first attempt (faulted or not)
 }
 
 type dispatch struct {
@@ -100,7 +102,7 @@ func Start() (*Server, error) {
 	s := &Server{Token: "fake-discord-token", BotID: "900000000000000001", GuildID: "800000000000000001",
 		ln: ln, URL: "http://" + ln.Addr().String() + "/", changed: make(chan struct{}),
 		faults: map[string][]Fault{}, calls: map[string]int{}, channels: map[string]map[string]any{},
-		byID: map[string]*Posted{}, conns: map[*websocket.Conn]*conn{}, snow: 1_100_000_000_000_000_000}
+		byID: map[string]*Posted{}, conns: map[*websocket.Conn]*conn{}, snow: 1_100_000_000_000_000_000, firstTry: map[string]time.Time{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/{ver}/gateway", s.gatewayURL)
 	mux.HandleFunc("GET /api/{ver}/channels/{id}", s.getChannel)
@@ -161,6 +163,12 @@ func (v View) Messages(channel string) []Posted {
 		}
 	}
 	return out
+}
+
+// FirstAttempt is when a message with content was first tried (a faulted try too).
+func (v View) FirstAttempt(content string) (time.Time, bool) {
+	t, ok := v.s.firstTry[content]
+	return t, ok
 }
 
 // Calls counts a route's calls ("POST messages", "PATCH messages", "GET channel").
@@ -292,6 +300,9 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 	decErr := json.NewDecoder(r.Body).Decode(&body)
 	s.mu.Lock()
 	f := s.take("POST messages")
+	if _, ok := s.firstTry[body.Content]; !ok && body.Content != "" {
+		s.firstTry[body.Content] = time.Now()
+	}
 	s.notify()
 	s.mu.Unlock()
 	if pre(w, r, f) || !s.authed(w, r) {
@@ -324,7 +335,7 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if m == nil {
-		m = &Posted{ID: s.nextID(), ChannelID: ch, Content: body.Content, Nonce: nonce}
+		m = &Posted{ID: s.nextID(), ChannelID: ch, Content: body.Content, Nonce: nonce, At: time.Now()}
 		s.msgs = append(s.msgs, m)
 		s.byID[m.ID] = m
 	}

@@ -36,6 +36,7 @@ type Posted struct {
 	Channel, TS, ThreadTS, Text string
 	Edits                       int
 	Metadata                    map[string]any // chat.postMessage's metadata, as sent
+	At                          time.Time      // when it was posted
 }
 
 // Server is the fake.
@@ -61,6 +62,7 @@ type Server struct {
 	acked    int
 	ticket   int
 	upgrader websocket.Upgrader
+	firstTry map[string]time.Time // chat.postMessage text → its first attempt (faulted or not)
 }
 
 type pendingEnv struct {
@@ -79,7 +81,7 @@ func Start() (*Server, error) {
 	s := &Server{BotToken: "xoxb-fake-bot", AppToken: "xapp-fake-app", TeamID: "T0FAKE", BotUser: "U0BOT",
 		ln: ln, URL: "http://" + ln.Addr().String() + "/api/", changed: make(chan struct{}),
 		faults: map[string][]Fault{}, calls: map[string]int{}, byKey: map[string]*Posted{},
-		conns: map[*websocket.Conn]bool{}, tsN: 1_700_000_000_000_000}
+		conns: map[*websocket.Conn]bool{}, tsN: 1_700_000_000_000_000, firstTry: map[string]time.Time{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.api)
 	mux.HandleFunc("/link/", s.socket)
@@ -135,6 +137,12 @@ func (v View) Messages(channel string) []Posted {
 	return out
 }
 
+// FirstAttempt is when a chat.postMessage with text was first tried (a faulted try too).
+func (v View) FirstAttempt(text string) (time.Time, bool) {
+	t, ok := v.s.firstTry[text]
+	return t, ok
+}
+
 // Calls is how often method was called (faulted calls included).
 func (v View) Calls(method string) int { return v.s.calls[method] }
 
@@ -180,6 +188,11 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.calls[method]++
+	if t, _ := body["text"].(string); method == "chat.postMessage" && t != "" {
+		if _, ok := s.firstTry[t]; !ok {
+			s.firstTry[t] = time.Now()
+		}
+	}
 	var f *Fault
 	if q := s.faults[method]; len(q) > 0 {
 		f = &q[0]
@@ -223,7 +236,7 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		default:
 			s.tsN++
 			ts := fmt.Sprintf("%d.%06d", s.tsN/1_000_000, s.tsN%1_000_000)
-			m := &Posted{Channel: ch, TS: ts, ThreadTS: str("thread_ts"), Text: text}
+			m := &Posted{Channel: ch, TS: ts, ThreadTS: str("thread_ts"), Text: text, At: time.Now()}
 			m.Metadata, _ = body["metadata"].(map[string]any)
 			s.msgs = append(s.msgs, m)
 			s.byKey[ch+"\x00"+ts] = m

@@ -1,0 +1,743 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spoolhq/spool/agent"
+	"github.com/spoolhq/spool/gateway"
+	"github.com/spoolhq/spool/gateway/discord"
+	"github.com/spoolhq/spool/gateway/discord/discordfake"
+	plat "github.com/spoolhq/spool/gateway/platform"
+	"github.com/spoolhq/spool/gateway/slack"
+	"github.com/spoolhq/spool/gateway/slack/slackfake"
+	"github.com/spoolhq/spool/provider"
+	"github.com/spoolhq/spool/provider/fake"
+	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/sqlite"
+	"github.com/spoolhq/spool/turn"
+)
+
+// PlatformsConfig sizes the platform soak. Zero fields take defaults.
+type PlatformsConfig struct {
+	Dir      string        // scratch directory (required)
+	Duration time.Duration // how long messages are sent (10m)
+	Lanes    int           // chat lanes, half Slack, half Discord (40)
+	Rate     float64       // messages per second over all lanes (8)
+	// FirstToken is the model's delay before its first token (50ms); the latency figure is
+	// what spool adds beyond it.
+	FirstToken time.Duration
+	// FaultEvery injects one platform fault (429, 5xx before or after the effect, a timeout,
+	// a dropped gateway socket) per this interval (1s; negative: none).
+	FaultEvery time.Duration
+	// DupShare is the share of deliveries the platform sends twice (0.05).
+	DupShare float64
+	// BurstShare is the share of messages followed at once by another in the same chat, which
+	// then arrives during a running turn (0.05).
+	BurstShare float64
+	// RestartEvery restarts the gateway (router, adapters, store handle) on the same database
+	// (90s; negative: never).
+	RestartEvery time.Duration
+	// NoDedup is the control: every delivery gets a fresh event id, so the inbox cannot tell
+	// a redelivery from a new message. It must score badly.
+	NoDedup bool
+	Seed    uint64
+	Log     io.Writer
+}
+
+func (c PlatformsConfig) withDefaults() PlatformsConfig {
+	if c.Duration <= 0 {
+		c.Duration = 10 * time.Minute
+	}
+	if c.Lanes <= 0 {
+		c.Lanes = 40
+	}
+	if c.Rate <= 0 {
+		c.Rate = 8
+	}
+	if c.FirstToken == 0 {
+		c.FirstToken = 50 * time.Millisecond
+	}
+	if c.FaultEvery == 0 {
+		c.FaultEvery = time.Second
+	}
+	if c.DupShare == 0 {
+		c.DupShare = 0.05
+	}
+	if c.BurstShare == 0 {
+		c.BurstShare = 0.05
+	}
+	if c.RestartEvery == 0 {
+		c.RestartEvery = 90 * time.Second
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	return c
+}
+
+// PlatformsReport is what `spool bench platforms` prints.
+type PlatformsReport struct {
+	Seconds  float64 `json:"seconds"`
+	Lanes    int     `json:"lanes"`
+	Messages int     `json:"messages"`
+	Slack    int     `json:"slack_messages"`
+	Discord  int     `json:"discord_messages"`
+	NoDedup  bool    `json:"control_no_dedup,omitempty"`
+	// Injected: duplicate deliveries, faults by kind, restarts.
+	DuplicateDeliveries int            `json:"duplicate_deliveries"`
+	Faults              map[string]int `json:"faults_injected"`
+	Restarts            int            `json:"restarts"`
+	QueuedNotices       int            `json:"queued_notices"`
+	// Outcomes (targets: all 0).
+	Lost            int `json:"messages_lost"`
+	DuplicatedSends int `json:"duplicated_sends"`
+	DuplicatedTurns int `json:"duplicated_turns"`
+	Interleaved     int `json:"turns_interleaved"`
+	KeysMixed       int `json:"keys_mixed_up"`
+	// Samples name a few of the messages behind non-zero outcomes.
+	Samples []string `json:"samples,omitempty"`
+	// AddedLatency is inbound event → first attempt to post the reply, minus the model's
+	// time to first token, for messages that found their chat idle (target p99 < 200 ms);
+	// AddedLatencyAll is every answered message (queued ones wait for the turn before them,
+	// recovered ones for a restart).
+	AddedLatency    Latency `json:"added_latency_idle"`
+	AddedLatencyAll Latency `json:"added_latency_all"`
+	TargetsMet      bool    `json:"targets_met"`
+}
+
+// soakLane is one chat lane: one session key.
+type soakLane struct {
+	name            string // in every message: "SAY <name>#<n>"
+	slack           bool
+	channel, thread string
+	dm              bool
+	users           []string
+	key             string
+	mu              sync.Mutex
+	sent            []soakMsg
+}
+
+type soakMsg struct {
+	n  int
+	at time.Time // when the platform delivered it
+}
+
+var soakText = regexp.MustCompile(`SAY ([sd]\d+)#(\d+)`)
+
+// firstTokens records, per prompt, the model's time to first token.
+type firstTokens struct {
+	c  provider.Client
+	mu sync.Mutex
+	t  map[string]time.Duration
+}
+
+func (f *firstTokens) Name() string { return f.c.Name() }
+
+func (f *firstTokens) Chat(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (provider.Response, error) {
+	key := ""
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			if m := soakText.FindStringSubmatch(req.Messages[i].Content); m != nil {
+				key = m[1] + "#" + m[2]
+			}
+			break
+		}
+	}
+	start := time.Now()
+	var once sync.Once
+	rec := func() {
+		once.Do(func() {
+			f.mu.Lock()
+			if _, ok := f.t[key]; !ok {
+				f.t[key] = time.Since(start)
+			}
+			f.mu.Unlock()
+		})
+	}
+	var wrapped func(provider.Delta)
+	if onDelta != nil {
+		wrapped = func(d provider.Delta) { rec(); onDelta(d) }
+	}
+	resp, err := f.c.Chat(ctx, req, wrapped)
+	rec()
+	return resp, err
+}
+
+func (f *firstTokens) get(key string) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.t[key]
+}
+
+// fresh gives every delivery a new event id (the control).
+type fresh struct {
+	h plat.Handler
+	n *atomic.Int64
+}
+
+func (f fresh) Handle(ctx context.Context, ev plat.Event) error {
+	ev.EventID = fmt.Sprintf("%s~%d", ev.EventID, f.n.Add(1))
+	return f.h.Handle(ctx, ev)
+}
+
+type freshAdapter struct {
+	plat.Adapter
+	n *atomic.Int64
+}
+
+func (a freshAdapter) Run(ctx context.Context, h plat.Handler) error {
+	return a.Adapter.Run(ctx, fresh{h, a.n})
+}
+
+// soakInstance is one gateway "process": store handle, agents, gateway, router, adapters.
+type soakInstance struct {
+	st     *sqlite.DB
+	g      *gateway.Gateway
+	srv    *http.Server
+	url    string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startSoakInstance(db string, model provider.Client, sf *slackfake.Server, df *discordfake.Server, secret []byte, cfg PlatformsConfig, ids *atomic.Int64) (*soakInstance, error) {
+	st, err := sqlite.Open(context.Background(), db, sqlite.Options{})
+	if err != nil {
+		return nil, err
+	}
+	in := &soakInstance{st: st}
+	newAgent := func(wait time.Duration) (*agent.Agent, error) {
+		return agent.New(agent.Deps{Store: st, Client: model, Config: agent.Config{Model: "fake", Source: gateway.Source,
+			Lease: turn.Options{TTL: 30 * time.Second, Wait: wait}}})
+	}
+	runner, err := newAgent(time.Millisecond)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	queue, err := newAgent(time.Minute)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	if in.g, err = gateway.New(gateway.Deps{Store: st, Runner: runner, Queue: queue, Config: gateway.Config{Model: "fake", MaxConcurrent: 1 << 20}}); err != nil {
+		st.Close()
+		return nil, err
+	}
+	r, err := plat.NewRouter(plat.RouterDeps{Store: st, Turns: in.g, Config: plat.Config{Model: "fake",
+		ClaimTTL: 15 * time.Second, RecoverEvery: 2 * time.Second, DrainTimeout: 300 * time.Millisecond}})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	hc := &http.Client{Timeout: 3 * time.Second}
+	sl, err := slack.New(slack.Config{Client: slack.NewClient(slack.ClientConfig{BaseURL: sf.URL, Token: sf.BotToken, HTTP: hc}),
+		SigningSecret: secret, BotUser: sf.BotUser})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	dc, err := discord.New(discord.Config{Token: df.Token, BaseURL: df.URL, HTTP: hc})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	var h plat.Handler = r
+	adapters := []plat.Adapter{sl, dc}
+	if cfg.NoDedup {
+		h = fresh{r, ids}
+		adapters = []plat.Adapter{freshAdapter{sl, ids}, freshAdapter{dc, ids}}
+	}
+	_, wh := sl.Webhook(h)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	in.url = "http://" + ln.Addr().String()
+	in.srv = &http.Server{Handler: wh, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = in.srv.Serve(ln) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	in.cancel, in.done = cancel, make(chan error, 1)
+	go func() { in.done <- r.Serve(ctx, adapters...) }()
+	return in, nil
+}
+
+func (in *soakInstance) stop() error {
+	_ = in.srv.Close()
+	in.cancel()
+	err := <-in.done
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = in.g.Drain(ctx)
+	if cerr := in.st.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Platforms runs the platform soak: real Slack and Discord adapters against the local fakes,
+// a real Router on a SQLite file with the offline model, thousands of messages across chat
+// lanes with injected faults, duplicate deliveries and gateway restarts; then it checks every
+// message was answered exactly once, in its own chat, in order, in its lane's one session.
+func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error) {
+	cfg = cfg.withDefaults()
+	rep := PlatformsReport{Lanes: cfg.Lanes, NoDedup: cfg.NoDedup, Faults: map[string]int{}}
+	if cfg.Dir == "" {
+		return rep, errors.New("bench platforms: a scratch directory is required")
+	}
+	logf := func(format string, args ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, "bench platforms: "+format+"\n", args...)
+		}
+	}
+	sf, err := slackfake.Start()
+	if err != nil {
+		return rep, err
+	}
+	defer sf.Close()
+	df, err := discordfake.Start()
+	if err != nil {
+		return rep, err
+	}
+	defer df.Close()
+	model := &firstTokens{c: fake.New(fake.Config{Latency: cfg.FirstToken}), t: map[string]time.Duration{}}
+	secret := []byte("soak-signing-secret")
+	db := filepath.Join(cfg.Dir, "platforms.db")
+	var ids atomic.Int64
+
+	// lanes: Slack and Discord alternately; DMs, channels (two users share one: two lanes),
+	// threads (two users share one lane)
+	df.AddChannel("500000", discordfake.GuildText, "")
+	var lanes []*soakLane
+	for i := range cfg.Lanes {
+		l := &soakLane{slack: i%2 == 0}
+		kind := (i / 2) % 3
+		if l.slack {
+			l.name = fmt.Sprintf("s%d", i)
+			switch kind {
+			case 0:
+				l.channel, l.dm, l.users = fmt.Sprintf("D%04d", i), true, []string{fmt.Sprintf("U%04d", i)}
+			case 1:
+				l.channel, l.users = fmt.Sprintf("C%04d", i/6), []string{fmt.Sprintf("U%04d", i)}
+			default:
+				l.channel, l.thread, l.users = "C9999", fmt.Sprintf("1800000000.%06d", i), []string{fmt.Sprintf("U%04d", i), fmt.Sprintf("U%04d", i+1)}
+			}
+		} else {
+			l.name = fmt.Sprintf("d%d", i)
+			switch kind {
+			case 0:
+				l.channel, l.dm, l.users = fmt.Sprintf("60%04d", i), true, []string{fmt.Sprintf("4%04d", i)}
+				df.AddChannel(l.channel, discordfake.DMChannel, "")
+			case 1:
+				l.channel, l.users = fmt.Sprintf("50%04d", i/6), []string{fmt.Sprintf("4%04d", i)}
+				df.AddChannel(l.channel, discordfake.GuildText, "")
+			default:
+				l.channel, l.users = fmt.Sprintf("70%04d", i), []string{fmt.Sprintf("4%04d", i), fmt.Sprintf("4%04d", i+1)}
+				df.AddChannel(l.channel, discordfake.PublicThread, "500000")
+			}
+		}
+		a := plat.Address{Platform: "discord", ChatType: plat.Group, ChatID: l.channel, UserID: l.users[0]}
+		switch {
+		case l.slack:
+			a = slack.Inbound{TeamID: sf.TeamID, Channel: l.channel, ChannelType: map[bool]string{true: "im", false: "channel"}[l.dm], ThreadTS: l.thread, User: l.users[0]}.Event().Address
+		case l.dm:
+			a.ChatType = plat.DM
+		case kind == 2:
+			a = plat.Address{Platform: "discord", ChatType: plat.Thread, ChatID: "500000", ThreadID: l.channel}
+		}
+		if l.key, err = plat.DefaultPolicy.Key(a); err != nil {
+			return rep, err
+		}
+		lanes = append(lanes, l)
+	}
+
+	var cur atomic.Pointer[soakInstance]
+	in, err := startSoakInstance(db, model, sf, df, secret, cfg, &ids)
+	if err != nil {
+		return rep, err
+	}
+	cur.Store(in)
+	var discordGate sync.RWMutex // held for writing while the gateway restarts: Discord delivers nothing to a bot that is away
+	start := time.Now()
+	end := start.Add(cfg.Duration)
+	runCtx, stopRun := context.WithDeadline(ctx, end)
+	defer stopRun()
+	var wg sync.WaitGroup
+	var dups atomic.Int64
+	hc := &http.Client{Timeout: 10 * time.Second}
+
+	send := func(l *soakLane, n int, rng *rand.Rand) {
+		text := fmt.Sprintf("SAY %s#%d", l.name, n)
+		user := l.users[n%len(l.users)]
+		if l.slack {
+			ct := "channel"
+			if l.dm {
+				ct = "im"
+			}
+			body := sf.Event(&slackfake.Message{Channel: l.channel, ChannelType: ct, User: user, Text: text, ThreadTS: l.thread})
+			deliver := func(retry int) (time.Time, bool) {
+				for ; ; retry++ {
+					at := time.Now()
+					st, err := slackfake.Post(ctx, hc, cur.Load().url, secret, at, body, retry)
+					if err == nil && st == http.StatusOK {
+						return at, true
+					}
+					if ctx.Err() != nil {
+						return time.Time{}, false
+					}
+					time.Sleep(100 * time.Millisecond) // Slack's retry (faster than its 1 min)
+				}
+			}
+			at, ok := deliver(0)
+			if !ok {
+				return
+			}
+			l.mu.Lock()
+			l.sent = append(l.sent, soakMsg{n: n, at: at})
+			l.mu.Unlock()
+			if rng.Float64() < cfg.DupShare {
+				dups.Add(1)
+				deliver(1)
+			}
+			return
+		}
+		discordGate.RLock()
+		defer discordGate.RUnlock()
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := df.Wait(wctx, func(v discordfake.View) bool { return v.Ready() >= 1 })
+		cancel()
+		if err != nil {
+			return
+		}
+		at := time.Now()
+		id := df.Say(discordfake.UserMessage{ChannelID: l.channel, DM: l.dm, AuthorID: user, Username: "user" + user, Content: text})
+		l.mu.Lock()
+		l.sent = append(l.sent, soakMsg{n: n, at: at})
+		l.mu.Unlock()
+		if rng.Float64() < cfg.DupShare {
+			dups.Add(1)
+			df.Redeliver(id)
+		}
+	}
+	mean := time.Duration(float64(len(lanes)) / cfg.Rate * float64(time.Second))
+	for i, l := range lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(i)))
+			for n := 1; ; n++ {
+				wait := time.Duration(rng.ExpFloat64() * float64(mean))
+				select {
+				case <-runCtx.Done():
+					return
+				case <-time.After(wait):
+				}
+				send(l, n, rng)
+				if rng.Float64() < cfg.BurstShare {
+					n++
+					send(l, n, rng)
+				}
+			}
+		}()
+	}
+	// faults
+	var faultMu sync.Mutex
+	if cfg.FaultEvery > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(cfg.Seed, 1<<40))
+			lastDrop := time.Now()
+			kinds := []string{"slack_429_post", "slack_429_update", "slack_500_post", "slack_502_after_post", "slack_timeout_post",
+				"discord_429_post", "discord_429_edit", "discord_500_after_post", "discord_503_post", "discord_drop"}
+			t := time.NewTicker(cfg.FaultEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-runCtx.Done():
+					return
+				case <-t.C:
+				}
+				k := kinds[rng.IntN(len(kinds))]
+				switch k {
+				case "slack_429_post":
+					sf.Fail("chat.postMessage", slackfake.Fault{Status: 429, RetryAfter: 1})
+				case "slack_429_update":
+					sf.Fail("chat.update", slackfake.Fault{Status: 429, RetryAfter: 1})
+				case "slack_500_post":
+					sf.Fail("chat.postMessage", slackfake.Fault{Status: 500})
+				case "slack_502_after_post":
+					sf.Fail("chat.postMessage", slackfake.Fault{Status: 502, After: true})
+				case "slack_timeout_post":
+					sf.Fail("chat.postMessage", slackfake.Fault{Hang: true})
+				case "discord_429_post":
+					df.Fail("POST messages", discordfake.Fault{Status: 429, RetryAfter: 1})
+				case "discord_429_edit":
+					df.Fail("PATCH messages", discordfake.Fault{Status: 429, RetryAfter: 1})
+				case "discord_500_after_post":
+					df.Fail("POST messages", discordfake.Fault{Status: 500, After: true})
+				case "discord_503_post":
+					df.Fail("POST messages", discordfake.Fault{Status: 503})
+				case "discord_drop":
+					if time.Since(lastDrop) < 30*time.Second {
+						continue
+					}
+					lastDrop = time.Now()
+					df.Drop()
+				}
+				faultMu.Lock()
+				rep.Faults[k]++
+				faultMu.Unlock()
+			}
+		}()
+	}
+	// restarts
+	var restartErr error
+	if cfg.RestartEvery > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(cfg.RestartEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-runCtx.Done():
+					return
+				case <-t.C:
+				}
+				discordGate.Lock()
+				old := cur.Load()
+				err := old.stop()
+				var next *soakInstance
+				if err == nil {
+					next, err = startSoakInstance(db, model, sf, df, secret, cfg, &ids)
+				}
+				if err != nil {
+					restartErr = err
+					discordGate.Unlock()
+					stopRun()
+					return
+				}
+				cur.Store(next)
+				rep.Restarts++
+				discordGate.Unlock()
+				logf("restart %d at %s", rep.Restarts, time.Since(start).Round(time.Millisecond))
+			}
+		}()
+	}
+	progress := time.NewTicker(30 * time.Second)
+	defer progress.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-runCtx.Done():
+			waiting = false
+		case <-progress.C:
+			n := 0
+			for _, l := range lanes {
+				l.mu.Lock()
+				n += len(l.sent)
+				l.mu.Unlock()
+			}
+			logf("%s: %d messages sent", time.Since(start).Round(time.Second), n)
+		}
+	}
+	wg.Wait()
+	if restartErr != nil {
+		return rep, fmt.Errorf("bench platforms: restart: %w", restartErr)
+	}
+	rep.DuplicateDeliveries = int(dups.Load())
+
+	// every reply text, where it was posted, when it was first tried
+	type posted struct {
+		where string
+		at    time.Time
+	}
+	expected := map[string]*soakLane{}
+	for _, l := range lanes {
+		for _, m := range l.sent {
+			expected[fmt.Sprintf("%s#%d", l.name, m.n)] = l
+		}
+	}
+	where := func(l *soakLane) string { return l.channel + "/" + l.thread }
+	collect := func() (map[string][]posted, int) {
+		got := map[string][]posted{}
+		queued := 0
+		sf.Inspect(func(v slackfake.View) {
+			for _, p := range v.Messages("") {
+				if strings.Contains(p.Text, "Queued") {
+					queued++
+					continue
+				}
+				got[p.Text] = append(got[p.Text], posted{where: p.Channel + "/" + p.ThreadTS, at: p.At})
+			}
+		})
+		df.Inspect(func(v discordfake.View) {
+			for _, p := range v.Messages("") {
+				if strings.Contains(p.Content, "Queued") {
+					queued++
+					continue
+				}
+				w := p.ChannelID + "/"
+				got[p.Content] = append(got[p.Content], posted{where: w, at: p.At})
+			}
+		})
+		return got, queued
+	}
+	// the last messages get up to two minutes to be answered (recovery after a restart waits
+	// out the dead process's claim)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		got, _ := collect()
+		missing := 0
+		for k := range expected {
+			if len(got[k]) == 0 {
+				missing++
+			}
+		}
+		if missing == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err := cur.Load().stop(); err != nil {
+		logf("final stop: %v", err)
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	got, queued := collect()
+	rep.QueuedNotices = queued
+	firstTry := map[string]time.Time{}
+	sf.Inspect(func(v slackfake.View) {
+		for k := range expected {
+			if t, ok := v.FirstAttempt(k); ok {
+				firstTry[k] = t
+			}
+		}
+	})
+	df.Inspect(func(v discordfake.View) {
+		for k := range expected {
+			if t, ok := v.FirstAttempt(k); ok {
+				if _, seen := firstTry[k]; !seen {
+					firstTry[k] = t
+				}
+			}
+		}
+	})
+	var idle, all []time.Duration
+	for _, l := range lanes {
+		rep.Messages += len(l.sent)
+		if l.slack {
+			rep.Slack += len(l.sent)
+		} else {
+			rep.Discord += len(l.sent)
+		}
+		var prevAnswered time.Time
+		for i, m := range l.sent {
+			k := fmt.Sprintf("%s#%d", l.name, m.n)
+			ps := got[k]
+			if len(ps) == 0 {
+				rep.Lost++
+				if len(rep.Samples) < 10 {
+					rep.Samples = append(rep.Samples, k+" lost")
+				}
+				prevAnswered = time.Time{}
+				continue
+			}
+			rep.DuplicatedSends += len(ps) - 1
+			if len(ps) > 1 && len(rep.Samples) < 10 {
+				rep.Samples = append(rep.Samples, fmt.Sprintf("%s sent %d times, at %s", k, len(ps), strings.Join(func() []string {
+					var o []string
+					for _, p := range ps {
+						o = append(o, p.at.Sub(start).Round(time.Millisecond).String())
+					}
+					return o
+				}(), ", ")))
+			}
+			for _, p := range ps {
+				if p.where != where(l) {
+					rep.KeysMixed++
+				}
+			}
+			ft, ok := firstTry[k]
+			if !ok {
+				continue
+			}
+			added := ft.Sub(m.at) - model.get(k)
+			all = append(all, added)
+			if i == 0 || (!prevAnswered.IsZero() && prevAnswered.Before(m.at)) {
+				idle = append(idle, added)
+			}
+			prevAnswered = ps[0].at
+		}
+	}
+	rep.AddedLatency, rep.AddedLatencyAll = summarize(idle), summarize(all)
+
+	// the store: each lane's key has one session whose transcript is its own messages, each
+	// question followed by its own answer, each once
+	st, err := sqlite.Open(context.Background(), db, sqlite.Options{})
+	if err != nil {
+		return rep, err
+	}
+	defer st.Close()
+	for _, l := range lanes {
+		ls, err := st.ListSessions(context.Background(), store.ListOptions{SessionKey: l.key, IncludeChildren: true, Limit: 100})
+		if err != nil {
+			return rep, err
+		}
+		if len(ls) > 1 {
+			rep.KeysMixed += len(ls) - 1 // one lane, several sessions
+		}
+		seen := map[string]bool{}
+		for _, s := range ls {
+			ms, err := st.Conversation(context.Background(), s.ID, store.ViewDisplay)
+			if err != nil {
+				return rep, err
+			}
+			pending := ""
+			for _, m := range ms {
+				switch {
+				case m.Role == store.RoleUser:
+					mm := soakText.FindStringSubmatch(m.Content)
+					if mm == nil {
+						continue
+					}
+					if mm[1] != l.name {
+						rep.KeysMixed++
+					}
+					k := mm[1] + "#" + mm[2]
+					if seen[k] {
+						rep.DuplicatedTurns++
+					}
+					seen[k] = true
+					if pending != "" {
+						rep.Interleaved++ // a question whose answer never came before the next
+					}
+					pending = k
+				case m.Role == store.RoleAssistant && len(m.ToolCalls) == 0 && pending != "":
+					if m.Content != pending {
+						rep.Interleaved++
+					}
+					pending = ""
+				}
+			}
+		}
+	}
+	rep.TargetsMet = rep.Lost == 0 && rep.DuplicatedSends == 0 && rep.DuplicatedTurns == 0 && rep.Interleaved == 0 &&
+		rep.KeysMixed == 0 && rep.AddedLatency.P99 < 200
+	if !rep.TargetsMet {
+		return rep, fmt.Errorf("%w: targets missed: %d lost, %d duplicated sends, %d duplicated turns, %d interleaved, %d keys mixed up, added latency p99 %.0f ms", ErrVerify,
+			rep.Lost, rep.DuplicatedSends, rep.DuplicatedTurns, rep.Interleaved, rep.KeysMixed, rep.AddedLatency.P99)
+	}
+	return rep, nil
+}
