@@ -139,18 +139,21 @@ func (a *Adapter) count(k string) {
 	a.mu.Unlock()
 }
 
-// Run implements platform.Adapter: it learns the bot's own user id, then holds a Socket Mode
+// Run implements platform.Adapter: it learns the bot's own user id (auth.test), then holds a Socket Mode
 // connection (reconnecting) until ctx ends, or, for the Events API, just waits.
 func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	if a.botUser() == "" {
-		u, _, err := a.c.AuthTest(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("slack: who am I: %w", err)
+		// Only to ignore the bot's own messages (they also carry a bot_id): a Slack that does
+		// not answer now does not stop intake.
+		if u, _, err := a.c.AuthTest(ctx); err == nil {
+			a.bot.Store(u)
+		} else if ctx.Err() != nil {
+			return nil
+		} else if ae := (*APIError)(nil); errors.As(err, &ae) && (ae.Code == "invalid_auth" || ae.Code == "not_authed" || ae.Code == "token_revoked" || ae.Code == "account_inactive") {
+			return fmt.Errorf("slack: the bot token is refused: %w", err)
+		} else {
+			a.count("auth_test_failed")
 		}
-		a.bot.Store(u)
 	}
 	if !a.socket {
 		<-ctx.Done()

@@ -461,3 +461,35 @@ func TestSendKeyAcrossProcesses(t *testing.T) {
 		}
 	})
 }
+
+// TestRunRefusedToken: a bot token Slack refuses stops Run with an error that names the
+// problem, not the token; a Slack that is down at start does not.
+func TestRunRefusedToken(t *testing.T) {
+	t.Parallel()
+	fake, err := slackfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	ad, err := slack.New(slack.Config{Client: slack.NewClient(slack.ClientConfig{BaseURL: fake.URL, Token: "xoxb-refused-secret"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ad.Run(context.Background(), newRecorder())
+	if err == nil || !contains(err.Error(), "refused") || contains(err.Error(), "xoxb-refused-secret") {
+		t.Fatalf("Run: %v", err)
+	}
+	fake.Fail("auth.test", slackfake.Fault{Status: 500}, slackfake.Fault{Status: 500}, slackfake.Fault{Status: 500}, slackfake.Fault{Status: 500})
+	sl := &sleeps{}
+	ad, _ = slack.New(slack.Config{Client: slack.NewClient(slack.ClientConfig{BaseURL: fake.URL, Token: fake.BotToken, Sleep: sl.sleep})})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ad.Run(ctx, newRecorder()) }()
+	if err := fake.Wait(context.Background(), func(v slackfake.View) bool { return v.Calls("auth.test") == 5 }); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run with Slack down at start: %v", err)
+	}
+}
