@@ -2,12 +2,10 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -104,35 +102,12 @@ type handoffResult struct {
 	MessageID string `json:"message_id"`
 }
 
-// handoffPrompt is the synthetic user turn a handoff posts.
-func handoffPrompt(to string) string {
-	return "[spool handoff] This conversation has just moved here (" + to + ") from the terminal. " +
-		"In a few lines, say where the work stands: the goal, what is done, what comes next."
-}
-
-// parseTarget splits PLATFORM:CHAT[:THREAD].
-func parseTarget(to string) (name, chat, thread string, err error) {
-	parts := strings.Split(to, ":")
-	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" {
-		return "", "", "", fmt.Errorf("--to %q is not PLATFORM:CHAT[:THREAD] (e.g. slack:C0123:1712345678.000100)", to)
-	}
-	if len(parts) == 3 {
-		thread = parts[2]
-	}
-	switch parts[0] {
-	case "telegram", "slack", "discord":
-	default:
-		return "", "", "", fmt.Errorf("--to %q: platform %q is not telegram, slack or discord", to, parts[0])
-	}
-	return parts[0], parts[1], thread, nil
-}
-
 // handoff binds the target chat's key to the live tip of sessionID and runs the synthetic turn
 // there through the platform's adapter (only its outbound side: no intake is started, so a
 // running spool serve keeps its poller).
 // notice (the offline model's, say) is printed once the target is known to be good.
 func (a *app) handoff(ctx context.Context, cfg config.Config, st store.Store, runner gateway.Runner, model string, window int, sessionID, to, user, notice string) (handoffResult, error) {
-	name, chat, thread, err := parseTarget(to)
+	name, chat, thread, err := platform.ParseTarget(to)
 	if err != nil {
 		return handoffResult{}, err
 	}
@@ -180,13 +155,10 @@ func (a *app) handoff(ctx context.Context, cfg config.Config, st store.Store, ru
 		return handoffResult{}, err
 	}
 	r.Attach(ad)
-	origin, _ := json.Marshal(map[string]string{"platform": addr.Platform, "chat_type": string(addr.ChatType), "scope_id": addr.ScopeID,
-		"chat_id": addr.ChatID, "thread_id": addr.ThreadID, "user_id": addr.UserID, "handoff_from": "cli"})
-	if err := st.PutRoute(ctx, store.Route{Key: key, SessionID: tip, Origin: origin}); err != nil {
-		return handoffResult{}, fmt.Errorf("handoff: bind %s: %w", key, err)
+	if err := platform.Bind(ctx, st, key, addr, tip, "cli"); err != nil {
+		return handoffResult{}, fmt.Errorf("handoff: %w", err)
 	}
-	ev := platform.Event{Address: addr, EventID: fmt.Sprintf("handoff-%s-%d", tip, time.Now().UnixNano()),
-		UserName: "spool handoff", Text: handoffPrompt(to), At: time.Now()}
+	ev := platform.HandoffEvent(addr, tip, to)
 	if err := r.Handle(ctx, ev); err != nil {
 		return handoffResult{}, fmt.Errorf("handoff: %w", err)
 	}

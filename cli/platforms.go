@@ -60,6 +60,11 @@ func setupPlatforms(cfg config.Config, st store.Store, g *gateway.Gateway, model
 	if err != nil {
 		return nil, err
 	}
+	byName := map[string]platform.Adapter{}
+	for _, a := range adapters {
+		byName[a.Platform()] = a
+	}
+	r.Command("handoff", platform.HandoffCommand(r, st, byName, policies))
 	p := &platforms{router: r, adapters: adapters, mounts: map[string]http.Handler{}}
 	for _, a := range adapters {
 		if w, ok := a.(platform.WebhookAdapter); ok {

@@ -203,3 +203,45 @@ func TestSlackBusyAndRestart(t *testing.T) {
 	}
 	_ = platform.DefaultPolicy
 }
+
+// TestSlackHandoffCommand: /handoff in a DM moves its session to a thread: the thread's key is
+// bound to the DM's session, the agent posts there, and the thread's replies continue it.
+func TestSlackHandoffCommand(t *testing.T) {
+	t.Parallel()
+	fake, err := slackfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	s := serveSlack(t, fake, platformtest.Options{}, false)
+	s.env.Router.Command("handoff", platform.HandoffCommand(s.env.Router, s.env.Store, map[string]platform.Adapter{"slack": s.ad}, nil))
+	s.say(t, &slackfake.Message{Channel: "D0DM1", User: "U1", Text: "SAY started in a DM"}, 0)
+	s.env.Idle(t)
+	s.say(t, &slackfake.Message{Channel: "D0DM1", User: "U1", Text: "/handoff slack:C0CHAN:1800000000.000500"}, 0)
+	s.env.Idle(t)
+	s.say(t, &slackfake.Message{Channel: "C0CHAN", User: "U2", Text: "SAY going on in the thread", ThreadTS: "1800000000.000500"}, 0)
+	s.env.Idle(t)
+	var dm, thread []string
+	fake.Inspect(func(v slackfake.View) {
+		dm = texts(v.Messages("D0DM1"), "")
+		thread = texts(v.Messages("C0CHAN"), "1800000000.000500")
+	})
+	if len(dm) != 2 || !strings.HasPrefix(dm[1], "Handed this session") {
+		t.Fatalf("DM %q", dm)
+	}
+	if len(thread) != 2 || !strings.Contains(thread[0], "[spool handoff]") || thread[1] != "going on in the thread" {
+		t.Fatalf("thread %q", thread)
+	}
+	ss := s.env.Sessions(t, "agent:main:slack:dm:T0FAKE:D0DM1")
+	if len(ss) != 1 {
+		t.Fatalf("DM sessions %v", ss)
+	}
+	rt, err := s.env.Store.GetRoute(context.Background(), "agent:main:slack:thread:T0FAKE:C0CHAN:1800000000.000500")
+	if err != nil || rt.SessionID != ss[0].ID {
+		t.Fatalf("thread route %+v %v, want session %s", rt, err, ss[0].ID)
+	}
+	tr := s.env.Transcript(t, ss[0].ID)
+	if len(tr) != 6 || tr[0] != "u: SAY started in a DM" || tr[5] != "a: going on in the thread" {
+		t.Fatalf("transcript %q", tr)
+	}
+}
