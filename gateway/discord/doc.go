@@ -20,9 +20,10 @@
 // order (SyncEvents); a Handler that cannot record one is retried a few times, since the
 // gateway does not redeliver.
 //
-// Sending. Replies to a thread go to the thread. A create carries a nonce with enforce_nonce,
-// so a retry after an unsure failure (a 5xx, a timeout) returns the message Discord already
-// made instead of a second one. A 429 is waited out for its retry_after however long, through
+// Sending. Replies to a thread go to the thread. A create carries a nonce with enforce_nonce
+// (under the Router derived from the send ledger's platform.SendKey, so the same in every
+// process), so a retry after an unsure failure (a 5xx, a timeout, a crash between send and
+// ack) returns the message Discord already made instead of a second one. A 429 is waited out for its retry_after however long, through
 // an injectable Sleeper (discordgo's own blind retry is off); 5xx are retried a bounded number
 // of times. The token comes from the environment only and never appears in an error or log.
 package discord

@@ -26,6 +26,8 @@
 // times. A chat.postMessage whose outcome is unknown (a 5xx, a timeout, a dropped
 // connection: Slack may have posted it) is not simply sent again: every post carries a nonce
 // in its message metadata, and before a retry the client looks for it in the channel's (or
-// thread's) latest messages, returning the message it finds. An ok:false answer is an *APIError naming the method and Slack's error code. Tokens
+// thread's) latest messages, returning the message it finds. Under the Router the nonce is the
+// send ledger's (platform.SendKey), so a chunk resent by another process after a crash
+// between send and ack (SendKey.Unsure) is looked for first too. An ok:false answer is an *APIError naming the method and Slack's error code. Tokens
 // and the signing secret come from the environment only and never appear in an error or log.
 package slack
