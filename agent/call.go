@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,6 +86,8 @@ type memo struct {
 	cached int64
 	// model and fallback are who answered (fallback "" for the main model).
 	model, fallback string
+	// tools are the definitions it offered, to name what changed in a tools break.
+	tools []provider.Tool
 	// derived marks a fingerprint rebuilt from the store after a restart (see doc.go).
 	derived bool
 }
@@ -107,8 +110,11 @@ func (r *run) record(ctx context.Context, req provider.Request, resp provider.Re
 			Compacted: r.compacted, Resumed: p.derived, Elapsed: now.Sub(p.at), TTL: r.a.cfg.CacheTTL,
 		})
 		brk = breakOf(b, p.cached-pu.CacheReadTokens)
-		if b.Layer == wire.LayerModel && (p.fallback != "" || r.m.name != "") {
+		switch {
+		case b.Layer == wire.LayerModel && (p.fallback != "" || r.m.name != ""):
 			brk.Reason, brk.Detail = string(wire.ReasonFallback), r.switchDetail(p.model, p.fallback)
+		case b.Layer == wire.LayerTools && p.tools != nil:
+			brk.Detail = toolsDetail(p.tools, req.Tools)
 		}
 		r.res.Breaks = append(r.res.Breaks, *brk)
 	}
@@ -123,7 +129,7 @@ func (r *run) record(ctx context.Context, req provider.Request, resp provider.Re
 	if err := r.a.st.RecordRequest(wctx, r.sess.ID, rec); err != nil {
 		r.notice(fmt.Sprintf("usage of this call was not recorded: %v", err))
 	}
-	r.prev = &memo{fp: fp, at: now, cached: pu.CacheReadTokens, model: req.Model, fallback: r.m.name}
+	r.prev = &memo{fp: fp, at: now, cached: pu.CacheReadTokens, model: req.Model, fallback: r.m.name, tools: req.Tools}
 	r.compacted, r.why = false, ""
 	r.a.remember(r.sess.ID, r.prev)
 }
@@ -207,4 +213,62 @@ func (a *Agent) previousCall(ctx context.Context, r *run) (*memo, error) {
 	}
 	return &memo{fp: wire.FingerprintOf(req, r.prompt.Tiers()), at: last.At, cached: last.Usage.CacheReadTokens,
 		model: req.Model, fallback: last.Fallback, derived: true}, nil
+}
+
+// toolsDetail names whose tools changed between two tool lists: each MCP server (tools named
+// mcp__<server>__<tool>) whose list or schemas changed, and the built-in tools, with counts,
+// like "tools of MCP server docs changed (1 added, 0 removed, 1 changed)".
+func toolsDetail(prev, cur []provider.Tool) string {
+	type delta struct{ added, removed, changed int }
+	owner := func(name string) string {
+		if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
+			if server, _, ok := strings.Cut(rest, "__"); ok {
+				return "MCP server " + server
+			}
+		}
+		return "built-in tools"
+	}
+	old := map[string]provider.Tool{}
+	for _, t := range prev {
+		old[t.Name] = t
+	}
+	by := map[string]*delta{}
+	var order []string
+	get := func(o string) *delta {
+		if by[o] == nil {
+			by[o] = &delta{}
+			order = append(order, o)
+		}
+		return by[o]
+	}
+	seen := map[string]bool{}
+	for _, t := range cur {
+		seen[t.Name] = true
+		o, had := old[t.Name]
+		switch {
+		case !had:
+			get(owner(t.Name)).added++
+		case o.Description != t.Description || string(o.Parameters) != string(t.Parameters):
+			get(owner(t.Name)).changed++
+		}
+	}
+	for _, t := range prev {
+		if !seen[t.Name] {
+			get(owner(t.Name)).removed++
+		}
+	}
+	if len(order) == 0 {
+		return "tools reordered"
+	}
+	slices.Sort(order)
+	parts := make([]string, len(order))
+	for i, o := range order {
+		d := by[o]
+		what := "tools of " + o
+		if o == "built-in tools" {
+			what = o
+		}
+		parts[i] = fmt.Sprintf("%s changed (%d added, %d removed, %d changed)", what, d.added, d.removed, d.changed)
+	}
+	return strings.Join(parts, "; ")
 }

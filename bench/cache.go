@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,11 +29,14 @@ import (
 type CacheConfig struct {
 	Turns int    // 0: 300
 	Dir   string // scratch directory for the SQLite files ("" : $BENCH_TMPDIR or the temp dir)
-	// Providers to run, in order ("openai", "anthropic"); nil: both.
+	// Providers to run, in order ("openai", "anthropic", "responses"); nil: all three.
 	Providers []string
-	// Scenarios to run ("steady", "pause-5m", "pause-1h"); nil: all three.
+	// Scenarios to run ("steady", "pause-5m", "pause-1h", "mcp-tools"); nil: all.
 	Scenarios []string
-	Log       io.Writer // progress lines; nil: none
+	// Control runs, in the place of spool's agent, one that renders the time into its system
+	// prompt every turn: a bad result the benchmark must report (targets missed, exit 1).
+	Control bool
+	Log     io.Writer // progress lines; nil: none
 }
 
 // Scenarios of the cache benchmark.
@@ -44,10 +48,18 @@ const (
 	ScenarioPause5m = "pause-5m"
 	// ScenarioPause1h: every 40th turn comes after a 61-minute pause (longer than any lifetime).
 	ScenarioPause1h = "pause-1h"
+	// ScenarioMCPTools: a turn every 73 s, and every 50th turn an MCP server ("docs") changes
+	// its tool list between turns (a tool added or its schema changed), as a live server does.
+	ScenarioMCPTools = "mcp-tools"
 )
 
 // CacheScenarios are every scenario, in report order.
-var CacheScenarios = []string{ScenarioSteady, ScenarioPause5m, ScenarioPause1h}
+var CacheScenarios = []string{ScenarioSteady, ScenarioPause5m, ScenarioPause1h, ScenarioMCPTools}
+
+// CacheProviders are the provider cache models: OpenAI Chat Completions and Anthropic Messages
+// accounting, and the OpenAI Responses API (stateless, reasoning items replayed; its cache holds
+// what the model generated, so a replayed answer is read back from it).
+var CacheProviders = []string{"openai", "anthropic", "responses"}
 
 // CacheTarget is the efficiency spool must reach against the ideal ceiling (issue 10).
 const CacheTarget = 0.99
@@ -78,6 +90,12 @@ type CacheProviderReport struct {
 	Spool    CacheRun  `json:"spool"`
 	Naive    *CacheRun `json:"naive,omitempty"`
 	Rebuild  *CacheRun `json:"rebuild,omitempty"`
+	// NoReplay (Responses API, steady scenario) is spool's session sent without the reasoning
+	// items of earlier answers: the cost of dropping reasoning replay.
+	NoReplay *CacheRun `json:"no_replay,omitempty"`
+	// Control marks a control run: "spool" is then an agent that renders the time into its
+	// system prompt every turn, which must miss the target.
+	Control bool `json:"control,omitempty"`
 }
 
 // CacheRun is one agent's figures.
@@ -103,6 +121,9 @@ type CacheRun struct {
 type Breaks struct {
 	Count   int            `json:"count"`
 	Reasons map[string]int `json:"reasons"`
+	// Details counts the breaks whose record names what changed (the MCP server whose tool
+	// list changed, the models of a fallback switch), by that detail.
+	Details map[string]int `json:"details,omitempty"`
 }
 
 // cacheRules documents the ceiling exactly as idealCeiling computes it.
@@ -116,8 +137,13 @@ var cacheRules = map[string]string{
 	"openai":     "the ceiling rounded down to whole 128-token blocks, 0 below 1024 tokens; lifetime 5 minutes without use",
 	"anthropic":  "the ceiling as is (an ideal agent puts its breakpoints where they pay), 0 below 1024 tokens; lifetime the cache_ttl asked (5m, or 1h in the pause scenarios)",
 	"efficiency": "cached tokens / ceiling tokens, summed over the agent's model calls (summary calls are not counted)",
-	"naive":      "the naive agent appends the current time to the system prompt every turn",
-	"rebuild":    "the rebuild agent heads its system prompt with the time of its last build and builds it again at every compaction",
+	"responses": "the ceiling of an ideal agent that replays every answer's output items (reasoning included) byte for byte: " +
+		"the previous call's prompt plus the previous answer, counted with the reasoning items, rounded down to whole 128-token " +
+		"blocks, 0 below 1024 tokens; the Responses API's cache holds what the model generated, so a byte-identical replay reads " +
+		"it back; no-replay is measured against the same ceiling",
+	"mcp-tools": "a changed tool list comes first in the request and changes every byte after it: the ceiling of that call is 0",
+	"naive":     "the naive agent appends the current time to the system prompt every turn",
+	"rebuild":   "the rebuild agent heads its system prompt with the time of its last build and builds it again at every compaction",
 }
 
 // RunCache runs the scripted tool-heavy session through spool's agent against provider/fake
@@ -132,14 +158,14 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*CacheReport, error) {
 		cfg.Turns = 300
 	}
 	if len(cfg.Providers) == 0 {
-		cfg.Providers = []string{"openai", "anthropic"}
+		cfg.Providers = CacheProviders
 	}
 	if len(cfg.Scenarios) == 0 {
 		cfg.Scenarios = CacheScenarios
 	}
 	for _, style := range cfg.Providers {
-		if style != "openai" && style != "anthropic" {
-			return nil, fmt.Errorf("bench cache: unknown provider cache model %q (want openai or anthropic)", style)
+		if !slices.Contains(CacheProviders, style) {
+			return nil, fmt.Errorf("bench cache: unknown provider cache model %q (want %s)", style, strings.Join(CacheProviders, ", "))
 		}
 	}
 	for _, sc := range cfg.Scenarios {
@@ -157,23 +183,31 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*CacheReport, error) {
 		Benchmark: "cache", Turns: cfg.Turns, Rules: cacheRules, Scenarios: map[string]map[string]*CacheProviderReport{},
 		Workload: fmt.Sprintf("%d scripted turns: 4 of 5 call tools (1-3 calls: read_file, search_files, terminal; "+
 			"results of 0.3-3 KB), 1 of 5 is a plain question; 6 KB of project rules in the system prompt; 32,000-token window, compaction trigger 24,000 tokens; "+
-			"a turn every 73 s (steady), every 20th after 6 min (pause-5m), every 40th after 61 min (pause-1h)", cfg.Turns),
+			"a turn every 73 s (steady), every 20th after 6 min (pause-5m), every 40th after 61 min (pause-1h), "+
+			"an MCP server's tool list changed every 50 turns (mcp-tools)", cfg.Turns),
 	}
 	for _, sc := range cfg.Scenarios {
 		rep.Scenarios[sc] = map[string]*CacheProviderReport{}
-		agents := []string{agentSpool}
-		if sc == ScenarioSteady {
-			agents = append(agents, agentNaive, agentRebuild)
-		}
 		for _, style := range cfg.Providers {
+			agents := []string{agentSpool}
+			switch {
+			case sc == ScenarioSteady && style == "responses":
+				agents = append(agents, agentNoReplay)
+			case sc == ScenarioSteady:
+				agents = append(agents, agentNaive, agentRebuild)
+			}
 			ttl, lifetime := 5*time.Minute, 5*time.Minute
-			if style == "anthropic" && sc != ScenarioSteady {
+			if style == "anthropic" && (sc == ScenarioPause5m || sc == ScenarioPause1h) {
 				ttl, lifetime = time.Hour, time.Hour
 			}
-			pr := &CacheProviderReport{CacheTTL: ttl.String(), Lifetime: lifetime.String()}
+			pr := &CacheProviderReport{CacheTTL: ttl.String(), Lifetime: lifetime.String(), Control: cfg.Control}
 			for _, ag := range agents {
 				path := filepath.Join(scratch, fmt.Sprintf("%s-%s-%s.db", sc, style, ag))
-				r, model, err := runCacheSession(ctx, cacheRunSpec{style: style, agent: ag, scenario: sc, turns: cfg.Turns, ttl: ttl, lifetime: lifetime}, path, cfg.Log)
+				run := ag
+				if cfg.Control && ag == agentSpool {
+					run = agentNaive
+				}
+				r, model, err := runCacheSession(ctx, cacheRunSpec{style: style, agent: run, scenario: sc, turns: cfg.Turns, ttl: ttl, lifetime: lifetime}, path, cfg.Log)
 				if err != nil {
 					return nil, err
 				}
@@ -185,11 +219,17 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*CacheReport, error) {
 					pr.Naive = &r
 				case agentRebuild:
 					pr.Rebuild = &r
+				case agentNoReplay:
+					pr.NoReplay = &r
 				}
 			}
 			rep.Scenarios[sc][style] = pr
 			if pr.Spool.Efficiency < CacheTarget {
-				rep.TargetsMissed = append(rep.TargetsMissed, fmt.Sprintf("%s, %s: efficiency %.4f < %.2f", sc, style, pr.Spool.Efficiency, CacheTarget))
+				what := ""
+				if cfg.Control {
+					what = " (control)"
+				}
+				rep.TargetsMissed = append(rep.TargetsMissed, fmt.Sprintf("%s, %s%s: efficiency %.4f < %.2f", sc, style, what, pr.Spool.Efficiency, CacheTarget))
 			}
 		}
 	}
@@ -223,7 +263,7 @@ func (s cacheRunSpec) gap(i int) time.Duration {
 }
 
 func runCacheSession(ctx context.Context, spec cacheRunSpec, dbPath string, log io.Writer) (CacheRun, string, error) {
-	fig := CacheRun{CacheBreaks: Breaks{Reasons: map[string]int{}}}
+	fig := CacheRun{CacheBreaks: Breaks{Reasons: map[string]int{}, Details: map[string]int{}}}
 	clock := &simClock{t: time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)}
 	model := fake.New(fake.Config{Now: clock.Now})
 	srv := httptest.NewServer(model.Handler())
@@ -234,6 +274,9 @@ func runCacheSession(ctx context.Context, spec cacheRunSpec, dbPath string, log 
 	switch spec.style {
 	case "openai":
 		raw, err = openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: "bench"})
+	case "responses":
+		name = "gpt-5-mini"
+		raw, err = openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: "bench", API: openai.APIResponses})
 	default:
 		name = "claude-sonnet-4-5"
 		raw, err = anthropic.New(anthropic.Config{BaseURL: srv.URL, APIKey: "bench", CacheTTL: spec.ttl})
@@ -247,11 +290,12 @@ func runCacheSession(ctx context.Context, spec cacheRunSpec, dbPath string, log 
 	}
 	defer db.Close()
 	m := &meter{next: raw, agent: spec.agent, clock: clock}
+	tools := &benchTools{}
 	cc := compress.DefaultConfig()
 	cc.ThresholdTokens = 24_000
 	comp := agent.NewCompressor(cc, compress.ClientSummarizer{Client: raw}, clock.Now)
 	ag, err := agent.New(agent.Deps{
-		Store: db, Client: m, Tools: benchTools{}, Compressor: markingEngine{Engine: comp, m: m},
+		Store: db, Client: m, Tools: tools, Compressor: markingEngine{Engine: comp, m: m},
 		Config: agent.Config{Model: name, ContextLength: 32_000, Compression: cc, CacheTTL: spec.ttl,
 			Prompt: prompt.Env{Platform: "cli", SystemMessage: cacheProjectRules}, Source: "bench"},
 		Now: clock.Now,
@@ -263,6 +307,9 @@ func runCacheSession(ctx context.Context, spec cacheRunSpec, dbPath string, log 
 	label := spec.scenario + " " + spec.style + " " + spec.agent
 	for i := range spec.turns {
 		clock.advance(spec.gap(i))
+		if spec.scenario == ScenarioMCPTools {
+			tools.mcpVersion = (i + 1) / 50 // between turns, never within one
+		}
 		m.setTurn(clock.Now())
 		opts := agent.RunOptions{}
 		if log != nil {
@@ -278,6 +325,9 @@ func runCacheSession(ctx context.Context, spec cacheRunSpec, dbPath string, log 
 		for _, b := range res.Breaks {
 			fig.CacheBreaks.Count++
 			fig.CacheBreaks.Reasons[b.Reason+" at "+b.Layer]++
+			if b.Detail != "" {
+				fig.CacheBreaks.Details[b.Detail]++
+			}
 		}
 		if log != nil && (i+1)%50 == 0 {
 			fmt.Fprintf(log, "bench cache: %s: %d/%d turns\n", label, i+1, spec.turns)
@@ -328,13 +378,25 @@ func cacheScript(i int) string {
 }
 
 // benchTools are deterministic stand-ins for the built-in tools: the same call always returns
-// the same text, sized like real output.
-type benchTools struct{}
+// the same text, sized like real output. With mcpVersion > 0 an MCP server "docs" adds its
+// tools (mcp__docs__..., sorted with the rest as the registry does), and each version changes
+// its list: a tool added on odd versions, a schema changed on even ones.
+type benchTools struct {
+	mcpVersion int
+}
 
 var benchToolNames = []string{"read_file", "search_files", "terminal"}
 
-func (benchTools) Definitions() []provider.Tool {
-	out := make([]provider.Tool, 0, len(benchToolNames))
+func (t *benchTools) Definitions() []provider.Tool {
+	out := make([]provider.Tool, 0, len(benchToolNames)+3)
+	if v := t.mcpVersion; v > 0 {
+		out = append(out, provider.Tool{Name: "mcp__docs__fetch", Description: fmt.Sprintf("Fetch a page of the docs (index v%d).", v/2+1),
+			Parameters: json.RawMessage(`{"type":"object","properties":{"url":{"type":"string"}}}`)})
+		for k := 1; k <= (v+1)/2; k++ {
+			out = append(out, provider.Tool{Name: fmt.Sprintf("mcp__docs__search_%d", k), Description: "Search docs section " + strconv.Itoa(k) + ".",
+				Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)})
+		}
+	}
 	for _, n := range benchToolNames {
 		out = append(out, provider.Tool{Name: n, Description: "Benchmark stand-in for " + n + ".",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"pattern":{"type":"string"},"command":{"type":"string"}},"additionalProperties":false}`)})
@@ -342,7 +404,7 @@ func (benchTools) Definitions() []provider.Tool {
 	return out
 }
 
-func (benchTools) Call(_ context.Context, _ string, c store.ToolCall) (string, bool) {
+func (*benchTools) Call(_ context.Context, _ string, c store.ToolCall) (string, bool) {
 	var args map[string]string
 	_ = json.Unmarshal([]byte(c.Function.Arguments), &args)
 	key := args["path"] + args["pattern"] + args["command"]
@@ -385,6 +447,9 @@ func WriteCacheText(w io.Writer, r *CacheReport) {
 		}
 		fmt.Fprintf(w, "  %-7s %d of %d prompt tokens cached (%.1f%%), ideal ceiling %d: efficiency %.3f%%; %d calls, %d compactions, %d after a long pause, %d cache breaks %v, $%.2f\n",
 			name, c.CachedTokens, c.PromptTokens, 100*c.CachedShare, c.CeilingTokens, 100*c.Efficiency, c.Requests, c.Compactions, c.AfterPause, c.CacheBreaks.Count, c.CacheBreaks.Reasons, c.CostUSD)
+		for _, d := range slices.Sorted(maps.Keys(c.CacheBreaks.Details)) {
+			fmt.Fprintf(w, "          %d× %s\n", c.CacheBreaks.Details[d], d)
+		}
 	}
 	for _, sc := range CacheScenarios {
 		provs, ok := r.Scenarios[sc]
@@ -397,6 +462,10 @@ func WriteCacheText(w io.Writer, r *CacheReport) {
 			line(agentSpool, &p.Spool)
 			line(agentNaive, p.Naive)
 			line(agentRebuild, p.Rebuild)
+			line(agentNoReplay, p.NoReplay)
+			if p.Control {
+				fmt.Fprintln(w, "  (control: \"spool\" above is an agent that renders the time into its prompt every turn)")
+			}
 		}
 	}
 	if len(r.TargetsMissed) > 0 {

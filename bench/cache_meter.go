@@ -22,6 +22,9 @@ const (
 	// agentRebuild renders its system prompt again at every compaction, headed by the time of
 	// the rebuild, as an agent that rebuilds its prompt from scratch after compacting does.
 	agentRebuild = "rebuild"
+	// agentNoReplay drops the reasoning items of earlier answers from its Responses requests
+	// (what a client does that ignores reasoning replay).
+	agentNoReplay = "no-replay"
 )
 
 // metered is one model call of the agent as the meter saw it.
@@ -29,8 +32,9 @@ type metered struct {
 	req       provider.Request // as the agent built it (before a rewrite)
 	sent      provider.Request // as it went out
 	usage     provider.Usage
-	at        time.Time // when it was sent (the simulated clock)
-	compacted bool      // a compaction ran since the previous call
+	answer    provider.Message // the answer as the agent stores and replays it
+	at        time.Time        // when it was sent (the simulated clock)
+	compacted bool             // a compaction ran since the previous call
 	// headKept is how many leading messages of the compacted history the compaction kept in
 	// place: the first message it had to change.
 	headKept int
@@ -74,6 +78,11 @@ func (m *meter) Chat(ctx context.Context, req provider.Request, onDelta func(pro
 			m.rebuiltAt = m.clock.Now()
 		}
 		sent.System = "Prompt built " + m.rebuiltAt.UTC().Format("Monday 2006-01-02 15:04:05 UTC") + ".\n\n" + req.System
+	case agentNoReplay:
+		sent.Messages = slices.Clone(req.Messages)
+		for i := range sent.Messages {
+			sent.Messages[i].ReasoningDetails = nil
+		}
 	}
 	at := m.clock.Now()
 	m.mu.Unlock()
@@ -82,7 +91,8 @@ func (m *meter) Chat(ctx context.Context, req provider.Request, onDelta func(pro
 		return resp, err
 	}
 	m.mu.Lock()
-	m.calls = append(m.calls, metered{req: req, sent: sent, usage: resp.Usage, at: at, compacted: m.compacted, headKept: m.headKept})
+	answer := provider.Message{Role: store.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls, ReasoningDetails: resp.ReasoningDetails}
+	m.calls = append(m.calls, metered{req: req, sent: sent, usage: resp.Usage, answer: answer, at: at, compacted: m.compacted, headKept: m.headKept})
 	m.compacted, m.headKept = false, 0
 	m.mu.Unlock()
 	return resp, nil
@@ -160,6 +170,23 @@ func idealCeiling(style string, calls []metered, i int, lifetime time.Duration) 
 	// The benchmark's prompt inputs (rules, platform, tools) never change, so the ideal agent
 	// sends its system prompt byte for byte all session long, and the messages up to the first
 	// one a compaction had to change.
+	if style == "responses" {
+		// The Responses API caches what the model generated too: an ideal agent replays the
+		// previous answer's items, reasoning included, byte for byte, so its ceiling is the
+		// previous prompt as spool built it (reasoning replayed) plus that answer.
+		full := provider.Request{Tools: prev.req.Tools, System: prev.req.System, Messages: append(slices.Clone(prev.req.Messages), prev.answer)}
+		ideal := full
+		if cur.compacted {
+			ideal.Messages = prev.req.Messages[:min(cur.headKept, len(prev.req.Messages))]
+		}
+		// What the agent really sent again byte for byte is within reach too.
+		shared := int64(max(fake.ResponsesPromptTokens(ideal), fake.ResponsesSharedPrefixTokens(full, cur.sent)))
+		shared = shared / openAIBlockToken * openAIBlockToken
+		if shared < cacheMinTokens {
+			return 0
+		}
+		return shared
+	}
 	msgs := prev.sent.Messages
 	if cur.compacted {
 		msgs = msgs[:min(cur.headKept, len(msgs))]

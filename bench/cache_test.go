@@ -17,7 +17,7 @@ import (
 // agent ~1.0).
 func TestCacheBenchScaledDown(t *testing.T) {
 	t.Parallel()
-	rep, err := RunCache(context.Background(), CacheConfig{Turns: 80, Scenarios: []string{ScenarioSteady}, Dir: t.TempDir()})
+	rep, err := RunCache(context.Background(), CacheConfig{Turns: 80, Providers: []string{"openai", "anthropic"}, Scenarios: []string{ScenarioSteady}, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestCacheBenchScaledDown(t *testing.T) {
 // have no ceiling, and the cached share falls with them.
 func TestCacheBenchPauses(t *testing.T) {
 	t.Parallel()
-	rep, err := RunCache(context.Background(), CacheConfig{Turns: 45, Scenarios: []string{ScenarioPause5m, ScenarioPause1h}, Dir: t.TempDir()})
+	rep, err := RunCache(context.Background(), CacheConfig{Turns: 45, Providers: []string{"openai", "anthropic"}, Scenarios: []string{ScenarioPause5m, ScenarioPause1h}, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,4 +146,73 @@ func cmpOr(a, b time.Duration) time.Duration {
 		return a
 	}
 	return b
+}
+
+// The Responses API run: spool replays every answer's reasoning items byte for byte and stays at
+// the ceiling of an ideal agent that does the same (the fake caches what it generated); the
+// same session without reasoning replay sends less but reaches far less of that ceiling.
+func TestCacheBenchResponsesReplay(t *testing.T) {
+	t.Parallel()
+	rep, err := RunCache(context.Background(), CacheConfig{Turns: 60, Providers: []string{"responses"}, Scenarios: []string{ScenarioSteady}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rep.Scenarios[ScenarioSteady]["responses"]
+	if p == nil || p.NoReplay == nil || p.Naive != nil {
+		t.Fatalf("responses figures: %+v", p)
+	}
+	s, off := p.Spool, *p.NoReplay
+	t.Logf("replay %+v\nno-replay %+v", s, off)
+	if s.Efficiency < CacheTarget || s.CachedTokens > s.CeilingTokens {
+		t.Errorf("with reasoning replay: efficiency %.4f (%d cached of a %d ceiling)", s.Efficiency, s.CachedTokens, s.CeilingTokens)
+	}
+	if off.Efficiency > s.Efficiency-0.2 || off.PromptTokens >= s.PromptTokens {
+		t.Errorf("without replay: efficiency %.4f (spool %.4f), %d prompt tokens (spool %d): dropping the reasoning does not show",
+			off.Efficiency, s.Efficiency, off.PromptTokens, s.PromptTokens)
+	}
+}
+
+// An MCP server whose tool list changes every 50 turns: each change is one cache break at the
+// tools layer whose stored record names the server, and the ceiling of that call is 0, so
+// spool stays at the ceiling while the cached share pays for the changes.
+func TestCacheBenchMCPToolChanges(t *testing.T) {
+	t.Parallel()
+	rep, err := RunCache(context.Background(), CacheConfig{Turns: 110, Providers: []string{"openai"}, Scenarios: []string{ScenarioMCPTools}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Scenarios[ScenarioMCPTools]["openai"].Spool
+	t.Logf("%+v", s)
+	if got := s.CacheBreaks.Reasons["tools at tools"]; got != 2 {
+		t.Errorf("%d tools breaks in 110 turns, want 2 (turns 50 and 100): %v", got, s.CacheBreaks.Reasons)
+	}
+	named := 0
+	for d, n := range s.CacheBreaks.Details {
+		if strings.HasPrefix(d, "tools of MCP server docs changed (") {
+			named += n
+		}
+	}
+	if named != 2 {
+		t.Errorf("break details %v do not name the MCP server twice", s.CacheBreaks.Details)
+	}
+	if s.Efficiency < CacheTarget || s.CachedTokens > s.CeilingTokens {
+		t.Errorf("efficiency %.4f (%d cached of a %d ceiling)", s.Efficiency, s.CachedTokens, s.CeilingTokens)
+	}
+}
+
+// The control: an agent that renders the time into its prompt every turn, run in spool's
+// place, must come out as a missed target — the benchmark can report a bad result.
+func TestCacheBenchControlFails(t *testing.T) {
+	t.Parallel()
+	rep, err := RunCache(context.Background(), CacheConfig{Turns: 30, Providers: []string{"openai"}, Scenarios: []string{ScenarioSteady}, Control: true, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rep.Scenarios[ScenarioSteady]["openai"]
+	if rep.TargetsMet || len(rep.TargetsMissed) != 1 || !strings.Contains(rep.TargetsMissed[0], "(control)") || !p.Control {
+		t.Fatalf("control run: targets met %v, missed %q, efficiency %.4f", rep.TargetsMet, rep.TargetsMissed, p.Spool.Efficiency)
+	}
+	if p.Spool.Efficiency > 0.8 {
+		t.Errorf("control efficiency %.4f: the rewrite did not break the cache", p.Spool.Efficiency)
+	}
 }

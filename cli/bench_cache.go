@@ -16,6 +16,7 @@ func (a *app) benchCacheCommand() *cobra.Command {
 		providers []string
 		scenarios []string
 		quiet     bool
+		control   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "cache",
@@ -26,8 +27,12 @@ func (a *app) benchCacheCommand() *cobra.Command {
 			"compaction had to change, system prompt and tools included while their inputs did not change, and\n" +
 			"nothing after a pause longer than the cache lifetime. Scenarios: steady (a turn every 73 s, spool\n" +
 			"next to an agent that renders the time into its prompt every turn and one that rebuilds its prompt\n" +
-			"at every compaction), pause-5m and pause-1h (pauses longer than each lifetime). --json prints one\n" +
-			"object (scenarios.<scenario>.<provider>). It exits 1 when spool's efficiency is under 99%.",
+			"at every compaction), pause-5m and pause-1h (pauses longer than each lifetime), mcp-tools (an MCP\n" +
+			"server's tool list changes every 50 turns). Provider cache models: openai, anthropic, and responses\n" +
+			"(the Responses API, reasoning replayed; in steady also without replay, to show what dropping it\n" +
+			"costs). --control runs an agent that renders the time into its prompt in spool's place: a bad\n" +
+			"result the benchmark must report. --json prints one object (scenarios.<scenario>.<provider>). It\n" +
+			"exits 1 when spool's efficiency is under 99%.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if turns < 1 {
@@ -38,7 +43,12 @@ func (a *app) benchCacheCommand() *cobra.Command {
 					return &usageError{fmt.Errorf("--scenario: unknown scenario %q (want %s)", sc, strings.Join(bench.CacheScenarios, ", "))}
 				}
 			}
-			cfg := bench.CacheConfig{Turns: turns, Dir: dir, Providers: providers, Scenarios: scenarios}
+			for _, p := range providers {
+				if !containsString(bench.CacheProviders, p) {
+					return &usageError{fmt.Errorf("--provider: unknown provider cache model %q (want %s)", p, strings.Join(bench.CacheProviders, ", "))}
+				}
+			}
+			cfg := bench.CacheConfig{Turns: turns, Dir: dir, Providers: providers, Scenarios: scenarios, Control: control}
 			if !quiet {
 				cfg.Log = a.stderr
 			}
@@ -62,7 +72,8 @@ func (a *app) benchCacheCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.IntVar(&turns, "turns", 300, "turns in the scripted session")
 	f.StringVar(&dir, "dir", "", "where to make the scratch databases (default $BENCH_TMPDIR or the temp dir)")
-	f.StringSliceVar(&providers, "provider", nil, "provider cache models to run: openai, anthropic (default both)")
+	f.StringSliceVar(&providers, "provider", nil, "provider cache models to run: "+strings.Join(bench.CacheProviders, ", ")+" (default all)")
+	f.BoolVar(&control, "control", false, "run the control (an agent that breaks the cache every turn) in spool's place: must exit 1")
 	f.StringSliceVar(&scenarios, "scenario", nil, "scenarios to run: "+strings.Join(bench.CacheScenarios, ", ")+" (default all)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd

@@ -100,6 +100,19 @@ func openAIAccount(c *prefixCache, key string, segs []segment, now time.Time, cf
 	return u
 }
 
+// openAIPut caches every block prefix of segs of at least minTokens, without reading.
+func openAIPut(c *prefixCache, key string, segs []segment, now time.Time, cfg cacheConfig) {
+	full := joinSegments(segs)
+	blockBytes := cfg.blockTokens * BytesPerToken
+	h := newPrefixHasher(key)
+	for off := blockBytes; off <= len(full); off += blockBytes {
+		h.write(full[off-blockBytes : off])
+		if off/BytesPerToken >= cfg.minTokens {
+			c.put(h.key(), now, cfg.ttl)
+		}
+	}
+}
+
 // maxBreakpoints and lookbackBlocks are Anthropic's documented limits: four cache_control
 // blocks per request, and a hit is searched about twenty blocks back from each breakpoint.
 const (

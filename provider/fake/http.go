@@ -156,7 +156,7 @@ func textOf(raw json.RawMessage) (string, bool) {
 	var b strings.Builder
 	for _, p := range parts {
 		switch p.Type {
-		case "text", "input_text":
+		case "text", "input_text", "output_text":
 			b.WriteString(p.Text)
 		default:
 			b.WriteString("[" + p.Type + "]")

@@ -298,6 +298,18 @@ func (m *Model) process(c call) (result, *failure) {
 	return res, nil
 }
 
+// cacheGenerated puts the prefixes of segs (a prompt and what was generated after it) into the
+// OpenAI-style cache of c's wire, as a provider's cache holds the continuation it computed.
+func (m *Model) cacheGenerated(c call, segs []segment) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cacheStyle(c.wire) != CacheOpenAI {
+		return
+	}
+	openAIPut(m.caches[c.wire], c.cacheKey, segs, m.cfg.Now(), cacheConfig{
+		ttl: m.cfg.OpenAICacheTTL, minTokens: m.cfg.OpenAIMinCacheTokens, blockTokens: m.cfg.OpenAICacheBlockTokens})
+}
+
 func (m *Model) cacheStyle(wire string) CacheStyle {
 	switch wire {
 	case "openai":

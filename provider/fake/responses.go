@@ -114,7 +114,7 @@ func (m *Model) serveResponses(w http.ResponseWriter, r *http.Request) {
 			c.msgs = append(c.msgs, provider.Message{Role: it.Role, Content: text})
 		}
 	}
-	c.segs = neutralSegments(c.system, c.msgs, c.tools)
+	c.segs = responsesSegments(c.system, c.tools, items)
 	res, f := m.process(c)
 	if f != nil {
 		if f.message != "" {
@@ -127,17 +127,24 @@ func (m *Model) serveResponses(w http.ResponseWriter, r *http.Request) {
 	if err := res.hold(r.Context()); err != nil {
 		return
 	}
+	enc := encryptedReasoning(res.seed)
 	reasoning := map[string]any{"id": "rs_" + res.seed, "type": "reasoning",
-		"encrypted_content": "gAAAAAB" + res.seed, "summary": []any{}}
+		"encrypted_content": enc, "summary": []any{}}
 	output := []any{reasoning}
+	gen := []rsItem{{Type: "reasoning", ID: "rs_" + res.seed, EncryptedContent: enc}}
 	if res.text != "" || len(res.calls) == 0 {
 		output = append(output, map[string]any{"id": "msg_" + res.seed, "type": "message", "status": "completed",
 			"role": "assistant", "content": []any{map[string]any{"type": "output_text", "annotations": []any{}, "logprobs": []any{}, "text": res.text}}})
+		gen = append(gen, rsItem{Type: "message", Role: "assistant", Content: mustJSON(res.text)})
 	}
 	for i, tc := range res.calls {
 		output = append(output, map[string]any{"id": fmt.Sprintf("fc_%s%02d", res.seed[:30], i), "type": "function_call",
 			"status": "completed", "arguments": tc.Function.Arguments, "call_id": tc.ID, "name": tc.Function.Name})
+		gen = append(gen, rsItem{Type: "function_call", CallID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
+	// What the model generated is in the provider's cache as the continuation of this prompt: a
+	// next request that replays it byte for byte (reasoning included) reads it from the cache.
+	m.cacheGenerated(c, append(append([]segment(nil), c.segs...), responsesItemSegments(gen)...))
 	status := "completed"
 	var incomplete any
 	if res.finish == "length" {
@@ -208,4 +215,107 @@ func (m *Model) serveResponses(w http.ResponseWriter, r *http.Request) {
 		typ := e["type"].(string)
 		sw.frame([]byte("event: " + typ + "\ndata: " + string(compactJSON(e)) + "\n\n"))
 	}
+}
+
+// encryptedReasoningBytes is the size of the fake's encrypted reasoning: real encrypted_content
+// runs to kilobytes, so dropping it from a replay costs what it costs on the real API.
+const encryptedReasoningBytes = 1600
+
+// encryptedReasoning is a deterministic stand-in for an encrypted reasoning item of a prompt.
+func encryptedReasoning(seed string) string {
+	var b strings.Builder
+	b.Grow(encryptedReasoningBytes)
+	b.WriteString("gAAAAAB")
+	for b.Len() < encryptedReasoningBytes {
+		b.WriteString(seed)
+	}
+	return b.String()[:encryptedReasoningBytes]
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func reasoningSegment(id, encrypted string) segment {
+	return segment{text: "<reasoning " + id + ">" + encrypted + "</reasoning>\n"}
+}
+
+// responsesSegments serializes a Responses request in input-item order: tools, instructions,
+// then every item, replayed reasoning included (it is part of the prompt and of its cache).
+func responsesSegments(system string, tools []provider.Tool, items []rsItem) []segment {
+	segs := make([]segment, 0, len(tools)+len(items)+1)
+	for _, t := range tools {
+		segs = append(segs, toolSegment(t))
+	}
+	if system != "" {
+		segs = append(segs, systemSegment(system))
+	}
+	return append(segs, responsesItemSegments(items)...)
+}
+
+func responsesItemSegments(items []rsItem) []segment {
+	var segs []segment
+	for _, it := range items {
+		switch it.Type {
+		case "reasoning":
+			segs = append(segs, reasoningSegment(it.ID, it.EncryptedContent))
+		case "function_call":
+			segs = append(segs, callSegment(it.CallID, it.Name, it.Arguments))
+		case "function_call_output":
+			out, _ := textOf(it.Output)
+			segs = append(segs, resultSegment(it.CallID, out))
+		case "message", "":
+			text, _ := rsText(it.Content)
+			segs = append(segs, textSegment(it.Role, text))
+		}
+	}
+	return segs
+}
+
+// ResponsesPromptTokens is the prompt size the fake reports for req sent through the Responses
+// adapter (provider/openai, api responses): the neutral count plus every reasoning item
+// replayed from an assistant message's ReasoningDetails (the adapter's JSON array of output
+// items). The benchmark's ideal ceiling counts with it.
+func ResponsesPromptTokens(req provider.Request) int {
+	return countSegments(responsesSegments(req.System, req.Tools, requestItems(req)))
+}
+
+// ResponsesSharedPrefixTokens is SharedPrefixTokens for two requests sent through the Responses
+// adapter (reasoning items counted where they are replayed).
+func ResponsesSharedPrefixTokens(a, b provider.Request) int {
+	x := joinSegments(responsesSegments(a.System, a.Tools, requestItems(a)))
+	y := joinSegments(responsesSegments(b.System, b.Tools, requestItems(b)))
+	n := 0
+	for n < len(x) && n < len(y) && x[n] == y[n] {
+		n++
+	}
+	return prefixTokens(n)
+}
+
+// requestItems are the input items the Responses adapter makes of req's messages.
+func requestItems(req provider.Request) []rsItem {
+	var items []rsItem
+	for _, m := range req.Messages {
+		switch m.Role {
+		case "tool":
+			items = append(items, rsItem{Type: "function_call_output", CallID: m.ToolCallID, Output: mustJSON(m.Content)})
+			continue
+		case "assistant":
+			var raws []rsItem
+			_ = json.Unmarshal(m.ReasoningDetails, &raws)
+			for _, r := range raws {
+				if r.Type == "reasoning" && r.EncryptedContent != "" {
+					items = append(items, r)
+				}
+			}
+		}
+		if m.Content != "" || len(m.ToolCalls) == 0 {
+			items = append(items, rsItem{Type: "message", Role: m.Role, Content: mustJSON(m.Content)})
+		}
+		for _, tc := range m.ToolCalls {
+			items = append(items, rsItem{Type: "function_call", CallID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		}
+	}
+	return items
 }

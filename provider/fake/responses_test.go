@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/spoolhq/spool/provider"
@@ -48,5 +49,57 @@ func TestResponsesWireReasoningReplay(t *testing.T) {
 		if _, err := c.Chat(context.Background(), req, onDelta); provider.ClassOf(err) != provider.ClassBadRequest {
 			t.Errorf("stream=%v: reasoning without encrypted content: err = %v, want bad_request", stream, err)
 		}
+	}
+}
+
+// The Responses wire caches what the model generated as the continuation of its prompt: the
+// next request that replays the answer (its reasoning item included) byte for byte reads the
+// answer from the cache; one that drops the reasoning reads only the earlier prompt. The fake's
+// count of a request is fake.ResponsesPromptTokens (what the cache benchmark's ceiling uses),
+// replayed assistant text included.
+func TestResponsesWireCachesGeneratedReasoning(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(fake.New(fake.Config{}).Handler())
+	t.Cleanup(srv.Close)
+	c, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: "sk-fake", API: openai.APIResponses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	req := provider.Request{Model: "fake-model", System: strings.Repeat("project rules. ", 400), Temperature: -1,
+		Messages: []provider.Message{{Role: "user", Content: "SAY first answer"}}}
+	first, err := c.Chat(ctx, req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1 := first.Usage.InputTokens
+	if want := int64(fake.ResponsesPromptTokens(req)); p1 != want {
+		t.Fatalf("first prompt %d tokens, ResponsesPromptTokens says %d", p1, want)
+	}
+	answer := provider.Message{Role: "assistant", Content: first.Content, ReasoningDetails: first.ReasoningDetails}
+	replay := req
+	replay.Messages = append(append([]provider.Message(nil), req.Messages...), answer, provider.Message{Role: "user", Content: "SAY second"})
+	dropped := replay
+	dropped.Messages = append([]provider.Message(nil), replay.Messages...)
+	dropped.Messages[1].ReasoningDetails = nil
+
+	// Dropped first (so the replay cannot be helped by it).
+	off, err := c.Chat(ctx, dropped, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	on, err := c.Chat(ctx, replay, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(fake.ResponsesPromptTokens(replay)); on.Usage.InputTokens != want {
+		t.Errorf("replayed prompt %d tokens, ResponsesPromptTokens says %d", on.Usage.InputTokens, want)
+	}
+	if off.Usage.CacheReadTokens > p1 {
+		t.Errorf("without the reasoning %d tokens were read from the cache, more than the first prompt (%d)", off.Usage.CacheReadTokens, p1)
+	}
+	// The reasoning item alone is about 400 tokens: the replay reads through it.
+	if on.Usage.CacheReadTokens < p1+300 {
+		t.Errorf("with the reasoning replayed %d tokens were read from the cache, want the first prompt (%d) and the answer", on.Usage.CacheReadTokens, p1)
 	}
 }
