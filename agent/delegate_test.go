@@ -328,41 +328,29 @@ func TestDelegateToolSubset(t *testing.T) {
 	}
 }
 
-// A child compacts in its own session when its work outgrows the window (here on a follow-up
-// delegation to the same sub-agent); the parent's history is untouched by it.
+// A child compacts in its own session when its work outgrows the window, within its first
+// turn (many rounds of tool calls); its notice reaches the caller named by child; the parent's
+// history is untouched by it.
 func TestDelegateChildCompacts(t *testing.T) {
 	t.Parallel()
 	st, _ := newStore(t)
 	a := newAgent(t, st, fake.New(fake.Config{}), stdTools(), withDelegation(1, 0), withCompression(8_000, 2_000))
-	reads := func(round int) string {
-		var goal []string
-		for i := range 20 {
-			goal = append(goal, fmt.Sprintf("CALL read {\"path\":\"r%d-f%d\"}", round, i))
-		}
-		return strings.Join(goal, "\n")
-	}
-	res := run(t, a, "", delegateCall(reads(0), ""))
-	ds := delegateResults(t, st, res.SessionID)
-	if len(ds) != 1 || ds[0].Status != "completed" {
-		t.Fatalf("delegate results = %+v", ds)
-	}
-	child := ds[0].SessionID
-	follow, _ := json.Marshal(map[string]string{"goal": reads(1), "session_id": child})
 	var notices []string
-	res, err := a.Run(context.Background(), res.SessionID, "CALL delegate "+string(follow), agent.RunOptions{
-		OnNotice: func(s string) { notices = append(notices, s) }})
+	res, err := a.Run(context.Background(), "", delegateCall("REPEAT 30\nCALL read {\"path\":\"src/big.go\"}", ""),
+		agent.RunOptions{OnNotice: func(s string) { notices = append(notices, s) }})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if !slices.ContainsFunc(notices, func(s string) bool { return strings.HasPrefix(s, "sub-agent "+child+": ") }) {
-		t.Fatalf("the child's compaction notice did not reach the caller: %q", notices)
 	}
 	if res.Compactions != 0 {
 		t.Fatalf("the parent compacted %d times", res.Compactions)
 	}
-	ds = delegateResults(t, st, res.SessionID)
-	if len(ds) != 2 || ds[1].Status != "completed" || ds[1].SessionID != child || ds[1].Compactions == 0 {
-		t.Fatalf("follow-up result = %+v", ds[len(ds)-1])
+	ds := delegateResults(t, st, res.SessionID)
+	if len(ds) != 1 || ds[0].Status != "completed" || ds[0].Compactions == 0 || ds[0].ModelCalls < 5 {
+		t.Fatalf("delegate results = %+v", ds)
+	}
+	child := ds[0].SessionID
+	if !slices.ContainsFunc(notices, func(s string) bool { return strings.HasPrefix(s, "sub-agent "+child+": Compacted") }) {
+		t.Fatalf("the child's compaction notice did not reach the caller: %q", notices)
 	}
 	disp, err := st.Conversation(context.Background(), child, store.ViewDisplay)
 	if err != nil {
@@ -377,10 +365,35 @@ func TestDelegateChildCompacts(t *testing.T) {
 	if archived == 0 {
 		t.Fatal("the child's compaction archived nothing")
 	}
+	if h := history(t, st, res.SessionID); len(h) != 4 {
+		t.Fatalf("parent history = %v", roles(h))
+	}
+}
+
+// A follow-up delegation (session_id) continues the same sub-agent session, reopened and ended
+// again; only the caller's own delegations can be continued.
+func TestDelegateFollowUp(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	a := newAgent(t, st, fake.New(fake.Config{}), stdTools(), withDelegation(1, 0))
+	res := run(t, a, "", delegateCall("SAY first part", ""))
+	ds := delegateResults(t, st, res.SessionID)
+	if len(ds) != 1 || ds[0].Status != "completed" {
+		t.Fatalf("delegate results = %+v", ds)
+	}
+	child := ds[0].SessionID
+	follow, _ := json.Marshal(map[string]string{"goal": "SAY second part", "session_id": child})
+	res = run(t, a, res.SessionID, "CALL delegate "+string(follow))
+	ds = delegateResults(t, st, res.SessionID)
+	if len(ds) != 2 || ds[1].Status != "completed" || ds[1].SessionID != child || ds[1].Answer != "second part" {
+		t.Fatalf("follow-up result = %+v", ds[len(ds)-1])
+	}
+	if got := roles(history(t, st, child)); !slices.Equal(got, []string{"user", "assistant", "user", "assistant"}) {
+		t.Fatalf("the child's history after the follow-up = %v", got)
+	}
 	if s, _ := st.GetSession(context.Background(), child); s.EndReason != agent.EndDelegateDone {
 		t.Fatalf("the continued child ended %q", s.EndReason)
 	}
-	// Only the caller's own delegations can be continued.
 	other := run(t, a, "", "SAY unrelated")
 	bad, _ := json.Marshal(map[string]string{"goal": "SAY x", "session_id": other.SessionID})
 	res = run(t, a, res.SessionID, "CALL delegate "+string(bad))

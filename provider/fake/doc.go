@@ -17,6 +17,8 @@
 //     calls). Only tools offered in the request may be called; otherwise the model says so
 //     in text. Omitted arguments mean {}.
 //     SAY <text>                  answer exactly <text> (lines joined with newlines).
+//     REPEAT <n>                  the CALL lines again after their results, for n rounds in
+//     all within the turn (a long agent turn), then the tool-results answer.
 //     WAIT <name> <n>             hold this call's answer until n calls (this one included)
 //     have arrived at barrier <name>, or the call's context ends; later arrivals pass at once.
 //     It proves calls are in flight together without a clock (Model.AwaitBarrier, over HTTP

@@ -238,3 +238,32 @@ func TestWaitBarrier(t *testing.T) {
 		t.Fatalf("malformed WAIT: %q, %v", r.Content, err)
 	}
 }
+
+// REPEAT makes one turn run its CALL lines for n rounds, then answer.
+func TestRepeatRounds(t *testing.T) {
+	t.Parallel()
+	m := New(Config{})
+	msgs := []provider.Message{{Role: "user", Content: "REPEAT 3\nCALL read_file {\"path\":\"a\"}"}}
+	var ids []string
+	for round := 0; ; round++ {
+		r, err := m.Chat(context.Background(), provider.Request{Model: "fake", Messages: msgs, Tools: tools}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.ToolCalls) == 0 {
+			if round != 3 || !strings.HasPrefix(r.Content, "Tool results:") {
+				t.Fatalf("answered %q after %d rounds, want after 3", r.Content, round)
+			}
+			break
+		}
+		if round >= 3 {
+			t.Fatal("more than 3 rounds")
+		}
+		ids = append(ids, r.ToolCalls[0].ID)
+		msgs = append(msgs, provider.Message{Role: "assistant", ToolCalls: r.ToolCalls},
+			provider.Message{Role: "tool", ToolCallID: r.ToolCalls[0].ID, Content: "contents"})
+	}
+	if ids[0] == ids[1] || ids[1] == ids[2] {
+		t.Fatalf("call ids repeat across rounds: %v", ids)
+	}
+}

@@ -16,6 +16,7 @@ type directives struct {
 	fault      *Fault
 	faultTimes int // 0: every time
 	say        []string
+	rounds     int      // REPEAT: rounds of the CALL lines the turn makes (0: one)
 	barrier    string   // WAIT: the barrier this call waits at ("" none)
 	barrierN   int      // how many calls the barrier waits for
 	text       []string // the lines that are not directives
@@ -67,6 +68,15 @@ func parseDirectives(content string) directives {
 			d.fault, d.faultTimes = &f, times
 		case "SAY":
 			d.say = append(d.say, rest)
+		case "REPEAT":
+			n, err := strconv.Atoi(rest)
+			if err != nil || n < 1 {
+				if d.badLine == "" {
+					d.badLine = trimmed
+				}
+				continue
+			}
+			d.rounds = n
 		case "WAIT":
 			fields := strings.Fields(rest)
 			n := 0
@@ -121,6 +131,9 @@ func respond(c call, seed string) (string, []store.ToolCall, string) {
 	last := c.msgs[len(c.msgs)-1]
 	switch last.Role {
 	case "tool":
+		if calls := repeatCalls(c, seed); calls != nil {
+			return "", calls, "tool_calls"
+		}
 		return answerToolResults(c.msgs), nil, "stop"
 	case "user":
 		d := parseDirectives(last.Content)
@@ -156,6 +169,48 @@ func respond(c call, seed string) (string, []store.ToolCall, string) {
 		}
 	}
 	return answer(""), nil, "stop"
+}
+
+// repeatCalls are the CALL lines of the turn's user message again, while a REPEAT n directive
+// there asks for more rounds than the turn has made (nil otherwise), so one turn can run many
+// rounds of tool calls as a real agent does.
+func repeatCalls(c call, seed string) []store.ToolCall {
+	u := len(c.msgs) - 1
+	for u >= 0 && c.msgs[u].Role != "user" {
+		u--
+	}
+	if u < 0 {
+		return nil
+	}
+	d := parseDirectives(c.msgs[u].Content)
+	if d.rounds < 2 || len(d.calls) == 0 || d.badLine != "" {
+		return nil
+	}
+	made := 0
+	for _, m := range c.msgs[u+1:] {
+		if m.Role == "assistant" && len(m.ToolCalls) > 0 {
+			made++
+		}
+	}
+	if made >= d.rounds {
+		return nil
+	}
+	offered := map[string]bool{}
+	for _, t := range c.tools {
+		offered[t.Name] = true
+	}
+	var calls []store.ToolCall
+	for i, dc := range d.calls {
+		if !offered[dc.name] {
+			return nil
+		}
+		calls = append(calls, store.ToolCall{
+			ID:       c.idPrefix + shortHash(seed+strconv.Itoa(i), 24),
+			Type:     "function",
+			Function: store.ToolFunction{Name: dc.name, Arguments: dc.args},
+		})
+	}
+	return calls
 }
 
 // answer is the plain reply to text: short, derived from the text alone.
