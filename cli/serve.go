@@ -18,6 +18,7 @@ import (
 	"github.com/spoolhq/spool/compress"
 	"github.com/spoolhq/spool/gateway"
 	"github.com/spoolhq/spool/gateway/openai"
+	"github.com/spoolhq/spool/gateway/uilogin"
 	"github.com/spoolhq/spool/prompt"
 	"github.com/spoolhq/spool/tools"
 	"github.com/spoolhq/spool/web"
@@ -31,7 +32,9 @@ Routes: POST /v1/chat/completions (streamed and not), POST /v1/responses (previo
 chains, conversation, streaming) with GET/DELETE /v1/responses/{id}, /cancel and /input_items, POST /v1/responses/compact (spool's
 compactor), /v1/conversations and their items (conversation id = session id), GET /v1/models ("spool" is the default
 model: the configured provider's, else the offline model), GET /health, GET /ready, GET /metrics
-(Prometheus), and the session browser under /ui/ (scoped to the key's principal). Errors use
+(Prometheus), and the session browser under /ui/ (scoped to the key's principal; with keys, a
+person signs in at /ui/login by pasting their API key: an HttpOnly SameSite=Strict cookie for 12 h,
+/ui/logout signs out; a restart signs everyone out). Errors use
 OpenAI's JSON error shape.
 
 Sessions: X-Spool-Session-Id continues a session (its live tip after compaction);
@@ -206,15 +209,18 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 		}
 	}
 	// The session browser, scoped to the key's principal (all sessions without keys, as spool ui).
+	// With keys, a person signs in at /ui/login with their API key (a session cookie); scripts
+	// may send the key as a Bearer header.
+	logins := uilogin.New(keys, uilogin.Options{Prefix: "/ui"})
 	ui := web.New(st, web.Options{Prefix: "/ui", Principal: func(r *http.Request) (web.Principal, error) {
-		p, ok := openai.PrincipalFor(keys, r)
+		p, ok := logins.Principal(r)
 		if !ok {
-			return web.Principal{}, errors.New("missing or unknown API key (send Authorization: Bearer <key>)")
+			return web.Principal{}, errors.New("not signed in: sign in at /ui/login with your API key (or send Authorization: Bearer <key>)")
 		}
 		return web.Principal{UserID: p, Scoped: keys.Enabled()}, nil
 	}})
 	defer ui.Close()
-	mounts := map[string]http.Handler{"/ui": ui, "/ui/": ui}
+	mounts := map[string]http.Handler{"/ui": ui, "/ui/": logins.Guard(ui), "/ui/login": logins.Handler(), "/ui/logout": logins.Handler()}
 	if plat != nil {
 		for pattern, h := range plat.mounts {
 			mounts[pattern] = h

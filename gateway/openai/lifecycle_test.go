@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -142,7 +143,110 @@ func TestBrowserScopedByPrincipal(t *testing.T) {
 	if code, _ := get("sk-alice", "/ui/sessions/"+ids["bob"]); code != 404 {
 		t.Fatalf("alice reading bob's session page: %d, want 404", code)
 	}
-	if code, _ := get("", "/ui/"); code != 401 {
-		t.Fatalf("/ui/ without a key: %d, want 401", code)
+	// Without a key or a sign-in, a page sends the person to the login page.
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := noFollow.Get(s.url + "/ui/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/ui/login?next=%2Fui%2F" {
+		t.Fatalf("/ui/ without a key: %d %q, want 303 to the login page", res.StatusCode, res.Header.Get("Location"))
+	}
+}
+
+// TestBrowserLogin: a person pastes an API key into /ui/login and gets a session cookie
+// (HttpOnly, SameSite=Strict) that shows that principal's sessions only; a wrong key or a
+// sign-in posted from another site sets nothing; logout ends the cookie server-side.
+func TestBrowserLogin(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	cfg := fmt.Sprintf("serve:\n  keys:\n    alice: %s\n    bob: %s\n", gateway.HashKey("sk-alice"), gateway.HashKey("sk-bob"))
+	s := startServe(t, home, cfg)
+	ids := map[string]string{}
+	for _, who := range []string{"alice", "bob"} {
+		c := client(s, option.WithAPIKey("sk-"+who))
+		var resp *http.Response
+		if _, err := c.Chat.Completions.New(bg, sdk.ChatCompletionNewParams{Model: "spool", Messages: userMsgs("hello from " + who)}, option.WithResponseInto(&resp)); err != nil {
+			t.Fatal(err)
+		}
+		ids[who] = resp.Header.Get("X-Spool-Session-Id")
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	do := func(method, path, origin string, form url.Values, cookie *http.Cookie) (*http.Response, string) {
+		t.Helper()
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req, _ := http.NewRequest(method, s.url+path, body)
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		if cookie != nil {
+			req.AddCookie(cookie)
+		}
+		res, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res, string(b)
+	}
+	res, page := do("GET", "/ui/login?next=%2Fui%2Fusage", "", nil, nil)
+	if res.StatusCode != 200 || !strings.Contains(page, `action="/ui/login"`) || !strings.Contains(page, `type="password"`) {
+		t.Fatalf("login page: %d\n%s", res.StatusCode, page)
+	}
+	self := s.url
+	login := url.Values{"key": {"sk-alice"}, "next": {"/ui/usage"}}
+	for _, c := range []struct {
+		name, origin string
+		form         url.Values
+		status       int
+	}{
+		{"wrong key", self, url.Values{"key": {"sk-mallory"}}, 401},
+		{"another site", "https://evil.example", login, 403},
+	} {
+		res, _ := do("POST", "/ui/login", c.origin, c.form, nil)
+		if res.StatusCode != c.status || len(res.Cookies()) != 0 {
+			t.Fatalf("%s: %d with cookies %v, want %d and none", c.name, res.StatusCode, res.Cookies(), c.status)
+		}
+	}
+	res, _ = do("POST", "/ui/login", self, login, nil)
+	var cookie *http.Cookie
+	for _, c := range res.Cookies() {
+		if c.Name == "spool_session" {
+			cookie = c
+		}
+	}
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/ui/usage" || cookie == nil || !cookie.HttpOnly ||
+		cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/ui/" || cookie.MaxAge <= 0 || len(cookie.Value) != 64 {
+		t.Fatalf("sign-in: %d %q, cookie %+v", res.StatusCode, res.Header.Get("Location"), cookie)
+	}
+	res, page = do("GET", "/ui/", "", nil, cookie)
+	if res.StatusCode != 200 || !strings.Contains(page, ids["alice"]) || strings.Contains(page, ids["bob"]) {
+		t.Fatalf("alice's signed-in /ui/: %d, lists alice %v, bob %v", res.StatusCode, strings.Contains(page, ids["alice"]), strings.Contains(page, ids["bob"]))
+	}
+	if res, _ := do("GET", "/ui/sessions/"+ids["bob"], "", nil, cookie); res.StatusCode != 404 {
+		t.Fatalf("alice's cookie on bob's session: %d, want 404", res.StatusCode)
+	}
+	// A next that leaves the browser is replaced by its start page.
+	res, _ = do("POST", "/ui/login", self, url.Values{"key": {"sk-bob"}, "next": {"//evil.example/x"}}, nil)
+	if res.Header.Get("Location") != "/ui/" {
+		t.Fatalf("open redirect: %q", res.Header.Get("Location"))
+	}
+	// Logout from another site is refused; from the page it ends the sign-in server-side.
+	if res, _ := do("POST", "/ui/logout", "https://evil.example", url.Values{}, cookie); res.StatusCode != 403 {
+		t.Fatalf("cross-site logout: %d", res.StatusCode)
+	}
+	if res, _ := do("POST", "/ui/logout", self, url.Values{}, cookie); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("logout: %d", res.StatusCode)
+	}
+	if res, _ := do("GET", "/ui/", "", nil, cookie); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the old cookie after logout: %d, want a redirect to the login page", res.StatusCode)
 	}
 }

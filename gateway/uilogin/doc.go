@@ -1,0 +1,19 @@
+// Package uilogin is the browser sign-in of the session browser that `spool serve` mounts at
+// /ui/ when API keys are configured: a login page where a person pastes their API key, a
+// session cookie, and logout.
+//
+// The contract:
+//   - A request is authenticated by its Bearer key (as the API is) or by the session cookie. The
+//     cookie holds a random 256-bit token; the server keeps only its sha256 with the principal
+//     and the expiry (Options.TTL), in memory: a restart signs everyone out. The cookie is
+//     HttpOnly, SameSite=Strict, Path=<prefix>/, Secure when the request came over TLS, and
+//     expires with the server-side entry.
+//   - Login and logout are POSTs accepted only from the same origin (Origin, else
+//     Sec-Fetch-Site); the pages' own state-changing forms carry the browser's CSRF tokens (package
+//     web). A wrong key is 401 and sets nothing. The page that follows login is a path under the
+//     prefix, never another site.
+//   - A page request without a valid key or cookie is redirected to the login page; other
+//     requests (assets, posts, event streams) are 401.
+//   - Without keys there is nothing to sign in to: every request is gateway.Local, and the login
+//     page redirects to the browser.
+package uilogin

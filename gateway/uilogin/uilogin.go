@@ -1,0 +1,267 @@
+package uilogin
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spoolhq/spool/gateway"
+)
+
+// CookieName is the session cookie's name.
+const CookieName = "spool_session"
+
+// Defaults of Options.
+const (
+	DefaultTTL         = 12 * time.Hour
+	DefaultMaxSessions = 10000
+)
+
+// Options configure the sign-in. Zero fields take defaults.
+type Options struct {
+	// Prefix is the session browser's path ("/ui").
+	Prefix string
+	// TTL is how long a sign-in lasts.
+	TTL time.Duration
+	// MaxSessions bounds the signed-in browsers kept; the oldest is signed out beyond it.
+	MaxSessions int
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Logins signs browsers in with an API key. Safe for concurrent use.
+type Logins struct {
+	keys gateway.Keys
+	o    Options
+
+	mu       sync.Mutex
+	sessions map[[32]byte]entry
+}
+
+type entry struct {
+	principal string
+	expires   time.Time
+}
+
+// New returns the sign-in for keys.
+func New(keys gateway.Keys, o Options) *Logins {
+	if o.Prefix == "" {
+		o.Prefix = "/ui"
+	}
+	o.Prefix = "/" + strings.Trim(o.Prefix, "/")
+	if o.TTL <= 0 {
+		o.TTL = DefaultTTL
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Logins{keys: keys, o: o, sessions: map[[32]byte]entry{}}
+}
+
+// Principal is whom a request acts for: its Bearer key's principal, else its session cookie's;
+// gateway.Local without keys.
+func (l *Logins) Principal(r *http.Request) (string, bool) {
+	if !l.keys.Enabled() {
+		return gateway.Local, true
+	}
+	if key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return l.keys.Authenticate(strings.TrimSpace(key))
+	}
+	c, err := r.Cookie(CookieName)
+	if err != nil {
+		return "", false
+	}
+	return l.lookup(c.Value)
+}
+
+func (l *Logins) lookup(token string) (string, bool) {
+	b, err := hex.DecodeString(token)
+	if err != nil || len(b) != 32 {
+		return "", false
+	}
+	sum := sha256.Sum256(b)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.sessions[sum]
+	if !ok {
+		return "", false
+	}
+	if !l.o.Now().Before(e.expires) {
+		delete(l.sessions, sum)
+		return "", false
+	}
+	return e.principal, true
+}
+
+// issue records a sign-in and returns its token.
+func (l *Logins) issue(principal string) (string, time.Time) {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	sum := sha256.Sum256(b[:])
+	now := l.o.Now()
+	exp := now.Add(l.o.TTL)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.sessions) >= l.o.MaxSessions {
+		var oldest [32]byte
+		first := true
+		for k, e := range l.sessions {
+			if !now.Before(e.expires) {
+				delete(l.sessions, k)
+				continue
+			}
+			if first || e.expires.Before(l.sessions[oldest].expires) {
+				oldest, first = k, false
+			}
+		}
+		if len(l.sessions) >= l.o.MaxSessions && !first {
+			delete(l.sessions, oldest)
+		}
+	}
+	l.sessions[sum] = entry{principal: principal, expires: exp}
+	return hex.EncodeToString(b[:]), exp
+}
+
+func (l *Logins) revoke(token string) {
+	b, err := hex.DecodeString(token)
+	if err != nil || len(b) != 32 {
+		return
+	}
+	sum := sha256.Sum256(b)
+	l.mu.Lock()
+	delete(l.sessions, sum)
+	l.mu.Unlock()
+}
+
+// Guard lets authenticated requests through to next; an unauthenticated page request is sent
+// to the login page, anything else is 401.
+func (l *Logins) Guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := l.Principal(r); ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, l.o.Prefix+"/assets/") && !strings.HasSuffix(r.URL.Path, "/events") {
+			http.Redirect(w, r, l.o.Prefix+"/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		page(w, http.StatusUnauthorized, pageData{Prefix: l.o.Prefix, Title: "Not signed in", Error: "Sign in with your API key first."})
+	})
+}
+
+// Handler serves <prefix>/login (GET: the form; POST: sign in) and <prefix>/logout (GET: a
+// confirmation form; POST: sign out).
+func (l *Logins) Handler() http.Handler {
+	m := http.NewServeMux()
+	p := l.o.Prefix
+	m.HandleFunc("GET "+p+"/login", func(w http.ResponseWriter, r *http.Request) {
+		if !l.keys.Enabled() {
+			http.Redirect(w, r, p+"/", http.StatusSeeOther)
+			return
+		}
+		page(w, http.StatusOK, pageData{Prefix: p, Title: "Sign in", Login: true, Next: l.next(r.URL.Query().Get("next"))})
+	})
+	m.HandleFunc("POST "+p+"/login", func(w http.ResponseWriter, r *http.Request) {
+		if !sameOrigin(r) {
+			page(w, http.StatusForbidden, pageData{Prefix: p, Title: "Refused", Error: "Sign-in is accepted only from this site's own page."})
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+		if err := r.ParseForm(); err != nil {
+			page(w, http.StatusBadRequest, pageData{Prefix: p, Title: "Sign in", Login: true, Error: "The form could not be read."})
+			return
+		}
+		next := l.next(r.PostForm.Get("next"))
+		principal, ok := l.keys.Authenticate(strings.TrimSpace(r.PostForm.Get("key")))
+		if !ok || !l.keys.Enabled() {
+			page(w, http.StatusUnauthorized, pageData{Prefix: p, Title: "Sign in", Login: true, Next: next, Error: "That API key is not known here."})
+			return
+		}
+		token, exp := l.issue(principal)
+		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: token, Path: p + "/", Expires: exp, MaxAge: int(l.o.TTL / time.Second),
+			HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		http.Redirect(w, r, next, http.StatusSeeOther)
+	})
+	m.HandleFunc("GET "+p+"/logout", func(w http.ResponseWriter, r *http.Request) {
+		page(w, http.StatusOK, pageData{Prefix: p, Title: "Sign out", Logout: true})
+	})
+	m.HandleFunc("POST "+p+"/logout", func(w http.ResponseWriter, r *http.Request) {
+		if !sameOrigin(r) {
+			page(w, http.StatusForbidden, pageData{Prefix: p, Title: "Refused", Error: "Sign-out is accepted only from this site's own page."})
+			return
+		}
+		if c, err := r.Cookie(CookieName); err == nil {
+			l.revoke(c.Value)
+		}
+		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: p + "/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		http.Redirect(w, r, p+"/login", http.StatusSeeOther)
+	})
+	return m
+}
+
+// next is where a sign-in goes on to: a path under the prefix, else the browser's start page.
+func (l *Logins) next(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || s == "" || u.Scheme != "" || u.Host != "" || strings.HasPrefix(s, "//") || strings.Contains(s, "\\") ||
+		!strings.HasPrefix(u.Path, l.o.Prefix+"/") || strings.HasPrefix(u.Path, l.o.Prefix+"/login") || strings.HasPrefix(u.Path, l.o.Prefix+"/logout") {
+		return l.o.Prefix + "/"
+	}
+	return u.RequestURI()
+}
+
+// sameOrigin reports whether a POST comes from this site's own pages: its Origin names this
+// host, or (no Origin) the browser says the request is same-origin or user-initiated.
+func sameOrigin(r *http.Request) bool {
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		return err == nil && u.Host == r.Host && (u.Scheme == "http" || u.Scheme == "https")
+	}
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return true
+	}
+	return false
+}
+
+type pageData struct {
+	Prefix, Title, Error, Next string
+	Login, Logout              bool
+}
+
+var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}} · spool</title><link rel="stylesheet" href="{{.Prefix}}/assets/style.css"></head>
+<body><main class="login">
+<h1>{{.Title}}</h1>
+{{if .Error}}<p class="error" role="alert">{{.Error}}</p>{{end}}
+{{if .Login}}<form method="post" action="{{.Prefix}}/login">
+<label for="key">API key</label>
+<input id="key" name="key" type="password" autocomplete="current-password" required autofocus>
+<input type="hidden" name="next" value="{{.Next}}">
+<button type="submit">Sign in</button>
+</form>
+<p>The key is one of <code>serve.keys</code>; the browser then sees that key's sessions only.</p>{{end}}
+{{if .Logout}}<form method="post" action="{{.Prefix}}/logout"><button type="submit">Sign out</button></form>{{end}}
+</main></body></html>
+`))
+
+func page(w http.ResponseWriter, status int, d pageData) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = pageTmpl.Execute(w, d)
+}
