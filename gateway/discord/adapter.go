@@ -215,10 +215,27 @@ func (a *Adapter) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
 		UserName: m.Author.Username, Text: m.Content, At: m.Timestamp}
 	if m.GuildID == "" {
 		ev.ChatType = platform.DM
-	} else if ci, err := a.channel(context.WithoutCancel(ctx), m.ChannelID); err == nil && ci.thread {
-		ev.ChatType, ev.ChatID, ev.ThreadID = platform.Thread, ci.parent, m.ChannelID
-	} else if err != nil {
-		a.count("channel_lookup_failed") // answered as a plain channel
+	} else {
+		// Whether the channel is a thread decides the key: a guess would put a thread's
+		// message in its channel's session (context leaking between them), so the lookup is
+		// retried, and a message whose channel stays unknown is not handed on.
+		var ci chanInfo
+		var err error
+		for attempt := 0; attempt < 6; attempt++ {
+			if ci, err = a.channel(context.WithoutCancel(ctx), m.ChannelID); err == nil {
+				break
+			}
+			if a.sleep(context.WithoutCancel(ctx), time.Duration(attempt+1)*500*time.Millisecond) != nil {
+				break
+			}
+		}
+		if err != nil {
+			a.count("dropped_unknown_channel")
+			return
+		}
+		if ci.thread {
+			ev.ChatType, ev.ChatID, ev.ThreadID = platform.Thread, ci.parent, m.ChannelID
+		}
 	}
 	// A message read off the socket is recorded even while Run is stopping: the gateway will
 	// not deliver it again.

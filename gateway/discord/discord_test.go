@@ -267,3 +267,19 @@ func TestSendKeyAcrossProcesses(t *testing.T) {
 		}
 	})
 }
+
+// TestThreadLookupRetried: GET /channels/{id} failing twice does not put a thread's message in
+// its channel's lane: the lookup is retried and the message keyed as the thread.
+func TestThreadLookupRetried(t *testing.T) {
+	t.Parallel()
+	fake, _, rec, _ := setup(t)
+	fake.AddChannel("500", discordfake.GuildText, "")
+	fake.AddChannel("502", discordfake.PublicThread, "500")
+	fake.Fail("GET channel", discordfake.Fault{Status: 500}, discordfake.Fault{Status: 503})
+	fake.Say(discordfake.UserMessage{ChannelID: "502", AuthorID: "43", Content: "in a thread"})
+	got := rec.waitCalls(t, 1)
+	want := platform.Address{Platform: "discord", ChatType: platform.Thread, ChatID: "500", ThreadID: "502", UserID: "43"}
+	if got[0].Address != want {
+		t.Fatalf("address %+v, want %+v", got[0].Address, want)
+	}
+}

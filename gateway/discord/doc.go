@@ -15,7 +15,8 @@
 // Addresses. A message without a guild is a DM (ChatID = the DM channel); one in a thread
 // channel (types 10, 11, 12) is a Thread chat with ChatID = the parent channel and ThreadID =
 // the thread; any other is a Group chat. The thread's parent is learned from discordgo's state
-// or GET /channels/{id}, and cached. EventID is the message id (a snowflake). The bot's own
+// or GET /channels/{id} (retried; a message whose channel stays unknown is dropped and
+// counted, never guessed into its parent's session), and cached. EventID is the message id (a snowflake). The bot's own
 // and other bots' messages are ignored. Events are handed to the Handler in the gateway's
 // order (SyncEvents); a Handler that cannot record one is retried a few times, since the
 // gateway does not redeliver.
