@@ -151,11 +151,14 @@ func (db *DB) searchWords(ctx context.Context, match, tsq string, q store.Search
 	var query string
 	if q.Sort == store.SortRelevance {
 		args = append(args, rankWindow+q.Offset, want)
-		query = `SELECT ` + hitCols + ` FROM (SELECT m.id, ts_rank(m.tsv, $1::tsquery) AS rank
+		// The page is cut from the ranked window before the rows are joined again: joining the
+		// whole window let the planner read every row of messages (a hash join) to keep 20.
+		query = `WITH w AS (SELECT m.id, ts_rank(m.tsv, $1::tsquery) AS rank
 			FROM messages m JOIN sessions s ON s.id = m.session_id
-			WHERE m.tsv @@ $1::tsquery AND ` + cond + fmt.Sprintf(` ORDER BY m.id DESC LIMIT $%d) w
-			JOIN messages m ON m.id = w.id JOIN sessions s ON s.id = m.session_id
-			ORDER BY w.rank DESC, m.id LIMIT $%d`, n+1, n+2)
+			WHERE m.tsv @@ $1::tsquery AND ` + cond + fmt.Sprintf(` ORDER BY m.id DESC LIMIT $%d),
+			page AS (SELECT id, rank FROM w ORDER BY rank DESC, id LIMIT $%d)
+			SELECT `, n+1, n+2) + hitCols + ` FROM page JOIN messages m ON m.id = page.id JOIN sessions s ON s.id = m.session_id
+			ORDER BY page.rank DESC, m.id`
 	} else {
 		args = append(args, want)
 		query = `SELECT ` + hitCols + ` FROM messages m JOIN sessions s ON s.id = m.session_id
