@@ -19,17 +19,30 @@ import (
 )
 
 // mcpServers starts the configured MCP servers once per process (Run closes them) and returns
-// their manager; nil when none are configured.
-func (a *app) mcpServers(ctx context.Context, cfg config.Config) *mcp.Manager {
-	if a.mcp != nil || len(cfg.MCP.Servers) == 0 {
-		return a.mcp
+// their manager; nil when none are configured. The servers are the home config's and, when
+// mcp.project_servers allows it, those of the project's .spool/config.yaml (config.LoadProject);
+// a project file that is not allowed is named in one line on stderr.
+func (a *app) mcpServers(ctx context.Context, cfg config.Config) (*mcp.Manager, error) {
+	if a.mcp != nil {
+		return a.mcp, nil
+	}
+	wd, _ := os.Getwd()
+	notice, err := config.LoadProject(&cfg, wd)
+	if err != nil {
+		return nil, err
+	}
+	if notice != "" {
+		fmt.Fprintf(a.stderr, "spool: %s\n", oneLine(notice))
+	}
+	if len(cfg.MCP.Servers) == 0 {
+		return nil, nil
 	}
 	servers := make([]mcp.Server, 0, len(cfg.MCP.Servers))
 	for _, s := range cfg.MCP.Servers {
 		servers = append(servers, mcp.Server{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL})
 	}
 	aux, _ := cfg.Auxiliary.Compression.ClientFor(cfg.Provider)
-	secrets := tools.NewSecrets(os.Environ(), cfg.Provider.KeyEnv(), aux.KeyEnv())
+	secrets := tools.NewSecrets(os.Environ(), append(fallbackKeyEnvs(cfg), cfg.Provider.KeyEnv(), aux.KeyEnv())...)
 	restarts := cfg.MCP.MaxRestarts
 	if restarts == 0 {
 		restarts = -1 // none
@@ -41,15 +54,15 @@ func (a *app) mcpServers(ctx context.Context, cfg config.Config) *mcp.Manager {
 		// A server is a program the user chose, but spool's own keys are not its business.
 		Environ: secrets.Environ(os.Environ()),
 	})
-	return a.mcp
+	return a.mcp, nil
 }
 
 // mcpTools are the tools of the connected MCP servers; a server that failed is named on stderr
 // (the agent runs without its tools).
-func (a *app) mcpTools(ctx context.Context, cfg config.Config) []tools.Tool {
-	m := a.mcpServers(ctx, cfg)
-	if m == nil {
-		return nil
+func (a *app) mcpTools(ctx context.Context, cfg config.Config) ([]tools.Tool, error) {
+	m, err := a.mcpServers(ctx, cfg)
+	if m == nil || err != nil {
+		return nil, err
 	}
 	if !a.mcpWarned {
 		a.mcpWarned = true
@@ -59,13 +72,16 @@ func (a *app) mcpTools(ctx context.Context, cfg config.Config) []tools.Tool {
 			}
 		}
 	}
-	return m.Tools()
+	return m.Tools(), nil
 }
 
 // agentTools are the tools of an agent: the built-ins, plus the MCP servers' tools when servers
 // are configured, whose lists are refreshed between turns.
 func (a *app) agentTools(ctx context.Context, cfg config.Config, env tools.Env) (agent.Tools, error) {
-	extra := a.mcpTools(ctx, cfg)
+	extra, err := a.mcpTools(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	reg, err := tools.New(append(tools.Builtins(), extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
@@ -132,7 +148,9 @@ func (a *app) mcpCommand() *cobra.Command {
 		Short: "Connect to every configured MCP server and show its state and tools",
 		Long: "Start (or connect to) each server in the config's mcp.servers, list its tools and stop it\n" +
 			"again. A server is connected, or failed with the reason. Tool names are the ones the model\n" +
-			"sees: mcp__<server>__<tool>.",
+			"sees: mcp__<server>__<tool>. With mcp.project_servers: true, the servers of the project's\n" +
+			".spool/config.yaml (the working directory or a parent up to the git root) join them; one with\n" +
+			"a home server's name replaces it.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.config()
@@ -140,7 +158,11 @@ func (a *app) mcpCommand() *cobra.Command {
 				return err
 			}
 			var status []mcp.Status
-			if m := a.mcpServers(cmd.Context(), cfg); m != nil {
+			m, err := a.mcpServers(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			if m != nil {
 				status = m.Status()
 			}
 			if status == nil {

@@ -15,6 +15,8 @@ type Config struct {
 	Home string `yaml:"-"`
 	// File is the config file that was read, "" when there was none.
 	File string `yaml:"-"`
+	// ProjectFile is the project's .spool/config.yaml that LoadProject merged, "" when none.
+	ProjectFile string `yaml:"-"`
 	// Warnings are problems Load tolerated: a SPOOL_<SECTION>_... variable that names no setting
 	// (a typo: it is ignored). Variables outside the config sections (SPOOL_HOME, other tools')
 	// are not warned about. Callers print them.
@@ -54,6 +56,9 @@ type MCP struct {
 	CallTimeout time.Duration `yaml:"call_timeout" min:"1"`
 	// MaxRestarts is how often a server that died or hung is restarted before it is failed.
 	MaxRestarts int `yaml:"max_restarts" min:"0"`
+	// ProjectServers lets a project's .spool/config.yaml (ProjectFile) add MCP servers. Off by
+	// default: a cloned repository must not start programs on its own.
+	ProjectServers bool `yaml:"project_servers"`
 }
 
 // MCPServer is one MCP server. Exactly one of Command and URL is set.
