@@ -519,6 +519,7 @@ func (m *editorModel) submit() (tea.Model, tea.Cmd) {
 	m.histPos = m.hist.len()
 	m.draft = ""
 	m.ed.Reset()
+	m.idle = false // the prompt says at once that the chat is busy with it
 	select {
 	case m.t.lines <- v:
 	default:

@@ -333,3 +333,50 @@ func TestChatResumePicker(t *testing.T) {
 		t.Errorf("Esc switched sessions:\n%s", s.text())
 	}
 }
+
+// TestChatEditorEscapes: Shift-Enter (as a terminal with the kitty keyboard protocol sends it)
+// and a trailing backslash make line breaks, /paste collects lines until Ctrl-D, and Ctrl-G
+// edits the message in $EDITOR; each ends as one message.
+func TestChatEditorEscapes(t *testing.T) {
+	t.Parallel()
+	url := startFakeLLM(t)
+	home := t.TempDir()
+	editor := filepath.Join(home, "editor.sh")
+	if err := os.WriteFile(editor, []byte("#!/bin/sh\nprintf 'written in the editor\\nsecond line\\n' > \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, cmd := startPTY(t, home, []string{"EDITOR=" + editor, "VISUAL="}, "chat", "--provider", "openai", "--base-url", url+"/v1", "--model", fakeModelArg)
+	s.prompt()
+
+	s.press("shift", "\x1b[13;2u", "enter")
+	s.editorShows("› shift\n  enter")
+	s.press(keyEnter)
+	s.prompt()
+
+	s.press(`back\`, keyEnter, "slash", keyEnter)
+	s.expect("› back\n  slash")
+	s.prompt()
+
+	s.press("/paste", keyEnter)
+	s.onScreen("(paste mode: Enter is a new line, Ctrl-D sends, Esc leaves)")
+	s.press("pasted one", keyEnter, "pasted two", keyCtrlD)
+	s.expect("› pasted one\n  pasted two")
+	s.prompt()
+
+	s.press("draft", "\x07") // Ctrl-G
+	s.editorShows("› written in the editor\n  second line")
+	s.press(keyEnter)
+	s.expect("› written in the editor\n  second line")
+	s.prompt()
+
+	s.press("/exit", keyEnter)
+	waitExit(t, s, cmd)
+	sid := resumeLine.FindStringSubmatch(s.text())
+	if sid == nil {
+		t.Fatalf("no resume line:\n%s", s.text())
+	}
+	want := []string{"shift\nenter", "back\nslash", "pasted one\npasted two", "written in the editor\nsecond line"}
+	if got := userMessages(t, home, sid[1]); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("stored user messages %q\nwant %q", got, want)
+	}
+}
