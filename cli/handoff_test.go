@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/gateway/slack/slackfake"
+	"github.com/spoolhq/spool/gateway/telegram/telegramtest"
 )
 
 // serveProc is a running `spool serve`.
@@ -214,5 +215,51 @@ func TestChatHandoff(t *testing.T) {
 	out := spoolEnv(t, home, "", env, "sessions", "show", m[1]).ok(t, "show").stdout
 	if !regexp.MustCompile(`Bound to:\s+agent:main:slack:dm:T0FAKE:D0DM1`).MatchString(out) || !strings.Contains(out, "working on it") {
 		t.Fatalf("show:\n%s", out)
+	}
+}
+
+// TestHandoffToTelegram: to a DM and to a forum topic (the topic's key is shared by its
+// members), through the Telegram adapter's outbound side against its local fake.
+func TestHandoffToTelegram(t *testing.T) {
+	t.Parallel()
+	const token = "123456:handoff-test-token"
+	f := telegramtest.New(t, token)
+	home := t.TempDir()
+	cfg := "platforms:\n  telegram:\n    token_env: TEST_TG_TOKEN\n    base_url: " + f.URL + "\n"
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"TEST_TG_TOKEN=" + token}
+	type runOut struct {
+		SessionID string `json:"session_id"`
+	}
+	sid := decode[runOut](t, spoolEnv(t, home, "", env, "run", "--output-format", "json", "SAY the work so far").ok(t, "run")).SessionID
+	type handoffOut struct {
+		Key string `json:"key"`
+	}
+	for _, tc := range []struct {
+		to, key      string
+		chat, thread int64
+	}{
+		{"telegram:777", "agent:main:telegram:dm:777", 777, 0},
+		{"telegram:-100200:7", "agent:main:telegram:thread:-100200:7", -100200, 7},
+	} {
+		h := decode[handoffOut](t, spoolEnv(t, home, "", env, "--json", "handoff", sid, "--to", tc.to).ok(t, "handoff "+tc.to))
+		if h.Key != tc.key {
+			t.Errorf("handoff %s: key %s, want %s", tc.to, h.Key, tc.key)
+		}
+		if got := f.Texts(tc.chat, tc.thread); len(got) != 1 || !strings.Contains(got[0], "[spool handoff]") {
+			t.Errorf("handoff %s: posted %q", tc.to, got)
+		}
+	}
+	out := spoolEnv(t, home, "", env, "sessions", "show", sid).ok(t, "show").stdout
+	for _, k := range []string{"agent:main:telegram:dm:777", "agent:main:telegram:thread:-100200:7"} {
+		if !regexp.MustCompile(`Bound to:\s+` + regexp.QuoteMeta(k)).MatchString(out) {
+			t.Errorf("show lacks %s:\n%s", k, out)
+		}
+	}
+	// a plain group is per user: --user is needed
+	if r := spoolEnv(t, home, "", env, "handoff", sid, "--to", "telegram:-100200"); r.code == 0 || !strings.Contains(r.stderr, "--user") {
+		t.Errorf("handoff to a plain group: exit %d %q", r.code, r.stderr)
 	}
 }
