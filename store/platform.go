@@ -50,12 +50,15 @@ type InboundEvent struct {
 }
 
 // InboundUpdate moves a claimed event on; only its current holder may (ErrLeaseLost
-// otherwise). Empty SessionID and Reply leave the stored ones.
+// otherwise). Empty SessionID and Reply leave the stored ones. Release (with State empty:
+// the state is kept) gives the claim up, so another process may take the event at once (a
+// gateway stopping with events it did not finish).
 type InboundUpdate struct {
 	Platform, EventID, Holder string
 	State                     InboundState
 	SessionID                 string
 	Reply                     string
+	Release                   bool
 }
 
 // SendEntry is one send-ledger row: chunk Chunk of turn TurnID's reply went out as platform

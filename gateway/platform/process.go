@@ -25,8 +25,10 @@ func (r *Router) process(ctx context.Context, key string, ev Event) {
 		return
 	}
 	if !ok {
+		r.unhold(ev)
 		return // done already, or another live process has it
 	}
+	r.hold(ev)
 	out := r.outbound(ev.Platform)
 	if out == nil {
 		return
@@ -49,7 +51,9 @@ func (r *Router) process(ctx context.Context, key string, ev Event) {
 			r.log.Warn("platform: deliver reply", "platform", ev.Platform, "event", ev.EventID, "err", err)
 			return
 		}
-		update(store.InboundDone, "", "")
+		if update(store.InboundDone, "", "") {
+			r.unhold(ev)
+		}
 	}
 
 	switch in.State {

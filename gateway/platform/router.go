@@ -131,9 +131,10 @@ type Router struct {
 	mu       sync.Mutex
 	out      map[string]Outbound
 	lanes    map[string]*lane
-	inflight map[string]bool // platform/event ids queued or running here
-	streak   map[string]int  // hygiene failures per key
-	work     context.Context // lanes' context: ends DrainTimeout after Serve's
+	inflight map[string]bool  // platform/event ids queued or running here
+	held     map[string]Event // events this router claimed and has not finished
+	streak   map[string]int   // hygiene failures per key
+	work     context.Context  // lanes' context: ends DrainTimeout after Serve's
 	stopWork context.CancelFunc
 	lanesWG  sync.WaitGroup
 	closing  bool
@@ -159,7 +160,7 @@ func NewRouter(d RouterDeps) (*Router, error) {
 	}
 	r := &Router{st: d.Store, gw: d.Turns, log: d.Log, cfg: d.Config.withDefaults(),
 		cmds: map[string]CommandFunc{}, out: map[string]Outbound{}, lanes: map[string]*lane{},
-		inflight: map[string]bool{}, streak: map[string]int{}, idle: make(chan struct{})}
+		inflight: map[string]bool{}, held: map[string]Event{}, streak: map[string]int{}, idle: make(chan struct{})}
 	close(r.idle)
 	r.work, r.stopWork = context.WithCancel(context.Background())
 	return r, nil
@@ -223,6 +224,7 @@ func (r *Router) Serve(ctx context.Context, adapters ...Adapter) error {
 		<-done
 	}
 	r.stopWork()
+	r.releaseHeld()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -289,6 +291,7 @@ func (r *Router) Handle(ctx context.Context, ev Event) error {
 	if !fresh {
 		return nil // a redelivery: the first delivery's turn answers it
 	}
+	r.hold(ev)
 	r.enqueue(key, ev, false)
 	return nil
 }
@@ -434,5 +437,37 @@ func (r *Router) Idle(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+func (r *Router) hold(ev Event) {
+	r.mu.Lock()
+	r.held[inflightID(ev)] = ev
+	r.mu.Unlock()
+}
+
+func (r *Router) unhold(ev Event) {
+	r.mu.Lock()
+	delete(r.held, inflightID(ev))
+	r.mu.Unlock()
+}
+
+// releaseHeld gives up the claims of the events this router did not finish, so the next
+// process (or another replica) takes them at once instead of after Config.ClaimTTL.
+func (r *Router) releaseHeld() {
+	r.mu.Lock()
+	evs := make([]Event, 0, len(r.held))
+	for _, ev := range r.held {
+		evs = append(evs, ev)
+	}
+	r.held = map[string]Event{}
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, ev := range evs {
+		err := r.st.UpdateInbound(ctx, store.InboundUpdate{Platform: ev.Platform, EventID: ev.EventID, Holder: r.cfg.Holder, Release: true})
+		if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+			r.log.Warn("platform: release an unfinished event", "platform", ev.Platform, "event", ev.EventID, "err", err)
+		}
 	}
 }

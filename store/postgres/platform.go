@@ -167,7 +167,7 @@ func (db *DB) ClaimInbound(ctx context.Context, platform, eventID, holder string
 
 // UpdateInbound implements store.Store.
 func (db *DB) UpdateInbound(ctx context.Context, u store.InboundUpdate) error {
-	if !u.State.Valid() {
+	if !u.State.Valid() && !(u.Release && u.State == "") {
 		return fmt.Errorf("update inbound event: %w", store.Invalid("state", "%q is not a state", u.State))
 	}
 	err := db.write(ctx, routineBudget, func(tx pgx.Tx) error {
@@ -183,10 +183,10 @@ func (db *DB) UpdateInbound(ctx context.Context, u store.InboundUpdate) error {
 			return fmt.Errorf("held by %s: %w", holder, store.ErrLeaseLost)
 		}
 		newHolder, until := holder, "claimed_until"
-		if u.State == store.InboundDone {
+		if u.State == store.InboundDone || u.Release {
 			newHolder, until = "", "0"
 		}
-		_, err = tx.Exec(ctx, `UPDATE platform_inbox SET state = $1, session_id = CASE WHEN $2 = '' THEN session_id ELSE $3 END,
+		_, err = tx.Exec(ctx, `UPDATE platform_inbox SET state = CASE WHEN $1 = '' THEN state ELSE $1 END, session_id = CASE WHEN $2 = '' THEN session_id ELSE $3 END,
 			reply = CASE WHEN $4 = '' THEN reply ELSE $5 END, holder = $6, claimed_until = `+until+`, updated_at = $7
 			WHERE platform = $8 AND event_id = $9`,
 			string(u.State), u.SessionID, u.SessionID, cleanNUL(u.Reply), cleanNUL(u.Reply), newHolder, micros(time.Now()), u.Platform, u.EventID)

@@ -165,7 +165,7 @@ func (db *DB) ClaimInbound(ctx context.Context, platform, eventID, holder string
 
 // UpdateInbound implements store.Store.
 func (db *DB) UpdateInbound(ctx context.Context, u store.InboundUpdate) error {
-	if !u.State.Valid() {
+	if !u.State.Valid() && !(u.Release && u.State == "") {
 		return fmt.Errorf("update inbound event: %w", store.Invalid("state", "%q is not a state", u.State))
 	}
 	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
@@ -181,13 +181,13 @@ func (db *DB) UpdateInbound(ctx context.Context, u store.InboundUpdate) error {
 			return fmt.Errorf("held by %s: %w", holder, store.ErrLeaseLost)
 		}
 		newHolder, until := holder, "claimed_until"
-		if u.State == store.InboundDone {
+		if u.State == store.InboundDone || u.Release {
 			newHolder, until = "", "0"
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE platform_inbox SET state = ?, session_id = CASE WHEN ? = '' THEN session_id ELSE ? END,
+		_, err = tx.ExecContext(ctx, `UPDATE platform_inbox SET state = CASE WHEN ? = '' THEN state ELSE ? END, session_id = CASE WHEN ? = '' THEN session_id ELSE ? END,
 			reply = CASE WHEN ? = '' THEN reply ELSE ? END, holder = ?, claimed_until = `+until+`, updated_at = ?
 			WHERE platform = ? AND event_id = ?`,
-			string(u.State), u.SessionID, u.SessionID, u.Reply, u.Reply, newHolder, micros(time.Now()), u.Platform, u.EventID)
+			string(u.State), string(u.State), u.SessionID, u.SessionID, u.Reply, u.Reply, newHolder, micros(time.Now()), u.Platform, u.EventID)
 		return err
 	})
 	if err != nil {

@@ -109,6 +109,22 @@ func testInbox(t *testing.T, h Harness) {
 	if err != nil || !ok || took.Holder != "B" || took.State != store.InboundReplied || took.SessionID != "in-1" || took.Reply == "" {
 		t.Fatalf("takeover of an expired claim = %+v, %v, %v", took, ok, err)
 	}
+	// B releases its claim (a gateway stopping): C takes it at once, state and reply kept.
+	if err := st.UpdateInbound(bg, store.InboundUpdate{Platform: "telegram", EventID: "-100:7", Holder: "B", Release: true}); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok, err := st.ClaimInbound(bg, "telegram", "-100:7", "C", time.Minute); err != nil || !ok || c.State != store.InboundReplied || c.Reply == "" {
+		t.Fatalf("claim after a release = %+v, %v, %v", c, ok, err)
+	}
+	if _, ok, _ := st.ClaimInbound(bg, "telegram", "-100:7", "B", time.Minute); ok {
+		t.Fatal("B re-claimed an event C holds")
+	}
+	if err := st.UpdateInbound(bg, store.InboundUpdate{Platform: "telegram", EventID: "-100:7", Holder: "C", Release: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := st.ClaimInbound(bg, "telegram", "-100:7", "B", time.Minute); !ok {
+		t.Fatal("B could not take the released event back")
+	}
 	un, err := st.UnfinishedInbound(bg, "telegram", 0)
 	if err != nil || len(un) != 1 || un[0].EventID != "-100:7" {
 		t.Fatalf("unfinished = %+v, %v", un, err)

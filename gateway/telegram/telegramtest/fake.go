@@ -47,6 +47,7 @@ type Message struct {
 	Raw              string // as sent
 	ParseMode        string
 	Edits            int
+	At               time.Time // when it was sent (its first text, maybe a streamed prefix)
 }
 
 // Fault is one injected failure.
@@ -58,10 +59,16 @@ type Fault struct {
 
 // New starts a fake Bot API for token; it is closed when the test ends.
 func New(t testing.TB, token string) *API {
+	f := Start(token)
+	t.Cleanup(f.Close)
+	return f
+}
+
+// Start starts a fake Bot API for token (a soak's); Close stops it.
+func Start(token string) *API {
 	f := &API{token: token, changed: make(chan struct{}), nextUp: 1, nextMsg: map[int64]int64{},
 		faults: map[string][]Fault{}, calls: map[string]int{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.Close)
 	return f
 }
 
@@ -208,7 +215,7 @@ func (f *API) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		c := chatID()
 		f.nextMsg[c]++
-		m := &Message{Chat: c, Thread: num("message_thread_id"), ID: 1000 + f.nextMsg[c], Text: vis, Raw: text, ParseMode: mode}
+		m := &Message{Chat: c, Thread: num("message_thread_id"), ID: 1000 + f.nextMsg[c], Text: vis, Raw: text, ParseMode: mode, At: time.Now()}
 		f.sent = append(f.sent, m)
 		f.bump()
 		reply(w, 200, map[string]any{"ok": true, "result": map[string]any{"message_id": m.ID, "date": time.Now().Unix(),
@@ -366,4 +373,29 @@ func (f *API) Calls(method string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.calls[method]
+}
+
+// All lists every message the bot sent, oldest first.
+func (f *API) All() []Message {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]Message, len(f.sent))
+	for i, m := range f.sent {
+		out[i] = *m
+	}
+	return out
+}
+
+// Confirmed is the offset Telegram holds: every update below it is confirmed.
+func (f *API) Confirmed() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.confirmed
+}
+
+// Changed is closed at the next change (a message, an update, a confirmation).
+func (f *API) Changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed
 }

@@ -1,0 +1,408 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spoolhq/spool/agent"
+	"github.com/spoolhq/spool/compress"
+	"github.com/spoolhq/spool/gateway"
+	plat "github.com/spoolhq/spool/gateway/platform"
+	"github.com/spoolhq/spool/gateway/telegram"
+	"github.com/spoolhq/spool/gateway/telegram/telegramtest"
+	"github.com/spoolhq/spool/provider/fake"
+	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/sqlite"
+	"github.com/spoolhq/spool/turn"
+)
+
+// TelegramSoakConfig sizes the Telegram soak. Zero fields take defaults.
+type TelegramSoakConfig struct {
+	Dir      string        // scratch directory (required)
+	Duration time.Duration // how long users keep writing (10m)
+	Lanes    int           // concurrent chat lanes: DMs, group members, forum topics (24)
+	Restarts int           // gateway restarts during the run (4; negative: none)
+	NoFaults bool          // inject no faults and restart nothing (the added latency alone)
+	Log      io.Writer     // progress; nil: none
+}
+
+// TelegramSoakReport is what `spool bench telegram` prints.
+type TelegramSoakReport struct {
+	Duration string `json:"duration"`
+	Lanes    int    `json:"lanes"`
+	Messages int    `json:"messages"`
+	// Faults injected: 429 retry_after, 5xx, hung requests, redeliveries, restarts.
+	RateLimits   int `json:"faults_429"`
+	ServerErrors int `json:"faults_5xx"`
+	Hangs        int `json:"faults_timeout"`
+	Redeliveries int `json:"redeliveries"`
+	Restarts     int `json:"restarts"`
+	// The verdicts (all targets 0).
+	Lost        int `json:"lost"`
+	Duplicated  int `json:"duplicated_sends"`
+	Interleaved int `json:"turns_interleaved"`
+	MixedKeys   int `json:"keys_mixed"`
+	// FirstSend is inbound update → the reply's first message at the fake Bot API (the first
+	// streamed text), for messages sent to an idle lane. The offline model answers at once, so
+	// it is all spool's (plus the fake API's HTTP round trips).
+	FirstSend Latency `json:"first_send"`
+	// LostExamples names up to ten lost messages (lane and number), to investigate.
+	LostExamples []string `json:"lost_examples,omitempty"`
+}
+
+type tgLane struct {
+	name         string
+	chat, thread int64
+	user         int64
+	chatType     string
+	addr         plat.Address
+	sent         []string // expected answers, in order
+}
+
+// tgGateway is one "process": store handle, gateway, router and bot on the shared file.
+type tgGateway struct {
+	st     store.Store
+	g      *gateway.Gateway
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startTGGateway(dbPath string, api *telegramtest.API, model *fake.Model) (*tgGateway, error) {
+	st, err := sqlite.Open(context.Background(), dbPath, sqlite.Options{})
+	if err != nil {
+		return nil, err
+	}
+	mk := func(wait time.Duration) (*agent.Agent, error) {
+		return agent.New(agent.Deps{Store: st, Client: model, Config: agent.Config{Model: "fake",
+			Compression: compress.DefaultConfig(), Lease: turn.Options{TTL: 30 * time.Second, Wait: wait}}})
+	}
+	run, err := mk(time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
+	queue, err := mk(time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	g, err := gateway.New(gateway.Deps{Store: st, Runner: run, Queue: queue, Config: gateway.Config{Model: "fake", MaxConcurrent: 1000}})
+	if err != nil {
+		return nil, err
+	}
+	holder := store.NewHolder().String()
+	r, err := plat.NewRouter(plat.RouterDeps{Store: st, Turns: g, Config: plat.Config{Holder: holder, RecoverEvery: 2 * time.Second}})
+	if err != nil {
+		return nil, err
+	}
+	bot, err := telegram.New(telegram.Options{Token: tgSoakToken, BaseURL: api.URL, Locks: st, Holder: holder,
+		HTTP: &http.Client{Timeout: 4 * time.Second}, PollTimeout: 2 * time.Second, LeaseTTL: 6 * time.Second, EditEvery: 200 * time.Millisecond})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sg := &tgGateway{st: st, g: g, cancel: cancel, done: make(chan error, 1)}
+	go func() { sg.done <- r.Serve(ctx, bot) }()
+	return sg, nil
+}
+
+func (sg *tgGateway) stop() error {
+	sg.cancel()
+	err := <-sg.done
+	dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = sg.g.Drain(dctx)
+	if cerr := sg.st.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+const tgSoakToken = "777:soak-token"
+
+// TelegramSoak runs the Telegram soak: Lanes users write to a Telegram bot (a local fake Bot
+// API) served by the real adapter, router, gateway and agent on one SQLite file, each waiting
+// for its answer before the next message (and now and then double-texting a busy chat), while
+// faults are injected (429 retry_after 1-2 s, 5xx, requests that hang past the client's
+// timeout, redelivered updates) and the gateway is restarted Restarts times. Then every chat
+// and every session is checked: each message answered exactly once, in its own chat and lane's
+// session, user and answer alternating.
+func TelegramSoak(ctx context.Context, cfg TelegramSoakConfig) (TelegramSoakReport, error) {
+	if cfg.Dir == "" {
+		return TelegramSoakReport{}, errors.New("bench telegram: no scratch directory")
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 10 * time.Minute
+	}
+	if cfg.Lanes <= 0 {
+		cfg.Lanes = 24
+	}
+	if cfg.Restarts < 0 || cfg.NoFaults {
+		cfg.Restarts = 0
+	} else if cfg.Restarts == 0 {
+		cfg.Restarts = 4
+	}
+	logf := func(format string, a ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, format+"\n", a...)
+		}
+	}
+	api := telegramtest.Start(tgSoakToken)
+	defer api.Close()
+	model := fake.New(fake.Config{})
+	dbPath := filepath.Join(cfg.Dir, "spool.db")
+	rep := TelegramSoakReport{Duration: cfg.Duration.String(), Lanes: cfg.Lanes}
+
+	lanes := make([]*tgLane, cfg.Lanes)
+	for i := range lanes {
+		l := &tgLane{user: int64(5000 + i)}
+		switch i % 3 {
+		case 0:
+			l.chat, l.chatType = int64(5000+i), "private"
+			l.addr = plat.Address{Platform: "telegram", ChatType: plat.DM, ChatID: fmt.Sprint(l.chat)}
+		case 1: // two members per group, each their own session
+			l.chat, l.chatType = int64(-1000-i/6), "supergroup"
+			l.addr = plat.Address{Platform: "telegram", ChatType: plat.Group, ChatID: fmt.Sprint(l.chat), UserID: fmt.Sprint(l.user)}
+		case 2: // two topics per forum
+			l.chat, l.thread, l.chatType = int64(-2000-i/6), int64(10+i), "supergroup"
+			l.addr = plat.Address{Platform: "telegram", ChatType: plat.Thread, ChatID: fmt.Sprint(l.chat), ThreadID: fmt.Sprint(l.thread)}
+		}
+		l.name = fmt.Sprintf("lane%02d", i)
+		lanes[i] = l
+	}
+
+	var (
+		gwMu sync.Mutex
+		gw   *tgGateway
+	)
+	var err error
+	if gw, err = startTGGateway(dbPath, api, model); err != nil {
+		return rep, err
+	}
+
+	deadline := time.Now().Add(cfg.Duration)
+	var latMu sync.Mutex
+	var lats []time.Duration
+	var messages atomic.Int64
+	var wg sync.WaitGroup
+	// waitAnswer waits for text in the lane's chat; it returns the first message's time.
+	waitAnswer := func(l *tgLane, text string, limit time.Duration) (time.Time, bool) {
+		end := time.After(limit)
+		for {
+			ch := api.Changed()
+			for _, m := range api.Messages(l.chat, l.thread) {
+				if m.Text == text {
+					return m.At, true
+				}
+			}
+			select {
+			case <-ch:
+			case <-end:
+				return time.Time{}, false
+			case <-ctx.Done():
+				return time.Time{}, false
+			}
+		}
+	}
+	for _, l := range lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(l.user), 7))
+			for n := 0; time.Now().Before(deadline) && ctx.Err() == nil; n++ {
+				text := fmt.Sprintf("%s m%d", l.name, n)
+				pushed := time.Now()
+				api.Push(l.chat, l.chatType, l.thread, l.user, "SAY "+text)
+				l.sent = append(l.sent, text)
+				messages.Add(1)
+				double := rng.IntN(20) == 0
+				if double { // double-texting: the second one finds the lane busy
+					n++
+					second := fmt.Sprintf("%s m%d", l.name, n)
+					api.Push(l.chat, l.chatType, l.thread, l.user, "SAY "+second)
+					l.sent = append(l.sent, second)
+					messages.Add(1)
+					text = second
+				}
+				at, ok := waitAnswer(l, text, 3*time.Minute)
+				if ok && !double && at.After(pushed) {
+					latMu.Lock()
+					lats = append(lats, at.Sub(pushed))
+					latMu.Unlock()
+				}
+				time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond) // think time
+			}
+		}()
+	}
+
+	// Faults and restarts.
+	faultStop := make(chan struct{})
+	faultDone := make(chan struct{})
+	go func() {
+		defer close(faultDone)
+		rng := rand.New(rand.NewPCG(1, 2))
+		restartEvery := cfg.Duration / time.Duration(cfg.Restarts+1)
+		nextRestart := time.Now().Add(restartEvery)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-faultStop:
+				return
+			case <-t.C:
+			}
+			if cfg.NoFaults {
+				continue
+			}
+			switch rng.IntN(10) {
+			case 0:
+				api.Fail("sendMessage", 1, telegramtest.Fault{RetryAfter: 1 + rng.IntN(2)})
+				rep.RateLimits++
+			case 1:
+				api.Fail("editMessageText", 1, telegramtest.Fault{Status: 502})
+				rep.ServerErrors++
+			case 2:
+				api.Fail("getUpdates", 1, telegramtest.Fault{Status: 500})
+				rep.ServerErrors++
+			case 3:
+				api.Fail("sendMessage", 1, telegramtest.Fault{Hang: true})
+				rep.Hangs++
+			case 4:
+				if c := api.Confirmed(); c > 3 {
+					api.Unconfirm(c - 3) // the last three updates come again
+					rep.Redeliveries++
+				}
+			}
+			if cfg.Restarts > 0 && rep.Restarts < cfg.Restarts && time.Now().After(nextRestart) {
+				nextRestart = time.Now().Add(restartEvery)
+				gwMu.Lock()
+				if err := gw.stop(); err != nil {
+					logf("restart: stop: %v", err)
+				}
+				if c := api.Confirmed(); c > 5 {
+					api.Unconfirm(c - 5)
+				}
+				ng, err := startTGGateway(dbPath, api, model)
+				if err != nil {
+					logf("restart: %v", err)
+				} else {
+					gw = ng
+				}
+				rep.Restarts++
+				gwMu.Unlock()
+				logf("bench telegram: restart %d, %d messages so far", rep.Restarts, messages.Load())
+			}
+		}
+	}()
+	wg.Wait()
+	close(faultStop)
+	<-faultDone
+	// Let the last redeliveries and recoveries settle.
+	settle := time.Now().Add(20 * time.Second)
+	for time.Now().Before(settle) {
+		time.Sleep(time.Second)
+	}
+	gwMu.Lock()
+	stopErr := gw.stop()
+	gwMu.Unlock()
+	if stopErr != nil {
+		logf("stop: %v", stopErr)
+	}
+	rep.Messages = int(messages.Load())
+	rep.FirstSend = summarize(lats)
+
+	// Verdicts: the chats.
+	where := map[string]string{} // answer text → lane
+	for _, l := range lanes {
+		for _, s := range l.sent {
+			where[s] = l.name
+		}
+	}
+	seen := map[string]int{}
+	for _, m := range api.All() {
+		if strings.HasPrefix(m.Text, "⏳") {
+			continue
+		}
+		owner, ok := where[m.Text]
+		if !ok {
+			continue
+		}
+		seen[m.Text]++
+		var l *tgLane
+		for _, x := range lanes {
+			if x.name == owner {
+				l = x
+			}
+		}
+		if m.Chat != l.chat || m.Thread != l.thread {
+			rep.MixedKeys++
+		}
+	}
+	for text := range where {
+		switch n := seen[text]; {
+		case n == 0:
+			rep.Lost++
+			if len(rep.LostExamples) < 10 {
+				rep.LostExamples = append(rep.LostExamples, text)
+			}
+		case n > 1:
+			rep.Duplicated += n - 1
+		}
+	}
+	// Verdicts: the sessions.
+	st, err := sqlite.Open(context.Background(), dbPath, sqlite.Options{})
+	if err != nil {
+		return rep, err
+	}
+	defer st.Close()
+	for _, l := range lanes {
+		key, err := plat.DefaultPolicy.Key(l.addr)
+		if err != nil {
+			return rep, err
+		}
+		rt, err := st.GetRoute(context.Background(), key)
+		if err != nil {
+			return rep, fmt.Errorf("route %s: %w", key, err)
+		}
+		chain, err := st.Chain(context.Background(), rt.SessionID)
+		if err != nil {
+			return rep, err
+		}
+		for _, s := range chain {
+			ms, err := st.Conversation(context.Background(), s.ID, store.ViewActive)
+			if err != nil {
+				return rep, err
+			}
+			var lastUser string
+			for _, m := range ms {
+				switch {
+				case m.Summary:
+				case m.Role == store.RoleUser:
+					if lastUser != "" {
+						rep.Interleaved++
+					}
+					lastUser = strings.TrimPrefix(m.Content, "SAY ")
+					if !strings.HasPrefix(lastUser, l.name+" ") {
+						rep.MixedKeys++
+					}
+				case m.Role == store.RoleAssistant && len(m.ToolCalls) == 0:
+					if m.Content != lastUser {
+						rep.Interleaved++
+					}
+					lastUser = ""
+				}
+			}
+		}
+	}
+	if rep.Lost+rep.Duplicated+rep.Interleaved+rep.MixedKeys > 0 {
+		return rep, fmt.Errorf("lost %d, duplicated %d, interleaved %d, keys mixed %d", rep.Lost, rep.Duplicated, rep.Interleaved, rep.MixedKeys)
+	}
+	return rep, nil
+}
