@@ -24,7 +24,8 @@ func (db *DB) AcquireLease(ctx context.Context, sessionID, holder string, ttl ti
 	ttl = max(ttl, 100*time.Millisecond)
 	var l store.Lease
 	err := db.write(ctx, leaseBudget, func(tx *sql.Tx) error {
-		conv, err := rootOf(ctx, tx, sessionID)
+		q := cachedTx{db, tx}
+		conv, err := rootOf(ctx, q, sessionID)
 		if err != nil {
 			return err
 		}
@@ -32,8 +33,7 @@ func (db *DB) AcquireLease(ctx context.Context, sessionID, holder string, ttl ti
 		var cur sql.NullString
 		var gen int64
 		var expires sql.NullInt64
-		err = tx.QueryRowContext(ctx, "SELECT holder, generation, expires_at FROM turn_leases WHERE conversation_id = ?", conv).
-			Scan(&cur, &gen, &expires)
+		err = q.QueryRowContext(ctx, leaseGetSQL, conv).Scan(&cur, &gen, &expires)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -42,8 +42,7 @@ func (db *DB) AcquireLease(ctx context.Context, sessionID, holder string, ttl ti
 		case cur.String == holder:
 			// Our own live lease: extend it, same generation (never wait on ourselves).
 			l = store.Lease{ConversationID: conv, Holder: holder, Generation: gen, ExpiresAt: fromMicros(micros(now.Add(ttl)))}
-			_, err := tx.ExecContext(ctx, "UPDATE turn_leases SET expires_at = ?, ttl = ? WHERE conversation_id = ?",
-				micros(l.ExpiresAt), int64(ttl/time.Microsecond), conv)
+			_, err := q.ExecContext(ctx, leaseExtendSQL, micros(l.ExpiresAt), int64(ttl/time.Microsecond), conv)
 			return err
 		case store.HolderProvablyDead(cur.String):
 			db.log.Info("spool: taking the turn lease of a dead holder", "conversation", conv, "holder", cur.String)
@@ -51,10 +50,7 @@ func (db *DB) AcquireLease(ctx context.Context, sessionID, holder string, ttl ti
 			return &store.LeaseHeldError{ConversationID: conv, Holder: cur.String, ExpiresAt: fromMicros(expires.Int64)}
 		}
 		l = store.Lease{ConversationID: conv, Holder: holder, Generation: gen + 1, ExpiresAt: fromMicros(micros(now.Add(ttl)))}
-		_, err = tx.ExecContext(ctx, `INSERT INTO turn_leases (conversation_id, holder, generation, acquired_at, expires_at, ttl)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (conversation_id) DO UPDATE SET holder = ?2, generation = ?3,
-			acquired_at = ?4, expires_at = ?5, ttl = ?6`,
-			conv, holder, l.Generation, micros(now), micros(l.ExpiresAt), int64(ttl/time.Microsecond))
+		_, err = q.ExecContext(ctx, leaseTakeSQL, conv, holder, l.Generation, micros(now), micros(l.ExpiresAt), int64(ttl/time.Microsecond))
 		return err
 	})
 	if err != nil {
@@ -69,9 +65,7 @@ func (db *DB) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) 
 	renewed := l
 	err := db.write(ctx, leaseBudget, func(tx *sql.Tx) error {
 		renewed.ExpiresAt = fromMicros(micros(time.Now().Add(ttl)))
-		res, err := tx.ExecContext(ctx, `UPDATE turn_leases SET expires_at = ?, ttl = ?
-			WHERE conversation_id = ? AND holder = ? AND generation = ?`,
-			micros(renewed.ExpiresAt), int64(ttl/time.Microsecond), l.ConversationID, l.Holder, l.Generation)
+		res, err := cachedTx{db, tx}.ExecContext(ctx, leaseRenewSQL, micros(renewed.ExpiresAt), int64(ttl/time.Microsecond), l.ConversationID, l.Holder, l.Generation)
 		if err != nil {
 			return err
 		}
@@ -90,8 +84,7 @@ func (db *DB) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) 
 func (db *DB) ReleaseLease(ctx context.Context, l store.Lease) error {
 	var released bool
 	err := db.write(ctx, leaseBudget, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE turn_leases SET holder = NULL, expires_at = NULL
-			WHERE conversation_id = ? AND holder = ? AND generation = ?`, l.ConversationID, l.Holder, l.Generation)
+		res, err := cachedTx{db, tx}.ExecContext(ctx, leaseReleaseSQL, l.ConversationID, l.Holder, l.Generation)
 		if err != nil {
 			return err
 		}
@@ -110,6 +103,31 @@ func (db *DB) ReleaseLease(ctx context.Context, l store.Lease) error {
 
 // checkLease fences a transcript write on sessionID (whose conversation root is root) inside tx.
 func checkLease(ctx context.Context, tx *sql.Tx, root string, l *store.Lease) error {
+	return checkLeaseOn(ctx, txQuerier{tx}, root, l)
+}
+
+// checkLease is checkLease with the writer's prepared statements.
+func (db *DB) checkLease(ctx context.Context, tx *sql.Tx, root string, l *store.Lease) error {
+	return checkLeaseOn(ctx, cachedTx{db, tx}, root, l)
+}
+
+// txQuerier is a transaction's plain statements.
+type txQuerier struct{ tx *sql.Tx }
+
+func (t txQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return t.tx.QueryRowContext(ctx, query, args...)
+}
+
+func (t txQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(ctx, query, args...)
+}
+
+type execQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func checkLeaseOn(ctx context.Context, tx execQuerier, root string, l *store.Lease) error {
 	if l == nil {
 		return nil
 	}
@@ -119,8 +137,7 @@ func checkLease(ctx context.Context, tx *sql.Tx, root string, l *store.Lease) er
 	var holder sql.NullString
 	var gen, ttl int64
 	var expires sql.NullInt64
-	err := tx.QueryRowContext(ctx, "SELECT holder, generation, expires_at, ttl FROM turn_leases WHERE conversation_id = ?", root).
-		Scan(&holder, &gen, &expires, &ttl)
+	err := tx.QueryRowContext(ctx, leaseCheckSQL, root).Scan(&holder, &gen, &expires, &ttl)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && (!holder.Valid || holder.String != l.Holder || gen != l.Generation)) {
 		return fmt.Errorf("generation %d of %s: %w", l.Generation, root, store.ErrLeaseLost)
 	}
@@ -129,7 +146,7 @@ func checkLease(ctx context.Context, tx *sql.Tx, root string, l *store.Lease) er
 	}
 	if now := micros(time.Now()); expires.Int64 <= now {
 		// Ours, expired, and nobody took it: the write renews it rather than failing.
-		_, err = tx.ExecContext(ctx, "UPDATE turn_leases SET expires_at = ? WHERE conversation_id = ?", now+max(ttl, 100_000), root)
+		_, err = tx.ExecContext(ctx, leaseTouchSQL, now+max(ttl, 100_000), root)
 	}
 	return err
 }

@@ -51,7 +51,7 @@ func (db *DB) Root(ctx context.Context, id string) (string, error) {
 
 func rootOf(ctx context.Context, q querier, id string) (string, error) {
 	var root string
-	err := q.QueryRowContext(ctx, "SELECT root_id FROM sessions WHERE id = ?", id).Scan(&root)
+	err := q.QueryRowContext(ctx, rootOfSQL, id).Scan(&root)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", notFound("session", id)
 	}
@@ -103,7 +103,7 @@ func chainOf(ctx context.Context, q querier, id string) ([]store.Session, error)
 
 // ResumeTarget implements store.Store.
 func (db *DB) ResumeTarget(ctx context.Context, id string) (string, error) {
-	chain, err := chainOf(ctx, db.read(), id)
+	chain, err := chainOf(ctx, cachedReads{db}, id)
 	if err != nil {
 		return "", fmt.Errorf("resume target of %s: %w", id, err)
 	}

@@ -134,7 +134,7 @@ func (db *DB) bumpSession(ctx context.Context, tx *sql.Tx, id string, msgs, tool
 	if closed && !w.AllowClosed {
 		return fmt.Errorf("session %s: %w", id, store.ErrSessionClosed)
 	}
-	if err := checkLease(ctx, tx, root, w.Lease); err != nil {
+	if err := db.checkLease(ctx, tx, root, w.Lease); err != nil {
 		return err
 	}
 	if root != id {

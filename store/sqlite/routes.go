@@ -41,7 +41,7 @@ func (db *DB) GetRoute(ctx context.Context, key string) (store.Route, error) {
 	r := store.Route{Key: key}
 	var origin sql.NullString
 	var updated int64
-	err := db.read().QueryRowContext(ctx, `SELECT session_id, suspended, resume_pending, origin, updated_at
+	err := cachedReads{db}.QueryRowContext(ctx, `SELECT session_id, suspended, resume_pending, origin, updated_at
 		FROM routes WHERE session_key = ?`, key).Scan(&r.SessionID, &r.Suspended, &r.ResumePending, &origin, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Route{}, notFound("route", key)

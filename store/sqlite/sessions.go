@@ -137,7 +137,7 @@ func titleHolder(ctx context.Context, tx *sql.Tx, title string) (string, error) 
 
 // GetSession implements store.Store.
 func (db *DB) GetSession(ctx context.Context, id string) (store.Session, error) {
-	s, err := getSession(ctx, db.read(), id)
+	s, err := getSession(ctx, cachedReads{db}, id)
 	if err != nil {
 		return s, fmt.Errorf("get session: %w", err)
 	}
@@ -523,12 +523,8 @@ func (db *DB) RecordRequest(ctx context.Context, id string, r store.RequestRecor
 	}
 	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
 		var root string
-		err := tx.QueryRowContext(ctx, `UPDATE sessions SET
-			input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
-			cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,
-			reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ?,
-			cost_usd = cost_usd + ? WHERE id = ? RETURNING root_id`,
-			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens,
+		q := cachedTx{db, tx}
+		err := q.QueryRowContext(ctx, usageAddSQL, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens,
 			u.APICalls, u.CostUSD, id).Scan(&root)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("session", id)
@@ -536,12 +532,10 @@ func (db *DB) RecordRequest(ctx context.Context, id string, r store.RequestRecor
 		if err != nil {
 			return err
 		}
-		if err := checkLease(ctx, tx, root, r.Lease); err != nil {
+		if err := db.checkLease(ctx, tx, root, r.Lease); err != nil {
 			return err // rolls the usage back too
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO requests (session_id, at, model, task, input_tokens, output_tokens,
-			cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us, fallback)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, micros(r.At), r.Model, r.Task, u.InputTokens, u.OutputTokens,
+		_, err = q.ExecContext(ctx, requestAddSQL, id, micros(r.At), r.Model, r.Task, u.InputTokens, u.OutputTokens,
 			u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, brk, max(r.Latency.Microseconds(), 0), r.Fallback)
 		return err
 	})

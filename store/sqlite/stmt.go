@@ -64,3 +64,88 @@ func (db *DB) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, 
 	}
 	return tx.StmtContext(ctx, s), nil
 }
+
+// Statements of the turn's hot write path besides the append (leases, usage), prepared with
+// writerStatements and run through cachedTx.
+const (
+	rootOfSQL      = "SELECT root_id FROM sessions WHERE id = ?"
+	leaseGetSQL    = "SELECT holder, generation, expires_at FROM turn_leases WHERE conversation_id = ?"
+	leaseExtendSQL = "UPDATE turn_leases SET expires_at = ?, ttl = ? WHERE conversation_id = ?"
+	leaseTakeSQL   = `INSERT INTO turn_leases (conversation_id, holder, generation, acquired_at, expires_at, ttl)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (conversation_id) DO UPDATE SET holder = ?2, generation = ?3,
+			acquired_at = ?4, expires_at = ?5, ttl = ?6`
+	leaseRenewSQL = `UPDATE turn_leases SET expires_at = ?, ttl = ?
+			WHERE conversation_id = ? AND holder = ? AND generation = ?`
+	leaseReleaseSQL = `UPDATE turn_leases SET holder = NULL, expires_at = NULL
+			WHERE conversation_id = ? AND holder = ? AND generation = ?`
+	leaseCheckSQL = "SELECT holder, generation, expires_at, ttl FROM turn_leases WHERE conversation_id = ?"
+	leaseTouchSQL = "UPDATE turn_leases SET expires_at = ? WHERE conversation_id = ?"
+	usageAddSQL   = `UPDATE sessions SET
+			input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+			cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,
+			reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ?,
+			cost_usd = cost_usd + ? WHERE id = ? RETURNING root_id`
+	requestAddSQL = `INSERT INTO requests (session_id, at, model, task, input_tokens, output_tokens,
+			cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us, fallback)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+)
+
+func init() {
+	writerStatements = append(writerStatements, rootOfSQL, leaseGetSQL, leaseExtendSQL, leaseTakeSQL, leaseRenewSQL,
+		leaseReleaseSQL, leaseCheckSQL, leaseTouchSQL, usageAddSQL, requestAddSQL)
+}
+
+// prepared is the writer's statement for query, nil when it was not prepared at open.
+func (db *DB) prepared(query string) *sql.Stmt {
+	db.wstmts.mu.Lock()
+	defer db.wstmts.mu.Unlock()
+	return db.wstmts.m[query]
+}
+
+// cachedTx runs a write transaction's statements through the writer's prepared ones when the
+// query is one of writerStatements, else as plain statements of tx.
+type cachedTx struct {
+	db *DB
+	tx *sql.Tx
+}
+
+func (c cachedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if s := c.db.prepared(query); s != nil {
+		return c.tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
+	}
+	return c.tx.QueryRowContext(ctx, query, args...)
+}
+
+func (c cachedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if s := c.db.prepared(query); s != nil {
+		return c.tx.StmtContext(ctx, s).QueryContext(ctx, args...)
+	}
+	return c.tx.QueryContext(ctx, query, args...)
+}
+
+func (c cachedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if s := c.db.prepared(query); s != nil {
+		return c.tx.StmtContext(ctx, s).ExecContext(ctx, args...)
+	}
+	return c.tx.ExecContext(ctx, query, args...)
+}
+
+// cachedReads is the reader pool with each query prepared once (rstmts). Only for call sites
+// whose query strings are fixed: every distinct string stays prepared for the handle's life.
+type cachedReads struct{ db *DB }
+
+func (c cachedReads) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	s, err := c.db.rstmts.get(ctx, c.db.r, query)
+	if err != nil {
+		return c.db.r.QueryRowContext(ctx, query, args...)
+	}
+	return s.QueryRowContext(ctx, args...)
+}
+
+func (c cachedReads) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	s, err := c.db.rstmts.get(ctx, c.db.r, query)
+	if err != nil {
+		return c.db.r.QueryContext(ctx, query, args...)
+	}
+	return s.QueryContext(ctx, args...)
+}
