@@ -21,10 +21,14 @@ type streamState struct {
 	content, reasoning strings.Builder
 	calls              []store.ToolCall
 	byIndex            map[int64]int // wire tool-call index -> slot in calls
+	details            detailsAssembler
 }
 
 func (s *streamState) response() provider.Response {
 	r := s.resp
+	if d, err := s.details.bytes(); err == nil && len(d) > 0 {
+		r.ReasoningDetails = d
+	}
 	r.Content = s.content.String()
 	r.Reasoning = s.reasoning.String()
 	r.ToolCalls = s.calls
@@ -82,6 +86,12 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, onDelta func(pr
 			if rs := reasoningText(ch.Delta.JSON.ExtraFields); rs != "" {
 				d.Reasoning = rs
 				st.reasoning.WriteString(rs)
+			}
+			if raw := extraRaw(ch.Delta.JSON.ExtraFields, "reasoning_details"); raw != "" {
+				if err := st.details.add(raw); err != nil {
+					return st.response(), &provider.Error{Class: provider.ClassServer, Provider: c.name,
+						Message: "malformed stream chunk: " + err.Error(), Err: err}
+				}
 			}
 			for _, tc := range ch.Delta.ToolCalls {
 				st.addToolCall(tc)
