@@ -163,6 +163,26 @@ func blockedCopy(t *testing.T, home string, env []string, to, watchURL, waitingQ
 	<-exited
 }
 
+// lockTable takes a table lock in an open transaction of its own connection (closed when the
+// test ends); the caller releases it by ending tx.
+func lockTable(t *testing.T, url, stmt string) (*pgx.Conn, pgx.Tx) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, stmt); err != nil {
+		t.Fatal(err)
+	}
+	return conn, tx
+}
+
 // TestDBCopyInterrupted: a copy killed mid-way (SIGKILL, its transaction open after writing
 // sessions and messages) leaves the target empty, in both directions; running it again copies
 // everything.
@@ -174,20 +194,9 @@ func TestDBCopyInterrupted(t *testing.T) {
 		home, ids := filledHome(t)
 		url := pgtest.NewDatabase(t)
 		openPG(t, url).Close() // the schema, so the test can lock a table of it
-		lock, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer lock.Close(ctx)
-		tx, err := lock.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
 		// SHARE lets the copy count routes but not insert into it: it stops after the tables
 		// that come before (sessions, messages, requests, idempotency keys).
-		if _, err := tx.Exec(ctx, "LOCK TABLE routes IN SHARE MODE"); err != nil {
-			t.Fatal(err)
-		}
+		lock, tx := lockTable(t, url, "LOCK TABLE routes IN SHARE MODE")
 		blockedCopy(t, home, nil, url, url, `INSERT INTO "routes"`)
 		_ = tx.Rollback(ctx)
 		for _, table := range []string{"sessions", "messages", "requests", "system_prompts"} {
@@ -204,19 +213,8 @@ func TestDBCopyInterrupted(t *testing.T) {
 		url := pgtest.NewDatabase(t)
 		src := openPG(t, url)
 		ids := storetest.Fill(t, src)
-		lock, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer lock.Close(ctx)
-		tx, err := lock.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
 		// The copy reads routes after sessions, messages and the rest are written to the target.
-		if _, err := tx.Exec(ctx, "LOCK TABLE routes IN ACCESS EXCLUSIVE MODE"); err != nil {
-			t.Fatal(err)
-		}
+		_, tx := lockTable(t, url, "LOCK TABLE routes IN ACCESS EXCLUSIVE MODE")
 		target := filepath.Join(t.TempDir(), "copy.db")
 		env := []string{"SPOOL_DATABASE_URL=" + url}
 		blockedCopy(t, t.TempDir(), env, target, url, `SELECT count(*) FROM "routes"`)
