@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textarea"
@@ -134,8 +135,15 @@ func (t *tui) read(ctx context.Context) (string, error) {
 // echoLine is a sent message as the scrollback keeps it: the prompt, continuation lines
 // indented under it.
 func echoLine(line string) string {
+	// A long message shows its first lines; all of it is sent and stored.
+	if lines := strings.Split(line, "\n"); len(lines) > echoLines {
+		line = strings.Join(lines[:echoLines], "\n") + fmt.Sprintf("\n… (%d more lines)", len(lines)-echoLines)
+	}
 	return "› " + strings.ReplaceAll(visible(line), "\n", "\n  ")
 }
+
+// echoLines is how many lines of a sent message the scrollback shows.
+const echoLines = 20
 
 // ask shows question above the editor and returns the line typed as the answer.
 func (t *tui) ask(ctx context.Context, question string) (string, error) {
@@ -280,7 +288,51 @@ type editorModel struct {
 	question string
 	picker   *picker
 	hint     string
-	paste    bool // /paste mode: Enter is a newline, Ctrl-D sends
+	paste    bool              // /paste mode: Enter is a newline, Ctrl-D sends
+	held     map[string]string // placeholder → the big paste it stands for
+}
+
+// Big pastes: more than this many characters or lines are held behind a placeholder.
+const (
+	bigPasteChars = 2000
+	bigPasteLines = 40
+)
+
+func big(s string) bool {
+	return len(s) > bigPasteChars || strings.Count(s, "\n") >= bigPasteLines
+}
+
+// hold keeps text and returns the placeholder that stands for it in the editor.
+func (m *editorModel) hold(text string) string {
+	if m.held == nil {
+		m.held = map[string]string{}
+	}
+	lines := fmt.Sprintf("%d lines", strings.Count(text, "\n")+1)
+	if lines == "1 lines" {
+		lines = "1 line"
+	}
+	ph := fmt.Sprintf("[pasted text #%d: %s, %d characters]", len(m.held)+1, lines, utf8.RuneCountInString(text))
+	m.held[ph] = text
+	return ph
+}
+
+// expand puts the held pastes back in place of their placeholders (a placeholder edited away
+// stays as typed) and forgets them.
+func (m *editorModel) expand(v string) string {
+	for ph, text := range m.held {
+		v = strings.Replace(v, ph, text, 1)
+	}
+	m.held = nil
+	return v
+}
+
+// setText replaces the editor's text (history, the external editor); big text is held.
+func (m *editorModel) setText(s string) {
+	m.held = nil
+	if big(s) {
+		s = m.hold(s)
+	}
+	m.ed.SetValue(s)
 }
 
 // historySearch is the Ctrl-R state: the query and the entry it found (-1: none).
@@ -375,7 +427,7 @@ func (m *editorModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		} else if b, err := os.ReadFile(msg.path); err != nil {
 			m.hint = "editor: " + oneLine(err.Error())
 		} else {
-			m.ed.SetValue(strings.TrimRight(string(b), "\n"))
+			m.setText(strings.TrimRight(string(b), "\n"))
 		}
 		os.Remove(msg.path)
 		return m, nil
@@ -390,7 +442,13 @@ func (m *editorModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.search.found = m.hist.search(m.search.query, m.hist.len())
 			return m, nil
 		}
-		// A paste is text in the editor, however many lines: Enter sends it as one message.
+		// A paste is text in the editor, however many lines: Enter sends it as one message. A
+		// big one stands in the editor as a placeholder (the editor stays quick, nothing is
+		// cut) and is put back whole when the message is sent.
+		if big(msg.Content) {
+			m.ed.InsertString(m.hold(msg.Content))
+			return m, nil
+		}
 		var cmd tea.Cmd
 		m.ed, cmd = m.ed.Update(msg)
 		return m, cmd
@@ -426,6 +484,7 @@ func (m *editorModel) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		case m.t.interrupt():
 		case m.ed.Value() != "":
 			m.ed.Reset()
+			m.held = nil
 			m.histPos = m.hist.len()
 		default:
 			select {
@@ -472,16 +531,16 @@ func (m *editorModel) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 				m.draft = m.ed.Value()
 			}
 			m.histPos--
-			m.ed.SetValue(m.hist.at(m.histPos))
+			m.setText(m.hist.at(m.histPos))
 			return m, nil
 		}
 	case "down":
 		if m.ed.Line() == m.ed.LineCount()-1 && m.histPos < m.hist.len() {
 			m.histPos++
 			if m.histPos == m.hist.len() {
-				m.ed.SetValue(m.draft)
+				m.setText(m.draft)
 			} else {
-				m.ed.SetValue(m.hist.at(m.histPos))
+				m.setText(m.hist.at(m.histPos))
 			}
 			return m, nil
 		}
@@ -494,7 +553,7 @@ func (m *editorModel) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 // submit sends the editor's text: an answer when a question is open, else a message (the
 // editor's own commands /paste and /edit act here).
 func (m *editorModel) submit() (tea.Model, tea.Cmd) {
-	v := m.ed.Value()
+	v := m.expand(m.ed.Value())
 	m.paste = false
 	if m.question != "" {
 		m.ed.Reset()
@@ -541,7 +600,7 @@ func (m *editorModel) searchKey(k string, msg tea.KeyPressMsg) (tea.Model, tea.C
 		}
 	case "enter", "tab", "right":
 		if s.found >= 0 {
-			m.ed.SetValue(m.hist.at(s.found))
+			m.setText(m.hist.at(s.found))
 			m.histPos = s.found
 		}
 		m.search = nil

@@ -89,7 +89,21 @@ func TestChatLineEditor(t *testing.T) {
 
 	// A long line (pasted: typing 6,003 keys one by one redraws the editor 6,003 times).
 	long := strings.Repeat("0123456789", 600) + "end"
-	s.press(pasteStart+long+pasteEnd, keyEnter)
+	s.press(pasteStart + long + pasteEnd)
+	s.editorShows("› [pasted text #1: 1 line, 6003 characters]")
+	s.press(keyEnter)
+	s.expect("you said")
+	s.prompt()
+
+	// More lines than the editor widget holds (10,000), around typed text: one message, whole.
+	var huge strings.Builder
+	for i := range 12000 {
+		fmt.Fprintf(&huge, "row %05d\n", i)
+	}
+	s.press("before ", pasteStart+huge.String()+pasteEnd, " after")
+	s.editorShows("› before [pasted text #1: 12001 lines, 120000 characters] after")
+	s.press(keyEnter)
+	s.expect("  row 00019\n  … (11981 more lines)") // the scrollback shows the head of it
 	s.expect("you said")
 	s.prompt()
 
@@ -115,7 +129,7 @@ func TestChatLineEditor(t *testing.T) {
 	if sid == nil {
 		t.Fatalf("no resume line:\n%s", s.text())
 	}
-	want := []string{paste, "first\nsecond", long, "hello"}
+	want := []string{paste, "first\nsecond", long, "before " + huge.String() + " after", "hello"}
 	if got := userMessages(t, home, sid[1]); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("stored user messages %q\nwant %q", got, want)
 	}
@@ -158,7 +172,7 @@ func TestChatLineEditor(t *testing.T) {
 		}
 		entries = append(entries, e)
 	}
-	if len(entries) < 6 || entries[0] != paste || entries[2] != long {
+	if len(entries) < 7 || entries[0] != paste || entries[2] != long {
 		t.Errorf("history file entries %q", entries)
 	}
 }
