@@ -127,7 +127,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON on stdout")
 
 	root.AddCommand(a.sessionsCommand(), a.searchCommand(), a.dbCommand(), a.benchCommand())
-	root.AddCommand(a.runCommand(), a.chatCommand())
+	root.AddCommand(a.runCommand(), a.chatCommand(), a.compactCommand())
 	root.AddCommand(a.configCommand(), a.uiCommand(), a.serveCommand(), a.handoffCommand())
 	root.AddCommand(a.mcpCommand())
 	root.AddCommand(a.importCommand())

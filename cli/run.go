@@ -184,7 +184,7 @@ func (a *app) dial(p config.Provider, keys configKeys) (c provider.Client, name,
 var (
 	chatHints = compress.Hints{Compact: "/compress <topic>", Fresh: "/new"}
 	runHints  = compress.Hints{
-		Compact: "`spool chat --resume SESSION` then /compress <topic>",
+		Compact: "`spool compact SESSION --focus <topic>`",
 		Fresh:   "`spool run` without --continue/--resume",
 	}
 )

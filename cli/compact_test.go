@@ -1,0 +1,92 @@
+package cli_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+type compactOut struct {
+	SessionID     string `json:"session_id"`
+	Compactions   int    `json:"compactions"`
+	CompactionLog []struct {
+		Messages     int `json:"messages"`
+		TokensBefore int `json:"tokens_before"`
+		TokensAfter  int `json:"tokens_after"`
+	} `json:"compaction_log"`
+	Notices []string `json:"notices"`
+}
+
+type compactedSession struct {
+	ID           string `json:"id"`
+	MessageCount int    `json:"message_count"`
+}
+
+// spool compact compacts a session driven by spool run, through the real binary: fewer active
+// rows, a summary whose working set points at the archived turns, and the session goes on.
+func TestCompactCommand(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	fakeRun := func(args ...string) []string { return append([]string{"run", "--provider", "fake"}, args...) }
+	sid := decode[runOut](t, spool(t, home, fakeRun("--json", "SAY We decided to keep port 5433 for the ledger database.")...).ok(t, "first")).SessionID
+	for i := range 12 {
+		spool(t, home, fakeRun("--resume", sid, fmt.Sprintf("SAY step %d of the refunds work is done, see internal/refunds/step_%d.go", i, i))...).ok(t, "turn")
+	}
+	before := decode[compactedSession](t, spool(t, home, "sessions", "show", sid, "--json").ok(t, "show before"))
+
+	out := decode[compactOut](t, spool(t, home, "--json", "compact", sid, "--provider", "fake", "--context-length", "16000", "--focus", "refunds").ok(t, "compact"))
+	if out.SessionID != sid || out.Compactions != 1 || len(out.CompactionLog) != 1 {
+		t.Fatalf("compact: %+v", out)
+	}
+	if c := out.CompactionLog[0]; c.Messages == 0 || c.TokensAfter >= c.TokensBefore {
+		t.Fatalf("compaction did not shrink the session: %+v", c)
+	}
+	after := decode[compactedSession](t, spool(t, home, "sessions", "show", sid, "--json").ok(t, "show after"))
+	if after.MessageCount >= before.MessageCount {
+		t.Fatalf("active messages %d before, %d after", before.MessageCount, after.MessageCount)
+	}
+	shown := decode[shownMessages](t, spool(t, home, "sessions", "show", sid, "--json").ok(t, "show messages"))
+	summary := ""
+	for _, m := range shown.Messages {
+		if strings.Contains(m.Content, "[CONTEXT COMPACTION") {
+			summary = m.Content
+		}
+	}
+	if !strings.Contains(summary, "## Working Set") || !strings.Contains(summary, "[m") {
+		t.Fatalf("no summary with a working set:\n%s", summary)
+	}
+
+	// The session goes on after the compaction; the plain-text form says what it did.
+	next := decode[runOut](t, spool(t, home, fakeRun("--json", "--resume", sid, "SAY still here")...).ok(t, "after"))
+	if next.SessionID != sid || next.Reply != "still here" {
+		t.Fatalf("turn after compact: %+v", next)
+	}
+	plain := spool(t, home, "compact", "--provider", "fake", "--context-length", "16000", "--resume", sid).ok(t, "plain compact")
+	if strings.TrimSpace(plain.stdout) == "" || strings.Count(strings.TrimSpace(plain.stdout), "\n") > 1 {
+		t.Fatalf("plain compact output %q", plain.stdout)
+	}
+
+	// Bad input: a spool: line naming the problem (a usage error adds the usage), non-zero exit,
+	// the session untouched.
+	kept := decode[compactedSession](t, spool(t, home, "sessions", "show", sid, "--json").ok(t, "show kept"))
+	for _, bad := range []struct {
+		args  []string
+		code  int
+		usage bool
+		says  string
+	}{
+		{[]string{"compact", "--provider", "fake"}, 2, true, "name the session to compact"},
+		{[]string{"compact", "--provider", "fake", sid, "--resume", sid}, 2, true, "either as SESSION or with --resume"},
+		{[]string{"compact", "--provider", "fake", "no-such-session"}, 1, false, "no-such-session"},
+	} {
+		r := spool(t, home, bad.args...)
+		first, rest, _ := strings.Cut(r.stderr, "\n")
+		if r.code != bad.code || !strings.HasPrefix(first, "spool: ") || !strings.Contains(first, bad.says) ||
+			strings.Contains(r.stderr, "Usage:") != bad.usage || (!bad.usage && strings.TrimSpace(rest) != "") {
+			t.Errorf("%v: exit %d, stderr %q", bad.args, r.code, r.stderr)
+		}
+	}
+	if again := decode[compactedSession](t, spool(t, home, "sessions", "show", sid, "--json").ok(t, "show again")); again.MessageCount != kept.MessageCount {
+		t.Fatalf("bad input changed the session: %d -> %d active messages", kept.MessageCount, again.MessageCount)
+	}
+}
