@@ -575,12 +575,15 @@ func (l *Ledger) trimSequence(gone []bool) []trimStep {
 		if gone[i] {
 			continue
 		}
-		if !e.Pointer {
-			steps = append(steps, keyed{trimStep{i, true}, 2 * e.weight()})
-		}
 		p := e
 		p.Pointer = true
-		steps = append(steps, keyed{trimStep{i, false}, 2*p.weight() + dropLag + newestBonus(rank[i])})
+		drop := 2*p.weight() + dropLag + newestBonus(rank[i])
+		if !e.Pointer {
+			demote := 2 * e.weight()
+			steps = append(steps, keyed{trimStep{i, true}, demote})
+			drop = max(drop, demote+1) // a line becomes a pointer before its pointer goes
+		}
+		steps = append(steps, keyed{trimStep{i, false}, drop})
 	}
 	slices.SortFunc(steps, func(x, y keyed) int {
 		if c := cmp.Compare(x.key, y.key); c != 0 {

@@ -88,12 +88,14 @@ func naiveRender(l *Ledger, sessionID string, askBudget, maxChars int) string {
 				rank++
 			}
 		}
-		if !e.Pointer {
-			steps = append(steps, step{e, true, 2 * e.weight()})
-		}
 		p := e
 		p.Pointer = true
-		steps = append(steps, step{e, false, 2*p.weight() + dropLag + newestBonus(rank)})
+		drop := 2*p.weight() + dropLag + newestBonus(rank)
+		if !e.Pointer {
+			steps = append(steps, step{e, true, 2 * e.weight()})
+			drop = max(drop, 2*e.weight()+1)
+		}
+		steps = append(steps, step{e, false, drop})
 	}
 	order := make([]int, len(steps))
 	for i := range order {
