@@ -97,7 +97,7 @@ func (a *app) chatCommand() *cobra.Command {
 				return err
 			}
 			if useTUI {
-				stop := c.startUI(ctx)
+				stop := c.startUI(cmd.Context())
 				defer stop()
 			}
 			if c.sid != "" {
@@ -753,7 +753,11 @@ func (c *chat) recap(ctx context.Context) {
 // startUI puts the line editor on the terminal for the rest of the chat: the chat's output goes
 // above it. The returned function ends it, restores the terminal and the plain output, and
 // prints what was left unfinished.
-func (c *chat) startUI(ctx context.Context) (stop func()) {
+//
+// When root ends (SIGTERM, or SIGINT sent from outside: the editor's raw mode makes Ctrl-C a key)
+// the running turn is interrupted and the chat leaves as after Ctrl-C, restoring the terminal.
+func (c *chat) startUI(root context.Context) (stop func()) {
+	ctx := context.WithoutCancel(root)
 	stdout, stderr := c.a.stdout, c.a.stderr
 	var hist *history
 	if home, err := config.ResolveHome(c.a.home); err == nil {
@@ -775,6 +779,18 @@ func (c *chat) startUI(ctx context.Context) (stop func()) {
 	})
 	w := &tuiWriter{t: c.ui, colour: c.a.colour()}
 	c.a.stdout, c.a.stderr, c.in = w, w, c.ui
+	ui := c.ui
+	go func() { // ends with the program
+		select {
+		case <-root.Done():
+			ui.interrupt()
+			select {
+			case ui.intr <- struct{}{}:
+			default:
+			}
+		case <-ui.done:
+		}
+	}()
 	return func() {
 		w.flush()
 		err := c.ui.close()

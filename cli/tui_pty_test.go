@@ -2,15 +2,19 @@ package cli_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/creack/pty"
 )
@@ -392,5 +396,32 @@ func TestChatEditorEscapes(t *testing.T) {
 	want := []string{"shift\nenter", "back\nslash", "pasted one\npasted two", "written in the editor\nsecond line"}
 	if got := userMessages(t, home, sid[1]); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("stored user messages %q\nwant %q", got, want)
+	}
+}
+
+// TestChatLeavesOnSIGTERM: a termination signal ends the chat with the terminal restored (the
+// editor's modes switched off), not a chat that goes on in raw mode.
+func TestChatLeavesOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	url := startFakeLLM(t)
+	s, cmd := startPTY(t, t.TempDir(), nil, "chat", "--provider", "openai", "--base-url", url+"/v1", "--model", fakeModelArg)
+	s.prompt()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- cmd.Wait() }()
+	select {
+	case err := <-errc:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Errorf("SIGTERM: exit %v, want status 130", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("spool chat did not leave on SIGTERM; screen:\n%s", s.text())
+	}
+	<-s.done
+	if raw := s.raw(); !strings.Contains(raw[strings.LastIndex(raw, "\x1b[?2004h"):], "\x1b[?2004l") {
+		t.Errorf("bracketed paste left on after exit: %q", raw[max(len(raw)-200, 0):])
 	}
 }
