@@ -91,6 +91,9 @@ type Deps struct {
 	// Fallbacks are the models a turn moves to, in order, when the model it is on fails with a
 	// class that will not clear by retrying (see fallback.go).
 	Fallbacks []Fallback
+	// Cooldowns, when set, are shared with other agents over the same models (nil: the
+	// agent's own).
+	Cooldowns *Cooldowns
 	Config    Config
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -109,7 +112,7 @@ type Agent struct {
 
 	mu    sync.Mutex
 	memos map[string]*memo // per session: the last request's forensics
-	cool  *cooldowns       // per model: passed over by new turns until then
+	cool  *Cooldowns       // per model: passed over by new turns until then
 
 	// depth is how many delegations deep this agent runs (0: the caller's own agent);
 	// allowDelegate is false for a sub-agent whose caller left delegate out of its tools.
@@ -170,7 +173,19 @@ func New(d Deps) (*Agent, error) {
 			return nil, err
 		}
 	}
-	a.cool = &cooldowns{until: make([]time.Time, len(a.models))}
+	a.cool = d.Cooldowns
+	if a.cool == nil {
+		a.cool = NewCooldowns()
+	}
+	a.cool.mu.Lock()
+	switch n := len(a.cool.until); {
+	case n == 0:
+		a.cool.until = make([]time.Time, len(a.models))
+	case n != len(a.models):
+		a.cool.mu.Unlock()
+		return nil, fmt.Errorf("agent: shared cooldowns are for %d models, this agent has %d", n, len(a.models))
+	}
+	a.cool.mu.Unlock()
 	return a, nil
 }
 

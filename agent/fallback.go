@@ -101,12 +101,16 @@ func (a *Agent) firstModel() int {
 	return 0
 }
 
-// cooldowns are, per model, the time until which new turns pass it over. An agent and its
-// sub-agents (delegations) share one.
-type cooldowns struct {
+// Cooldowns are, per model, the time until which new turns pass it over. An agent and its
+// sub-agents (delegations) share one; agents over the same models (spool serve's runner and
+// queue) share one through Deps.Cooldowns, so a failure seen by one is known to the other.
+type Cooldowns struct {
 	mu    sync.Mutex
 	until []time.Time
 }
+
+// NewCooldowns returns cooldowns to share between agents configured with the same models.
+func NewCooldowns() *Cooldowns { return &Cooldowns{} }
 
 // failed passes model i over for new turns until the cooldown ends.
 func (a *Agent) failed(i int) {

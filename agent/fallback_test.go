@@ -222,3 +222,33 @@ func findBreak(bs []store.CacheBreak, reason string) *store.CacheBreak {
 	}
 	return nil
 }
+
+// Two agents over the same models sharing their cooldowns (spool serve's runner and queue): a
+// failure one of them saw makes the other start on the fallback too.
+func TestFallbackSharedCooldowns(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	clock := fake.NewManualClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	main := newRecorder(t, fake.Config{Now: clock.Now})
+	fb := newRecorder(t, fake.Config{Now: clock.Now})
+	shared := agent.NewCooldowns()
+	mk := func() *agent.Agent {
+		return newAgent(t, st, openaiClient(t, main.URL), nil,
+			withFallback(agent.Fallback{Name: "backup", Client: openaiClient(t, fb.URL), Model: "backup-model"}, clock.Now, time.Minute),
+			func(d *agent.Deps) { d.Cooldowns = shared })
+	}
+	a, b := mk(), mk()
+	main.Model.FailNext(1, fake.Fault{Kind: fake.FaultServer})
+	if res := run(t, a, "", "SAY one"); res.Fallback != "backup" {
+		t.Fatalf("first agent: fallback %q", res.Fallback)
+	}
+	before := len(main.bodies())
+	if res := run(t, b, "", "SAY two"); res.Fallback != "backup" || len(main.bodies()) != before {
+		t.Errorf("second agent: fallback %q, main asked %d times: the cooldown was not shared", res.Fallback, len(main.bodies())-before)
+	}
+	// A shared one sized for other models is refused.
+	_, err := agent.New(agent.Deps{Store: st, Client: openaiClient(t, main.URL), Cooldowns: shared, Config: agent.Config{Model: "m"}})
+	if err == nil {
+		t.Error("cooldowns for two models accepted by an agent with one")
+	}
+}

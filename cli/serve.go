@@ -154,6 +154,7 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	if err != nil {
 		return err
 	}
+	cooldowns := agent.NewCooldowns() // the runner and the queue agent know each other's failures
 	st, err := a.openStore(ctx)
 	if err != nil {
 		return err
@@ -176,7 +177,7 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	newAgent := func(wait time.Duration) (*agent.Agent, error) {
 		lo := leaseOptions(cfg)
 		lo.Wait = max(wait, time.Millisecond)
-		return agent.New(agent.Deps{Store: st, Client: client, SummaryClient: summary, Tools: own, Fallbacks: fallbacks, Config: agent.Config{
+		return agent.New(agent.Deps{Store: st, Client: client, SummaryClient: summary, Tools: own, Fallbacks: fallbacks, Cooldowns: cooldowns, Config: agent.Config{
 			Model: model, Provider: name, FallbackCooldown: cfg.Provider.FallbackCooldown, CacheTTL: cfg.Provider.CacheLifetime(), ContextLength: f.window,
 			Compression: compress.FromConfig(cfg), Rotate: !cfg.Compression.InPlace,
 			Prompt: prompt.Env{Home: cfg.Home, WorkDir: wd, Platform: "api"},
