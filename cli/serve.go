@@ -47,6 +47,12 @@ X-Spool-Session-Id. A busy session waits serve.busy_wait, then answers 409 with 
 on a POST replays the stored outcome for 24 h (another body: 409 idempotency_key_conflict). A
 client that disconnects does not cancel its turn; the reply is stored.
 
+Responses options: instructions are added to that turn's user message (never to the frozen
+system prompt); max_output_tokens (and Chat max_completion_tokens) bound each model call
+(status incomplete / finish_reason length); truncation auto|disabled both mean spool's
+compaction; store: false runs the turn in a session deleted after the answer (not retrievable,
+not replayed; 400 together with previous_response_id or conversation).
+
 Configuration ($SPOOL_HOME/config.yaml, section serve:, or SPOOL_SERVE_* variables):
   listen: 127.0.0.1:8642     address; without keys only loopback addresses are accepted
   keys:                      principal: sha256 hex of its API key (spool serve hash-key KEY)
