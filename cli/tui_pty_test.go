@@ -256,12 +256,13 @@ func TestChatStreamsMarkdownLive(t *testing.T) {
 	words := strings.Repeat("wrapping words ", 8) + "tail"
 	g.deltas <- words
 	s.onScreen("tail")
-	if err := pty.Setsize(s.tty, &pty.Winsize{Rows: 50, Cols: 40}); err != nil {
-		t.Fatal(err)
-	}
+	// As a terminal does: its screen changes size, then the program is told (SIGWINCH).
 	s.mu.Lock()
 	s.vt.Resize(40, 50)
 	s.mu.Unlock()
+	if err := pty.Setsize(s.tty, &pty.Winsize{Rows: 50, Cols: 40}); err != nil {
+		t.Fatal(err)
+	}
 	g.deltas <- " end\n"
 	g.deltas <- "esc \x1b[2J shown"
 	s.onScreen(`esc \x1b[2J shown`)
