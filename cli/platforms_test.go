@@ -34,9 +34,18 @@ func (l *lockedBuf) String() string {
 	return l.b.String()
 }
 
+// served is a running `spool serve`; wait returns once it has exited (its one cmd.Wait runs on
+// the goroutine serveTelegram starts).
+type served struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (s *served) wait() { <-s.done }
+
 // serveTelegram starts `spool serve` (a real process, the offline model) with its Telegram
 // adapter pointed at api; it returns the process and its stderr.
-func serveTelegram(t *testing.T, home string) (*exec.Cmd, *lockedBuf) {
+func serveTelegram(t *testing.T, home string) (*served, *lockedBuf) {
 	t.Helper()
 	cmd := exec.Command(spoolBin, "--home", home, "serve", "--listen", "127.0.0.1:0", "--provider", "fake")
 	cmd.Env = append(cleanEnv(), "TG_TEST_TOKEN=42:secret-bot-token")
@@ -45,19 +54,23 @@ func serveTelegram(t *testing.T, home string) (*exec.Cmd, *lockedBuf) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	s := &served{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(s.done) }()
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(time.Minute):
-				_ = cmd.Process.Kill()
-			}
+		select {
+		case <-s.done:
+			return
+		default:
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.done:
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+			<-s.done
 		}
 	})
-	return cmd, errb
+	return s, errb
 }
 
 // TestServeTelegram: spool serve answers a Telegram DM and a forum topic through its adapter; a
@@ -79,10 +92,10 @@ func TestServeTelegram(t *testing.T) {
 	// the process is killed.
 	api.WaitConfirmed(t, id-1)
 	waitInbox(t, home, "-500:1")
-	if err := first.Process.Kill(); err != nil {
+	if err := first.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_ = first.Wait()
+	first.wait()
 	if strings.Contains(errb.String(), "secret-bot-token") {
 		t.Fatalf("the token reached stderr:\n%s", errb.String())
 	}
@@ -101,8 +114,8 @@ func TestServeTelegram(t *testing.T) {
 	}
 	id = api.Push(7, "private", 0, 7, "SAY and again")
 	api.WaitFor(t, "the DM's second reply", func() bool { return len(api.Texts(7, 0)) == 2 })
-	_ = second.Process.Signal(syscall.SIGTERM)
-	_ = second.Wait()
+	_ = second.cmd.Process.Signal(syscall.SIGTERM)
+	second.wait()
 	if !strings.Contains(errb2.String(), "platform telegram connected") {
 		t.Fatalf("stderr:\n%s", errb2.String())
 	}
