@@ -116,4 +116,3 @@ func cmpOr(a, b string) string {
 	}
 	return b
 }
-
