@@ -923,7 +923,7 @@ func ledgerEntries(ms []store.Message, scans []msgScan) []LedgerEntry {
 var decisionCues = []string{
 	"let's", "let us", "we will", "we'll", "we should", "we must", "must", "never", "always",
 	"don't", "do not", "dont", "decided", "decide", "instead", "prefer", "make sure", "remember",
-	"should not", "shouldn't", "only use", "avoid", "from now on", "keep ",
+	"should not", "shouldn't", "only use", "avoid", "from now on", "keep ", "goal", "the plan is",
 }
 
 // decisions returns the sentences of a user message that state a decision or constraint.
