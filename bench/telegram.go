@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -57,6 +58,8 @@ type TelegramSoakReport struct {
 	FirstSend Latency `json:"first_send"`
 	// LostExamples names up to ten lost messages (lane and number), to investigate.
 	LostExamples []string `json:"lost_examples,omitempty"`
+	// Unfinished are inbox events not done at the end (state, holder, claim), to investigate.
+	Unfinished []string `json:"unfinished_inbox,omitempty"`
 }
 
 type tgLane struct {
@@ -362,6 +365,15 @@ func TelegramSoak(ctx context.Context, cfg TelegramSoakConfig) (TelegramSoakRepo
 		return rep, err
 	}
 	defer st.Close()
+	if un, err := st.UnfinishedInbound(context.Background(), "telegram", 0); err == nil {
+		for _, e := range un {
+			if len(rep.Unfinished) < 10 {
+				var ev struct{ Text string }
+				_ = json.Unmarshal(e.Payload, &ev)
+				rep.Unfinished = append(rep.Unfinished, fmt.Sprintf("%s %q state=%s holder=%s until=%s", e.EventID, ev.Text, e.State, e.Holder, e.ClaimedUntil.Format(time.TimeOnly)))
+			}
+		}
+	}
 	for _, l := range lanes {
 		key, err := plat.DefaultPolicy.Key(l.addr)
 		if err != nil {

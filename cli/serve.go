@@ -273,13 +273,10 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	// The platforms stop taking events and finish their running lanes first (they need the
-	// gateway), then the HTTP side drains.
+	// The platforms stop taking events and let their running turns finish while the gateway
+	// drains (which cancels what still runs at the deadline); queued events stay in the inbox
+	// for the next process.
 	pcancel()
-	<-platDone
-	if platErr != nil {
-		fmt.Fprintf(a.stderr, "spool serve: platforms: %s\n", oneLine(platErr.Error()))
-	}
 	fmt.Fprintf(a.stderr, "spool serve: draining (running turns get %s)\n", sc.DrainTimeout)
 	dctx, cancel := context.WithTimeout(context.Background(), sc.DrainTimeout)
 	defer cancel()
@@ -292,6 +289,10 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	defer scancel()
 	serr := srv.Shutdown(sctx)
 	derr := <-drained
+	<-platDone
+	if platErr != nil {
+		fmt.Fprintf(a.stderr, "spool serve: platforms: %s\n", oneLine(platErr.Error()))
+	}
 	if derr != nil {
 		fmt.Fprintf(a.stderr, "spool serve: %s\n", oneLine(derr.Error()))
 	}

@@ -103,6 +103,11 @@ func (r *Router) process(ctx context.Context, key string, ev Event) {
 	rep, err := r.gw.TurnSession(ctx, gateway.SessionTurn{Principal: r.cfg.Principal, SessionID: sid, Input: ev.Text,
 		Busy: gateway.BusyQueue}, gateway.Sink{OnDelta: s.delta})
 	s.stop()
+	if errors.Is(err, gateway.ErrDraining) && rep.Result.Reply == "" {
+		// The gateway is stopping: the event stays unfinished (its claim released when the
+		// router stops) and the next process answers it.
+		return
+	}
 	if rep.SessionID != "" && rep.SessionID != sid {
 		// The turn continued in a rotated tip: the key follows it (thread and all: the key
 		// names the thread, the route only the session).

@@ -271,8 +271,8 @@ func (r *Router) Handle(ctx context.Context, ev Event) error {
 	if !attached {
 		return fmt.Errorf("platform %q has no attached adapter", ev.Platform)
 	}
-	if err := CheckID("event id", ev.EventID, false); err != nil && len(ev.EventID) == 0 {
-		return err
+	if ev.EventID == "" {
+		return errors.New("an event needs an event id (the platform's, for deduplication)")
 	}
 	key, err := r.policy(ev.Platform).Key(ev.Address)
 	if err != nil {
@@ -383,7 +383,7 @@ func (r *Router) goWork(fn func()) {
 func (r *Router) drive(l *lane) {
 	for {
 		r.mu.Lock()
-		if len(l.queue) == 0 || r.work.Err() != nil {
+		if len(l.queue) == 0 || r.work.Err() != nil || r.closing {
 			delete(r.lanes, l.key)
 			for _, ev := range l.queue {
 				delete(r.inflight, inflightID(ev))
