@@ -35,28 +35,13 @@ func init() {
 	})
 }
 
-// Sleeper waits d or until ctx ends.
-type Sleeper func(ctx context.Context, d time.Duration) error
-
-// Sleep is the real Sleeper.
-func Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
 // Config configures an Adapter.
 type Config struct {
 	Token string // the bot token, without "Bot "
 	// BaseURL replaces https://discord.com/ ("" = Discord's own).
 	BaseURL string
 	HTTP    *http.Client // its Transport is wrapped (nil: a 30 s timeout client)
-	Sleep   Sleeper
+	Sleep   platform.Sleeper
 	// Retries bounds 5xx / network retries (0: 3; <0: none).
 	Retries int
 	Limits  platform.Limits
@@ -65,15 +50,15 @@ type Config struct {
 // Adapter is one Discord bot (platform.Adapter).
 type Adapter struct {
 	s       *discordgo.Session
-	sleep   Sleeper
+	sleep   platform.Sleeper
 	retries int
 	limits  platform.Limits
 
-	mu      sync.Mutex
-	h       platform.Handler
-	threads map[string]chanInfo
-	counts  map[string]int64
-	runCtx  context.Context
+	mu       sync.Mutex
+	h        platform.Handler
+	threads  map[string]chanInfo
+	counters platform.Counters
+	runCtx   context.Context
 }
 
 type chanInfo struct {
@@ -116,7 +101,7 @@ func New(cfg Config) (*Adapter, error) {
 	s.MaxRestRetries = 0
 	s.Identify.Intents = discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages | discordgo.IntentsMessageContent
 	if cfg.Sleep == nil {
-		cfg.Sleep = Sleep
+		cfg.Sleep = platform.Sleep
 	}
 	switch {
 	case cfg.Retries == 0:
@@ -131,7 +116,7 @@ func New(cfg Config) (*Adapter, error) {
 		cfg.Limits.EditEvery = DefaultEditEvery
 	}
 	a := &Adapter{s: s, sleep: cfg.Sleep, retries: cfg.Retries, limits: cfg.Limits,
-		threads: map[string]chanInfo{}, counts: map[string]int64{}}
+		threads: map[string]chanInfo{}}
 	s.AddHandler(a.onMessage)
 	return a, nil
 }
@@ -164,21 +149,9 @@ func (a *Adapter) Platform() string { return Platform }
 func (a *Adapter) Limits() platform.Limits { return a.limits }
 
 // Counts returns the adapter's counters.
-func (a *Adapter) Counts() map[string]int64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make(map[string]int64, len(a.counts))
-	for k, v := range a.counts {
-		out[k] = v
-	}
-	return out
-}
+func (a *Adapter) Counts() map[string]int64 { return a.counters.Snapshot() }
 
-func (a *Adapter) count(k string) {
-	a.mu.Lock()
-	a.counts[k]++
-	a.mu.Unlock()
-}
+func (a *Adapter) count(k string) { a.counters.Add(k) }
 
 // Run implements platform.Adapter: it opens the gateway connection (discordgo keeps it,
 // resuming after drops) and hands messages to h until ctx ends.

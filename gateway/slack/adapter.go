@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -85,8 +84,7 @@ type Adapter struct {
 
 	bot atomic.Value // string
 
-	mu     sync.Mutex
-	counts map[string]int64
+	counters platform.Counters
 }
 
 var _ platform.WebhookAdapter = (*Adapter)(nil)
@@ -105,8 +103,7 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.Limits.EditEvery <= 0 {
 		cfg.Limits.EditEvery = DefaultEditEvery
 	}
-	a := &Adapter{c: cfg.Client, secret: cfg.SigningSecret, socket: cfg.Socket, now: cfg.Now, limits: cfg.Limits,
-		counts: map[string]int64{}}
+	a := &Adapter{c: cfg.Client, secret: cfg.SigningSecret, socket: cfg.Socket, now: cfg.Now, limits: cfg.Limits}
 	a.bot.Store(cfg.BotUser)
 	return a, nil
 }
@@ -123,21 +120,9 @@ func (a *Adapter) Client() *Client { return a.c }
 func (a *Adapter) botUser() string { s, _ := a.bot.Load().(string); return s }
 
 // Counts returns the adapter's counters (received, rejected, not_accepted, socket_reconnect ...).
-func (a *Adapter) Counts() map[string]int64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make(map[string]int64, len(a.counts))
-	for k, v := range a.counts {
-		out[k] = v
-	}
-	return out
-}
+func (a *Adapter) Counts() map[string]int64 { return a.counters.Snapshot() }
 
-func (a *Adapter) count(k string) {
-	a.mu.Lock()
-	a.counts[k]++
-	a.mu.Unlock()
-}
+func (a *Adapter) count(k string) { a.counters.Add(k) }
 
 // Run implements platform.Adapter: it learns the bot's own user id (auth.test), then holds a Socket Mode
 // connection (reconnecting) until ctx ends, or, for the Events API, just waits.

@@ -13,25 +13,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spoolhq/spool/gateway/platform"
 )
 
 // DefaultBaseURL is Slack's Web API.
 const DefaultBaseURL = "https://slack.com/api/"
-
-// Sleeper waits d or until ctx ends (tests inject one that does not sleep).
-type Sleeper func(ctx context.Context, d time.Duration) error
-
-// Sleep is the real Sleeper.
-func Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
 
 // Client calls the Slack Web API with a bot token (and, for Socket Mode, an app-level token).
 type Client struct {
@@ -39,7 +26,7 @@ type Client struct {
 	token    string
 	appToken string
 	hc       *http.Client
-	sleep    Sleeper
+	sleep    platform.Sleeper
 	// Retries bounds the retries of a 5xx or network failure (429s are retried without bound,
 	// each after its Retry-After).
 	retries int
@@ -53,7 +40,7 @@ type ClientConfig struct {
 	Token    string // xoxb- bot token
 	AppToken string // xapp- app-level token (Socket Mode)
 	HTTP     *http.Client
-	Sleep    Sleeper
+	Sleep    platform.Sleeper
 	Retries  int // 5xx / network retries (0: 3; <0: none)
 }
 
@@ -72,7 +59,7 @@ func NewClient(c ClientConfig) *Client {
 	}
 	sl := c.Sleep
 	if sl == nil {
-		sl = Sleep
+		sl = platform.Sleep
 	}
 	r := c.Retries
 	if r == 0 {
