@@ -147,6 +147,7 @@ func (h *Home) Import(ctx context.Context, st Store, opts Options) (Report, erro
 	}
 	im := &importer{st: st, src: h.src, opts: opts, rep: &rep, total: h.total, prompts: map[[32]byte]bool{},
 		present: map[string]bool{}, keyOf: map[string]string{}, platformOf: map[string]string{}}
+	defer im.wait() // an import that stops early still waits for its batch in flight
 	for _, g := range h.gateway {
 		if _, ok := im.keyOf[g.route.SessionID]; !ok {
 			im.keyOf[g.route.SessionID] = g.route.Key
@@ -172,6 +173,12 @@ func (h *Home) Import(ctx context.Context, st Store, opts Options) (Report, erro
 		if err := im.jsonlSession(ctx, id, h.files[id]); err != nil {
 			return rep, err
 		}
+	}
+	if err := im.flush(ctx); err != nil {
+		return rep, err
+	}
+	if err := im.collect(ctx); err != nil {
+		return rep, err
 	}
 	for _, g := range h.gateway {
 		if err := im.route(ctx, g.route); err != nil {
@@ -244,10 +251,18 @@ type importer struct {
 	done    int
 	prompts map[[32]byte]bool
 	// present holds the sessions the store has (imported now or before), by id.
-	present    map[string]bool
-	byID       map[string]*entry
-	keyOf      map[string]string // session id → gateway key
-	platformOf map[string]string
+	present map[string]bool
+	// batch holds converted sessions not yet stored (see flush); queued their ids.
+	batch      []pendingSession
+	batchBytes int
+	batchMsgs  int
+	queued     map[string]bool
+	// inflight is the batch a writer goroutine is storing; inflightDone receives its result.
+	inflight     []pendingSession
+	inflightDone chan error
+	byID         map[string]*entry
+	keyOf        map[string]string // session id → gateway key
+	platformOf   map[string]string
 }
 
 func (im *importer) skip(kind, id, reason string) {
@@ -263,7 +278,7 @@ func (im *importer) progress(n int) {
 
 // exists reports whether the store already has id.
 func (im *importer) exists(ctx context.Context, id string) (bool, error) {
-	if im.present[id] {
+	if im.present[id] || im.queued[id] {
 		return true, nil
 	}
 	_, err := im.st.GetSession(ctx, id)
@@ -382,11 +397,8 @@ func (im *importer) dbSession(ctx context.Context, e *entry, jsonlPath string) e
 			return err
 		}
 	}
-	if err := im.store(ctx, s, row.prompt, msgs); err != nil {
+	if err := im.queue(ctx, pendingSession{s: s, prompt: row.prompt, msgs: msgs, fromJSONL: fromJSONL}); err != nil {
 		return err
-	}
-	if fromJSONL {
-		im.rep.FromJSONL++
 	}
 	im.progress(n)
 	return nil
@@ -423,20 +435,137 @@ func (im *importer) jsonlSession(ctx context.Context, id, path string) error {
 	if p := im.platformOf[id]; p != "" {
 		s.Source = p
 	}
-	if err := im.store(ctx, s, "", t.messages); err != nil {
-		return err
+	return im.queue(ctx, pendingSession{s: s, msgs: t.messages, jsonl: true})
+}
+
+// A batch of sessions is stored in one transaction when the store can (store.BundleImporter):
+// one commit and one full-text segment per batch instead of per session. A batch is bounded by
+// messages and by bytes, so memory does not grow with the home.
+const (
+	batchMessages = 8192
+	batchBytes    = 32 << 20
+)
+
+type pendingSession struct {
+	s      store.Session
+	prompt string
+	msgs   []store.Message
+	jsonl  bool // a JSONL-only session (counted as such once stored)
+	// fromJSONL: a session whose longer legacy transcript replaced its rows.
+	fromJSONL bool
+}
+
+// queue adds one session to the batch, flushing the batch when it is full (or stores it at
+// once when the store has no bundle import). A title spool cannot store is dropped with a note.
+func (im *importer) queue(ctx context.Context, p pendingSession) error {
+	if _, err := store.CleanTitle(p.s.Title); err != nil {
+		im.skip("field", p.s.ID, "imported without its title: "+err.Error())
+		p.s.Title = ""
 	}
-	im.rep.JSONLOnly++
+	if _, ok := im.st.(store.BundleImporter); !ok {
+		return im.storeOne(ctx, p)
+	}
+	if im.queued == nil {
+		im.queued = map[string]bool{}
+	}
+	im.batch = append(im.batch, p)
+	im.queued[p.s.ID] = true
+	im.batchBytes += len(p.prompt)
+	im.batchMsgs += len(p.msgs)
+	for _, m := range p.msgs {
+		im.batchBytes += len(m.Content) + len(m.Reasoning) + len(m.ReasoningDetails) + 64*len(m.ToolCalls) + 128
+	}
+	if im.batchMsgs >= batchMessages || im.batchBytes >= batchBytes {
+		return im.flush(ctx)
+	}
 	return nil
 }
 
-// store imports one session. A title spool cannot store is dropped with a note; a session the
-// store refuses as invalid is skipped with its reason; any other error stops the import.
-func (im *importer) store(ctx context.Context, s store.Session, prompt string, msgs []store.Message) error {
-	if _, err := store.CleanTitle(s.Title); err != nil {
-		im.skip("field", s.ID, "imported without its title: "+err.Error())
-		s.Title = ""
+// flush hands the queued sessions to a writer goroutine that stores them in one transaction,
+// after collecting the batch before it: reading and converting the next batch overlaps the
+// write of this one, with at most one batch in flight. All bookkeeping (reports, the present
+// set) happens on the importer's goroutine.
+func (im *importer) flush(ctx context.Context) error {
+	if err := im.collect(ctx); err != nil {
+		return err
 	}
+	batch := im.batch
+	im.batch, im.batchBytes, im.batchMsgs = nil, 0, 0
+	if len(batch) == 0 {
+		return nil
+	}
+	// A parent refused in an earlier batch is not in the store: its children import as roots.
+	inBatch := make(map[string]bool, len(batch))
+	for i := range batch {
+		p := &batch[i]
+		if p.s.ParentID != "" && !im.present[p.s.ParentID] && !inBatch[p.s.ParentID] {
+			im.skip("parent", p.s.ID, fmt.Sprintf("parent %s was not imported; imported as a root", p.s.ParentID))
+			p.s.ParentID, p.s.Relation = "", store.RelationNone
+		}
+		inBatch[p.s.ID] = true
+	}
+	bi := im.st.(store.BundleImporter)
+	done := make(chan error, 1)
+	im.inflight, im.inflightDone = batch, done
+	go func() {
+		done <- bi.ImportBundle(ctx, func(put store.PutSession) error {
+			for _, p := range batch {
+				if err := put(p.s, p.prompt, p.msgs); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}()
+	return nil
+}
+
+// wait waits for the batch in flight, if any, without accounting for it.
+func (im *importer) wait() {
+	if im.inflightDone != nil {
+		<-im.inflightDone
+		im.inflight, im.inflightDone = nil, nil
+	}
+}
+
+// collect waits for the batch in flight, if any, and accounts for it. If the store refused one
+// of its sessions (it exists meanwhile, or is invalid) the transaction stored nothing and the
+// batch is stored one session at a time, so each refusal is reported for its own session.
+func (im *importer) collect(ctx context.Context) error {
+	if im.inflightDone == nil {
+		return nil
+	}
+	err := <-im.inflightDone
+	batch := im.inflight
+	im.inflight, im.inflightDone = nil, nil
+	for _, p := range batch {
+		delete(im.queued, p.s.ID)
+	}
+	switch {
+	case err == nil:
+		for _, p := range batch {
+			im.stored(p)
+		}
+		return nil
+	case errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrInvalid):
+		for _, p := range batch {
+			if p.s.ParentID != "" && !im.present[p.s.ParentID] {
+				im.skip("parent", p.s.ID, fmt.Sprintf("parent %s was not imported; imported as a root", p.s.ParentID))
+				p.s.ParentID, p.s.Relation = "", store.RelationNone
+			}
+			if err := im.storeOne(ctx, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("%w (%d sessions were imported before the error; run the import again to complete it)", err, im.rep.Sessions)
+}
+
+// storeOne imports one session in its own transaction. A session the store refuses as invalid
+// is skipped with its reason; any other error stops the import.
+func (im *importer) storeOne(ctx context.Context, p pendingSession) error {
+	s, prompt, msgs := p.s, p.prompt, p.msgs
 	err := im.st.ImportSession(ctx, s, prompt, msgs)
 	switch {
 	case errors.Is(err, store.ErrExists):
@@ -449,7 +578,20 @@ func (im *importer) store(ctx context.Context, s store.Session, prompt string, m
 	case err != nil:
 		return fmt.Errorf("%w (%d sessions were imported before the error; run the import again to complete it)", err, im.rep.Sessions)
 	}
+	im.stored(p)
+	return nil
+}
+
+// stored counts a session the store now holds.
+func (im *importer) stored(p pendingSession) {
+	s, prompt, msgs := p.s, p.prompt, p.msgs
 	im.present[s.ID] = true
+	if p.jsonl {
+		im.rep.JSONLOnly++
+	}
+	if p.fromJSONL {
+		im.rep.FromJSONL++
+	}
 	im.rep.Sessions++
 	im.rep.Messages += len(msgs)
 	if s.Relation != store.RelationNone {
@@ -458,7 +600,6 @@ func (im *importer) store(ctx context.Context, s store.Session, prompt string, m
 	if prompt != "" {
 		im.prompts[sha256.Sum256([]byte(store.CleanText(prompt)))] = true
 	}
-	return nil
 }
 
 func (im *importer) route(ctx context.Context, r store.Route) error {

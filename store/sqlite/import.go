@@ -88,9 +88,12 @@ func (db *DB) importTx(ctx context.Context, tx *sql.Tx, s store.Session, prompt 
 	if err := db.insertMessages(ctx, tx, ns.ID, enc); err != nil {
 		return err
 	}
-	// A bundle carries no copy links: infer them, as for rows stored before schema 6.
-	if err := linkStoredCopies(ctx, tx, ns.ID); err != nil {
-		return err
+	// A bundle carries no copy links: infer them, as for rows stored before schema 6. Only an
+	// archived row can be a copy's source, so a session without one has nothing to link.
+	if hasArchived(enc) {
+		if err := linkStoredCopies(ctx, tx, ns.ID); err != nil {
+			return err
+		}
 	}
 	if err := recount(ctx, tx, ns.ID); err != nil {
 		return err
@@ -98,4 +101,14 @@ func (db *DB) importTx(ctx context.Context, tx *sql.Tx, s store.Session, prompt 
 	// Whichever of a chain's sessions is imported first, its root ends with the newest activity,
 	// as appends keep it (bumpSession), so a migrated chain lists at its tip's activity.
 	return bumpRoot(ctx, tx, ns.ID)
+}
+
+// hasArchived reports whether enc holds an archived row (compacted out of the active view).
+func hasArchived(enc []encodedMessage) bool {
+	for _, e := range enc {
+		if !e.m.Active && e.m.Compacted {
+			return true
+		}
+	}
+	return false
 }
