@@ -45,6 +45,13 @@ type Store interface {
 	// rows: not shown, not searched, not sent to the model) and returns how many rows it hid.
 	// It fails with ErrNotFound when the active history has no user message to undo.
 	UndoLastExchange(ctx context.Context, sessionID string, opts ...WriteOption) (int, error)
+	// HideMessage removes one shown message (active or archived) from the conversation without
+	// destroying it: the row, its compaction copies and, for an assistant message with tool
+	// calls, the tool results answering them become superseded rows (kept for audit in ViewAll;
+	// not shown, not searched, not sent to the model), counters follow. It returns how many rows
+	// it hid. ErrNotFound when the session shows no message id; a summary or a lone tool result
+	// is an *InvalidError. Fenced like every transcript write (WithLease).
+	HideMessage(ctx context.Context, sessionID string, id int64, opts ...WriteOption) (int, error)
 	// Conversation loads a session's messages in id order.
 	Conversation(ctx context.Context, sessionID string, v View) ([]Message, error)
 	// ConversationPage loads one window of a session's messages in id order (see PageQuery).

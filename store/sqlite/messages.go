@@ -332,3 +332,58 @@ func (db *DB) UndoLastExchange(ctx context.Context, sessionID string, opts ...st
 	}
 	return n, nil
 }
+
+// HideMessage implements store.Store.
+func (db *DB) HideMessage(ctx context.Context, sessionID string, id int64, opts ...store.WriteOption) (int, error) {
+	w := store.ApplyWriteOptions(opts)
+	var n int
+	err := db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error {
+		if err := checkWritable(ctx, tx, sessionID, w); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT id, coalesce(copy_of, 0), role, summary, coalesce(tool_call_id, ''),
+			coalesce(tool_calls, '') FROM messages WHERE session_id = ? AND (active = 1 OR compacted = 1) ORDER BY id`, sessionID)
+		if err != nil {
+			return err
+		}
+		var shown []store.HideRow
+		for rows.Next() {
+			var r store.HideRow
+			var calls string
+			if err := rows.Scan(&r.ID, &r.CopyOf, &r.Role, &r.Summary, &r.ToolCallID, &calls); err != nil {
+				rows.Close()
+				return err
+			}
+			if calls != "" {
+				cs, err := store.DecodeToolCalls(calls)
+				if err != nil {
+					rows.Close()
+					return fmt.Errorf("tool calls of message %d: %w", r.ID, err)
+				}
+				for _, c := range cs {
+					r.CallIDs = append(r.CallIDs, c.ID)
+				}
+			}
+			shown = append(shown, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		ids, err := store.HideSet(shown, id)
+		if err != nil {
+			return err
+		}
+		for _, h := range ids {
+			if _, err := tx.ExecContext(ctx, `UPDATE messages SET active = 0, compacted = 0 WHERE session_id = ? AND id = ?`, sessionID, h); err != nil {
+				return err
+			}
+		}
+		n = len(ids)
+		return recount(ctx, tx, sessionID)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("remove message %d from %s: %w", id, sessionID, err)
+	}
+	return n, nil
+}

@@ -53,6 +53,7 @@ func Run(t *testing.T, h Harness) {
 		{"TextCleaning", testTextCleaning},
 		{"BatchAtomic", testBatchAtomic},
 		{"Undo", testUndo},
+		{"HideMessage", testHideMessage},
 		{"CompactInPlace", testCompactInPlace},
 		{"CompactFenced", testCompactFenced},
 		{"Rotate", testRotate},
