@@ -219,7 +219,11 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	// With keys, a person signs in at /ui/login with their API key (a session cookie); scripts
 	// may send the key as a Bearer header.
 	logins := uilogin.New(keys, uilogin.Options{Prefix: "/ui"})
-	ui := web.New(st, web.Options{Prefix: "/ui", Principal: func(r *http.Request) (web.Principal, error) {
+	signOut := ""
+	if keys.Enabled() {
+		signOut = "/ui/logout"
+	}
+	ui := web.New(st, web.Options{Prefix: "/ui", SignOut: signOut, Principal: func(r *http.Request) (web.Principal, error) {
 		p, ok := logins.Principal(r)
 		if !ok {
 			return web.Principal{}, errors.New("not signed in: sign in at /ui/login with your API key (or send Authorization: Bearer <key>)")

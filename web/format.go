@@ -19,10 +19,12 @@ type baseData struct {
 	CSRF   string
 	Nav    string // which top-level page is current
 	Query  string // the search box's text
+	// SignOut is the sign-out page's path, "" when there is nothing to sign out of.
+	SignOut string
 }
 
 func (s *Server) base(r *http.Request, v viewer, title string) baseData {
-	return baseData{Title: title, Prefix: s.opts.Prefix, CSRF: v.csrf}
+	return baseData{Title: title, Prefix: s.opts.Prefix, CSRF: v.csrf, SignOut: s.opts.SignOut}
 }
 
 func (s *Server) funcs() template.FuncMap {

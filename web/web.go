@@ -65,6 +65,9 @@ type Options struct {
 	// gets a session cookie (HttpOnly, SameSite=Strict) and every later request needs that
 	// cookie. spool ui prints the URL with it.
 	LoginToken string
+	// SignOut, when set, is the path of a sign-out page (spool serve's /ui/logout); every page's
+	// header links to it.
+	SignOut string
 	// PollInterval is how often a live view asks the store for new rows; default 500 ms.
 	PollInterval time.Duration
 	// Now is the clock for relative times; default time.Now.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -239,11 +240,29 @@ func TestBrowserLogin(t *testing.T) {
 	if res.Header.Get("Location") != "/ui/" {
 		t.Fatalf("open redirect: %q", res.Header.Get("Location"))
 	}
-	// Logout from another site is refused; from the page it ends the sign-in server-side.
-	if res, _ := do("POST", "/ui/logout", "https://evil.example", url.Values{}, cookie); res.StatusCode != 403 {
-		t.Fatalf("cross-site logout: %d", res.StatusCode)
+	// The pages link to the sign-out page, whose form carries a CSRF token.
+	if !strings.Contains(page, `href="/ui/logout"`) {
+		t.Fatalf("signed-in page without a sign-out link:\n%s", page)
 	}
-	if res, _ := do("POST", "/ui/logout", self, url.Values{}, cookie); res.StatusCode != http.StatusSeeOther {
+	res, page = do("GET", "/ui/logout", "", nil, cookie)
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(page)
+	if res.StatusCode != 200 || m == nil {
+		t.Fatalf("sign-out page: %d\n%s", res.StatusCode, page)
+	}
+	// Logout from another site or without the token is refused and the sign-in stays; from the
+	// page it ends the sign-in server-side.
+	for _, c := range []struct {
+		origin string
+		form   url.Values
+	}{{"https://evil.example", url.Values{"csrf": {m[1]}}}, {self, url.Values{}}} {
+		if res, _ := do("POST", "/ui/logout", c.origin, c.form, cookie); res.StatusCode != 403 {
+			t.Fatalf("logout from %s with %v: %d, want 403", c.origin, c.form, res.StatusCode)
+		}
+	}
+	if res, _ := do("GET", "/ui/", "", nil, cookie); res.StatusCode != 200 {
+		t.Fatalf("a refused logout signed alice out: %d", res.StatusCode)
+	}
+	if res, _ := do("POST", "/ui/logout", self, url.Values{"csrf": {m[1]}}, cookie); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("logout: %d", res.StatusCode)
 	}
 	if res, _ := do("GET", "/ui/", "", nil, cookie); res.StatusCode != http.StatusSeeOther {

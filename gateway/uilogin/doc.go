@@ -9,8 +9,9 @@
 //     HttpOnly, SameSite=Strict, Path=<prefix>/, Secure when the request came over TLS, and
 //     expires with the server-side entry.
 //   - Login and logout are POSTs accepted only from the same origin (Origin, else
-//     Sec-Fetch-Site); the pages' own state-changing forms carry the browser's CSRF tokens (package
-//     web). A wrong key is 401 and sets nothing. The page that follows login is a path under the
+//     Sec-Fetch-Site); logout also needs the CSRF token its form carries (an HMAC of the cookie's
+//     token under a per-process secret), else 403 and the sign-in stays; the pages' own
+//     state-changing forms carry the browser's CSRF tokens (package web). A wrong key is 401 and sets nothing. The page that follows login is a path under the
 //     prefix, never another site.
 //   - A page request without a valid key or cookie is redirected to the login page; other
 //     requests (assets, posts, event streams) are 401.

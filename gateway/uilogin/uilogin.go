@@ -1,8 +1,10 @@
 package uilogin
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"html/template"
 	"net/http"
@@ -37,8 +39,9 @@ type Options struct {
 
 // Logins signs browsers in with an API key. Safe for concurrent use.
 type Logins struct {
-	keys gateway.Keys
-	o    Options
+	keys   gateway.Keys
+	o      Options
+	secret [32]byte // keys the sign-out form's CSRF token
 
 	mu       sync.Mutex
 	sessions map[[32]byte]entry
@@ -64,7 +67,17 @@ func New(keys gateway.Keys, o Options) *Logins {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Logins{keys: keys, o: o, sessions: map[[32]byte]entry{}}
+	l := &Logins{keys: keys, o: o, sessions: map[[32]byte]entry{}}
+	_, _ = rand.Read(l.secret[:])
+	return l
+}
+
+// csrf is the sign-out form's token for a session cookie: an HMAC of the cookie's token under a
+// per-process secret, so a page that cannot read the HttpOnly cookie cannot forge it.
+func (l *Logins) csrf(token string) string {
+	mac := hmac.New(sha256.New, l.secret[:])
+	mac.Write([]byte("logout\x00" + token))
+	return hex.EncodeToString(mac.Sum(nil))
 }
 
 // Principal is whom a request acts for: its Bearer key's principal, else its session cookie's;
@@ -159,7 +172,8 @@ func (l *Logins) Guard(next http.Handler) http.Handler {
 }
 
 // Handler serves <prefix>/login (GET: the form; POST: sign in) and <prefix>/logout (GET: a
-// confirmation form; POST: sign out).
+// confirmation form carrying a CSRF token; POST: sign out, refused with 403 when the signed-in
+// session's token is missing or wrong).
 func (l *Logins) Handler() http.Handler {
 	m := http.NewServeMux()
 	p := l.o.Prefix
@@ -192,15 +206,35 @@ func (l *Logins) Handler() http.Handler {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 	})
 	m.HandleFunc("GET "+p+"/logout", func(w http.ResponseWriter, r *http.Request) {
-		page(w, http.StatusOK, pageData{Prefix: p, Title: "Sign out", Logout: true})
+		c, err := r.Cookie(CookieName)
+		if err != nil {
+			http.Redirect(w, r, p+"/login", http.StatusSeeOther)
+			return
+		}
+		if _, ok := l.lookup(c.Value); !ok {
+			http.Redirect(w, r, p+"/login", http.StatusSeeOther)
+			return
+		}
+		page(w, http.StatusOK, pageData{Prefix: p, Title: "Sign out", Logout: true, CSRF: l.csrf(c.Value)})
 	})
 	m.HandleFunc("POST "+p+"/logout", func(w http.ResponseWriter, r *http.Request) {
 		if !sameOrigin(r) {
 			page(w, http.StatusForbidden, pageData{Prefix: p, Title: "Refused", Error: "Sign-out is accepted only from this site's own page."})
 			return
 		}
+		r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+		if err := r.ParseForm(); err != nil {
+			page(w, http.StatusBadRequest, pageData{Prefix: p, Title: "Sign out", Error: "The form could not be read."})
+			return
+		}
 		if c, err := r.Cookie(CookieName); err == nil {
-			l.revoke(c.Value)
+			if _, ok := l.lookup(c.Value); ok {
+				if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(l.csrf(c.Value))) != 1 {
+					page(w, http.StatusForbidden, pageData{Prefix: p, Title: "Refused", Error: "Missing or stale sign-out token: open " + p + "/logout and try again."})
+					return
+				}
+				l.revoke(c.Value)
+			}
 		}
 		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: p + "/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 		http.Redirect(w, r, p+"/login", http.StatusSeeOther)
@@ -233,8 +267,8 @@ func sameOrigin(r *http.Request) bool {
 }
 
 type pageData struct {
-	Prefix, Title, Error, Next string
-	Login, Logout              bool
+	Prefix, Title, Error, Next, CSRF string
+	Login, Logout                    bool
 }
 
 var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
@@ -250,7 +284,8 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <button type="submit">Sign in</button>
 </form>
 <p>The key is one of <code>serve.keys</code>; the browser then sees that key's sessions only.</p>{{end}}
-{{if .Logout}}<form method="post" action="{{.Prefix}}/logout"><button type="submit">Sign out</button></form>{{end}}
+{{if .Logout}}<form method="post" action="{{.Prefix}}/logout"><input type="hidden" name="csrf" value="{{.CSRF}}"><button type="submit">Sign out</button></form>
+<p><a href="{{.Prefix}}/">Back to the sessions</a></p>{{end}}
 </main></body></html>
 `))
 
