@@ -71,7 +71,7 @@ func TestBrowserLoginChromium(t *testing.T) {
 		chromedp.WaitNotPresent("#key", chromedp.ByID),
 		chromedp.Text("body", &body, chromedp.ByQuery),
 		chromedp.Evaluate(`document.cookie`, &cookies),
-		chromedp.Click(`a.signout`, chromedp.ByQuery), // every page links to the sign-out page
+		chromedp.Click(`a.signout`, chromedp.ByQuery),            // every page links to the sign-out page
 		chromedp.WaitReady(`input[name=csrf]`, chromedp.ByQuery), // the sign-out form carries its CSRF token
 		chromedp.WaitVisible(`button[type=submit]`, chromedp.ByQuery),
 		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
