@@ -38,6 +38,8 @@ type explained struct {
 	// window and trigger its own requests are prepared for.
 	Fallbacks        []explainedFallback `json:"fallbacks"`
 	FallbackCooldown string              `json:"fallback_cooldown,omitempty"`
+	// RecallDetail is session_search's detail when the model names none (recall.detail).
+	RecallDetail string `json:"recall_detail"`
 }
 
 type explainedFallback struct {
@@ -134,7 +136,7 @@ func (a *app) configExplainCommand() *cobra.Command {
 					Percent: res.Percent, EffectiveWindow: res.EffectiveWindow, TriggerTokens: res.Tokens,
 					TailMode: res.TailMode, TailBudget: res.TailBudget, TailSoftCeiling: res.TailSoftCeiling,
 					MaxSummaryTokens: res.MaxSummaryTokens, Steps: []explainedStep{}, Notices: nonNil(res.Notices),
-					Fallbacks: nonNil(fbs),
+					Fallbacks: nonNil(fbs), RecallDetail: cfg.Recall.Detail,
 				}
 				if len(fbs) > 0 {
 					out.FallbackCooldown = cfg.Provider.FallbackCooldown.String()
@@ -152,6 +154,7 @@ func (a *app) configExplainCommand() *cobra.Command {
 			if cfg.Provider.Name == "openai" {
 				fmt.Fprintf(a.stdout, "provider api: %s (provider.api: chat | responses)\n", cmp.Or(cfg.Provider.API, "chat"))
 			}
+			fmt.Fprintf(a.stdout, "session_search detail when the model names none: %s (recall.detail: adaptive | summary)\n", cfg.Recall.Detail)
 			if !ccfg.Enabled {
 				fmt.Fprintln(a.stdout, "note: compression.enabled is false: sessions never compact automatically (manual /compress still works)")
 			}

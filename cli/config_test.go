@@ -10,6 +10,7 @@ import (
 
 type explainedJSON struct {
 	ConfigFile    string  `json:"config_file"`
+	RecallDetail  string  `json:"recall_detail"`
 	Model         string  `json:"model"`
 	Provider      string  `json:"provider"`
 	ContextLength int     `json:"context_length"`
@@ -54,6 +55,8 @@ compression:
   model_thresholds:
     gpt-5: 0.6
     "openai:gpt-5-mini": 0.8
+recall:
+  detail: summary
 `)
 	for _, tc := range []struct {
 		name  string
@@ -63,6 +66,9 @@ compression:
 		check func(t *testing.T, e explainedJSON)
 	}{
 		{"defaults on a 128K model from the table", t.TempDir(), nil, []string{"--model", "gpt-4o"}, func(t *testing.T, e explainedJSON) {
+			if e.RecallDetail != "adaptive" {
+				t.Errorf("recall_detail %q, want the default adaptive", e.RecallDetail)
+			}
 			if e.ContextLength != 128_000 || e.ContextSource != "built-in table of known models" {
 				t.Errorf("context %d from %q", e.ContextLength, e.ContextSource)
 			}
@@ -93,6 +99,9 @@ compression:
 			if e.Percent != 0.8 || e.Trigger != 150_000 || e.TailMode != "legacy" || e.TailBudget != 37_500 {
 				t.Errorf("percent %v trigger %d tail %s %d", e.Percent, e.Trigger, e.TailMode, e.TailBudget)
 			}
+			if e.RecallDetail != "summary" {
+				t.Errorf("recall_detail %q, want the file's summary", e.RecallDetail)
+			}
 			if !strings.HasSuffix(e.ConfigFile, "config.yaml") {
 				t.Errorf("config_file %q", e.ConfigFile)
 			}
@@ -118,7 +127,7 @@ compression:
 		t.Parallel()
 		out := spool(t, configured, "config", "explain").ok(t, "config explain").stdout
 		for _, want := range []string{"config: ", "context window: 400000 tokens (built-in table", "compaction trigger for gpt-5-mini (openai): 150000 tokens",
-			"base threshold", "model override", "small-window floor", "effective window", "absolute cap", "tail budget"} {
+			"session_search detail when the model names none: summary (recall.detail", "base threshold", "model override", "small-window floor", "effective window", "absolute cap", "tail budget"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("text output lacks %q:\n%s", want, out)
 			}

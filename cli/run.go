@@ -231,6 +231,7 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 	// MCP tools join the built-ins; the registry sorts them, so the tools prefix is the same in
 	// every process while the servers' lists do not change.
 	reg, err := a.agentTools(ctx, cfg, tools.Env{WorkDir: wd, Home: cfg.Home, Store: st, Approver: approver, Summarizer: recallSum,
+		RecallDetail:  cfg.Recall.Detail,
 		ConfirmWrites: confirmWrites && !f.yes,
 		Secrets:       tools.NewSecrets(os.Environ(), append(fallbackKeyEnvs(cfg), cfg.Provider.KeyEnv(), aux.KeyEnv())...)})
 	if err != nil {

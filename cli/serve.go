@@ -178,8 +178,9 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	}
 	aux, _ := cfg.Auxiliary.Compression.ClientFor(cfg.Provider)
 	own := gateway.OwnTools(reg, tools.Env{Home: cfg.Home, Store: st,
-		Summarizer: agent.RecallSummarizer{Store: st, Models: []agent.SummaryModel{{Client: client, Model: model}}},
-		Secrets:    tools.NewSecrets(os.Environ(), cfg.Provider.KeyEnv(), aux.KeyEnv())}, st)
+		Summarizer:   agent.RecallSummarizer{Store: st, Models: []agent.SummaryModel{{Client: client, Model: model}}},
+		RecallDetail: cfg.Recall.Detail,
+		Secrets:      tools.NewSecrets(os.Environ(), cfg.Provider.KeyEnv(), aux.KeyEnv())}, st)
 	newAgent := func(wait time.Duration) (*agent.Agent, error) {
 		lo := leaseOptions(cfg)
 		lo.Wait = max(wait, time.Millisecond)

@@ -31,7 +31,16 @@ type Config struct {
 	Serve       Serve       `yaml:"serve"`
 	MCP         MCP         `yaml:"mcp"`
 	Delegation  Delegation  `yaml:"delegation"`
+	Recall      Recall      `yaml:"recall"`
 	Platforms   Platforms   `yaml:"platforms"`
+}
+
+// Recall configures session_search.
+type Recall struct {
+	// Detail is the detail session_search uses when the model names none: adaptive (the raw
+	// matching windows, no model call) or summary (each top session summarized for the query by
+	// the auxiliary compression model, else the main model).
+	Detail string `yaml:"detail" enum:"adaptive,summary"`
 }
 
 // Delegation configures the delegate tool of `spool run` and `spool chat` (sub-agents that work
@@ -304,6 +313,7 @@ func Default(home string) Config {
 		Provider:   Provider{FallbackCooldown: 5 * time.Minute},
 		MCP:        MCP{ConnectTimeout: 30 * time.Second, CallTimeout: 2 * time.Minute, MaxRestarts: 3},
 		Delegation: Delegation{MaxDepth: 1, MaxParallel: 3},
+		Recall:     Recall{Detail: "adaptive"},
 		Platforms:  Platforms{Telegram: Platform{GroupPerUser: true}, Slack: Platform{GroupPerUser: true}, Discord: Platform{GroupPerUser: true}},
 	}
 }

@@ -67,6 +67,7 @@ func TestDefaults(t *testing.T) {
 		{"provider.name", cfg.Provider.Name, ""},
 		{"delegation.max_depth", cfg.Delegation.MaxDepth, 1},
 		{"delegation.max_parallel", cfg.Delegation.MaxParallel, 3},
+		{"recall.detail", cfg.Recall.Detail, "adaptive"},
 		{"file", cfg.File, ""},
 	}
 	for _, c := range checks {
@@ -144,6 +145,8 @@ leases:
   wait: 0
 delegation:
   max_depth: 2
+recall:
+  detail: summary
 serve:
   listen: 127.0.0.1:9000
   busy_wait: 0
@@ -178,6 +181,7 @@ serve:
 		Serve:      Default(home).Serve,
 		MCP:        Default(home).MCP,
 		Delegation: Delegation{MaxDepth: 2, MaxParallel: 3},
+		Recall:     Recall{Detail: "summary"},
 		Platforms:  Default(home).Platforms,
 	}
 	want.Serve.Listen, want.Serve.BusyWait = "127.0.0.1:9000", 0
@@ -242,6 +246,8 @@ func TestErrors(t *testing.T) {
 		{"bad float", "compression:\n  threshold: half\n", nil, []string{"config.yaml:2", "compression.threshold", `"half" is not a number`}},
 		{"out of range", "compression:\n  threshold: 1.5\n", nil, []string{"config.yaml:2", "compression.threshold", "out of range"}},
 		{"bad enum", "database:\n  synchronous: extra\n", nil, []string{"config.yaml:2", "database.synchronous", `"extra" is not one of normal, full`}},
+		{"bad recall detail", "provider:\n  name: fake\nrecall:\n  detail: full\n", nil, []string{"config.yaml:4", "recall.detail", `"full" is not one of adaptive, summary`}},
+		{"env bad recall detail", "", map[string]string{"SPOOL_RECALL_DETAIL": "raw"}, []string{"SPOOL_RECALL_DETAIL", "recall.detail", "raw"}},
 		{"database url not postgres", "database:\n  url: mysql://x/y\n", nil, []string{"config.yaml:2", "database.url", "postgres://"}},
 		{"bad provider", "provider:\n  name: gemini\n", nil, []string{"config.yaml:2", "provider.name", "gemini"}},
 		{"bad bool", "compression:\n  in_place: maybe\n", nil, []string{"config.yaml:2", "compression.in_place", "not a boolean"}},

@@ -171,7 +171,12 @@ type Failure struct {
 // the model reads. It never fails: errors become a Failure payload.
 // sum serves detail=summary; nil falls back to raw matches with a note.
 func Run(ctx context.Context, st Store, current string, args json.RawMessage, sum ...Summarizer) []byte {
-	req, err := ParseArgs(current, args)
+	return RunDetail(ctx, st, current, args, "", sum...)
+}
+
+// RunDetail is Run with the detail used when the arguments name none (config recall.detail).
+func RunDetail(ctx context.Context, st Store, current string, args json.RawMessage, defaultDetail string, sum ...Summarizer) []byte {
+	req, err := ParseArgsDetail(current, args, defaultDetail)
 	if err != nil {
 		return encode(Failure{Mode: req.Mode(), Error: err.Error()})
 	}

@@ -521,3 +521,30 @@ func TestOutputBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestParseArgsDetail: the configured default detail (recall.detail) applies only when the
+// model names none.
+func TestParseArgsDetail(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, args, def string
+		summary, full   bool
+	}{
+		{"no default", `{"query":"x"}`, "", false, false},
+		{"adaptive default", `{"query":"x"}`, "adaptive", false, false},
+		{"summary default", `{"query":"x"}`, "summary", true, false},
+		{"blank detail takes the default", `{"query":"x","detail":"  "}`, "summary", true, false},
+		{"model's full wins", `{"query":"x","detail":"full"}`, "summary", false, true},
+		{"model's adaptive wins", `{"query":"x","detail":"adaptive"}`, "summary", false, false},
+		{"model's summary without default", `{"query":"x","detail":"summary"}`, "adaptive", true, false},
+	}
+	for _, c := range cases {
+		r, err := ParseArgsDetail("cur", json.RawMessage(c.args), c.def)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if r.Summary != c.summary || r.Full != c.full {
+			t.Errorf("%s: summary=%v full=%v, want %v %v", c.name, r.Summary, r.Full, c.summary, c.full)
+		}
+	}
+}

@@ -106,11 +106,20 @@ type Arguments struct {
 // clamped); an anchor that is not an integer, an anchor without a session, or an unknown role is
 // an error the model should see.
 func ParseArgs(current string, raw json.RawMessage) (Request, error) {
+	return ParseArgsDetail(current, raw, "")
+}
+
+// ParseArgsDetail is ParseArgs with the detail used when the arguments name none (the config's
+// recall.detail): "summary", else adaptive.
+func ParseArgsDetail(current string, raw json.RawMessage, defaultDetail string) (Request, error) {
 	var a Arguments
 	if len(bytes.TrimSpace(raw)) > 0 {
 		if err := json.Unmarshal(raw, &a); err != nil {
 			return Request{}, fmt.Errorf("arguments are not a valid JSON object: %v", err)
 		}
+	}
+	if strings.TrimSpace(a.Detail) == "" {
+		a.Detail = defaultDetail
 	}
 	r := Request{
 		Current:   current,

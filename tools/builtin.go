@@ -49,7 +49,7 @@ func SessionSearch() Tool {
 			if env.Store == nil {
 				return "", errors.New("session search is unavailable: no session store")
 			}
-			return string(recall.Run(ctx, env.Store, env.SessionID, args, env.Summarizer)), nil
+			return string(recall.RunDetail(ctx, env.Store, env.SessionID, args, env.RecallDetail, env.Summarizer)), nil
 		},
 	}
 }

@@ -47,6 +47,9 @@ type Env struct {
 	// Summarizer serves session_search's detail=summary (a model call the agent makes and
 	// records); nil makes that detail fall back to raw matches with a note.
 	Summarizer recall.Summarizer
+	// RecallDetail is session_search's detail when the model names none (config recall.detail:
+	// "summary", else adaptive).
+	RecallDetail string
 	// Workspace confines the file tools: paths outside it need the Approver's consent. Empty
 	// means the git root above WorkDir, else WorkDir itself.
 	Workspace string

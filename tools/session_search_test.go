@@ -59,6 +59,15 @@ func TestSessionSearchTool(t *testing.T) {
 	if res := Default().Call(ctx, env, "session_search", `{"query":"what did we say"}`); !strings.Contains(res.Content, `"count":0`) {
 		t.Fatalf("own session found: %s", res.Content)
 	}
+	// recall.detail: summary is the default when the model names none (here without a summarizer:
+	// the raw matches with the note saying so); the model's own detail still wins.
+	sumEnv := Env{SessionID: "now", Store: st, RecallDetail: "summary"}
+	if res := Default().Call(ctx, sumEnv, "session_search", `{"query":"flux capacitor"}`); !strings.Contains(res.Content, "detail=summary is unavailable") {
+		t.Fatalf("summary default not applied: %s", res.Content)
+	}
+	if res := Default().Call(ctx, sumEnv, "session_search", `{"query":"flux capacitor","detail":"adaptive"}`); strings.Contains(res.Content, "detail=summary") {
+		t.Fatalf("the model's detail lost to the default: %s", res.Content)
+	}
 	if res := Default().Call(ctx, Env{}, "session_search", `{"query":"x"}`); !res.IsError || !strings.Contains(res.Content, "no session store") {
 		t.Fatalf("without a store: %+v", res)
 	}
