@@ -11,6 +11,7 @@ import (
 	"github.com/spoolhq/spool/agent"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/turn"
 )
 
 // ErrNoCompaction: the gateway's runner cannot compact (compression disabled or no engine).
@@ -155,4 +156,57 @@ func (g *Gateway) Compact(ctx context.Context, principal, id string) (string, er
 		return "", badRequest("previous_response_id", "nothing to compact in session %s: %s", tip, strings.Join(notices, "; "))
 	}
 	return res.SessionID, nil
+}
+
+// DeleteItem removes message mid from a principal's conversation id (DELETE
+// /v1/conversations/{id}/items/{item}): the row is hidden, not destroyed (store.HideMessage:
+// kept for audit, no longer shown, searched or sent to the model), and an assistant message
+// takes the tool results of its calls with it. It waits for a running turn like AppendItems
+// (then *BusyError), and across processes it holds the conversation's turn lease for the write.
+// A message that is not a shown item of the conversation is ErrNotFound; a summary or a tool
+// result alone is a *BadRequestError.
+func (g *Gateway) DeleteItem(ctx context.Context, principal, id string, mid int64) error {
+	tip, err := g.owned(ctx, principal, id)
+	if err != nil {
+		return err
+	}
+	sl, err := g.acquire(ctx, tip, BusyWait)
+	if err != nil {
+		return err
+	}
+	defer g.releaseSlot(tip, sl)
+	hide := func(ctx context.Context, opts ...store.WriteOption) error {
+		if id != tip {
+			// An item listed under an earlier, compacted part of the conversation.
+			opts = append(opts, store.AllowClosed())
+		}
+		start := time.Now()
+		_, err := g.st.HideMessage(ctx, id, mid, opts...)
+		g.observe("hide_message", start)
+		return err
+	}
+	ts, ok := g.st.(turn.Store)
+	if !ok {
+		err = hide(ctx)
+	} else {
+		// Wait for another process's turn no longer than for one of ours; a lease wait of 0 would
+		// mean turn's default, so the smallest wait stands for "at once".
+		wait := max(g.cfg.BusyWait, time.Nanosecond)
+		err = turn.Run(ctx, ts, tip, turn.Options{Wait: wait}, func(tctx context.Context, t *turn.Turn) error {
+			return hide(tctx, t.Fence())
+		})
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("item %d of %s: %w", mid, id, ErrNotFound)
+	case errors.Is(err, store.ErrInvalid):
+		var inv *store.InvalidError
+		if errors.As(err, &inv) {
+			return badRequest("item_id", "%s", inv.Reason)
+		}
+		return badRequest("item_id", "%s", err.Error())
+	}
+	return g.classify(tip, err)
 }

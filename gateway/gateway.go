@@ -29,6 +29,7 @@ type Store interface {
 	ReleaseIdempotencyKey(ctx context.Context, scope, key string) error
 	ConversationPage(ctx context.Context, sessionID string, q store.PageQuery) ([]store.Message, error)
 	DeleteSession(ctx context.Context, id string) error
+	HideMessage(ctx context.Context, sessionID string, id int64, opts ...store.WriteOption) (int, error)
 }
 
 // Runner runs one turn (an *agent.Agent).

@@ -264,6 +264,23 @@ func (s *Server) itemGet(w http.ResponseWriter, r *http.Request, principal strin
 	writeJSON(w, http.StatusOK, messageItem(ms[0]))
 }
 
+// itemDelete removes one item from a conversation and returns the conversation (the OpenAI
+// shape). The stored row is hidden, not destroyed; an assistant item takes its tool results
+// with it (gateway.DeleteItem).
+func (s *Server) itemDelete(w http.ResponseWriter, r *http.Request, principal string) {
+	id := r.PathValue("id")
+	mid, ok := itemMessageID(id, r.PathValue("item_id"))
+	if !ok {
+		writeError(w, newError(http.StatusNotFound, "invalid_request_error", "not_found", "no such item in this conversation").noRetry())
+		return
+	}
+	if err := s.g.DeleteItem(r.Context(), principal, id, mid); err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	s.conversationGet(w, r, principal)
+}
+
 // compact runs spool's compaction on the session a previous response or conversation names and
 // returns a compaction item whose opaque content refers to spool's summary.
 func (s *Server) compact(w http.ResponseWriter, r *http.Request, principal string) {

@@ -78,6 +78,7 @@ func New(g *gateway.Gateway, o Options) *Server {
 	s.handle("POST /v1/conversations/{id}/items", "conversation_items_add", s.itemsAdd)
 	s.handle("GET /v1/conversations/{id}/items", "conversation_items", s.itemsList)
 	s.handle("GET /v1/conversations/{id}/items/{item_id}", "conversation_item", s.itemGet)
+	s.handle("DELETE /v1/conversations/{id}/items/{item_id}", "conversation_item_delete", s.itemDelete)
 	s.handle("GET /v1/responses/{id}/input_items", "responses_input_items", s.responsesInputItems)
 	for pattern, h := range o.Mount {
 		s.mux.Handle(pattern, h)
