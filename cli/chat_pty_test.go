@@ -262,7 +262,8 @@ func startPTYSize(t testing.TB, cols, rows int, home string, env []string, args 
 	return s, cmd
 }
 
-// waitExit waits for the program to leave by itself and fails unless it exited 0.
+// waitExit waits for the program to leave by itself (and its output to be read to the end)
+// and fails unless it exited 0.
 func waitExit(t testing.TB, s *ptyScreen, cmd *exec.Cmd) {
 	t.Helper()
 	errc := make(chan error, 1)
@@ -274,6 +275,13 @@ func waitExit(t testing.TB, s *ptyScreen, cmd *exec.Cmd) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("spool chat did not exit; screen:\n%s", s.text())
+	}
+	// What the program wrote last (the resume line) may still be in the pty: the reader sees
+	// all of it before it reads the end.
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the pty never reported the end after spool chat exited; screen:\n%s", s.text())
 	}
 }
 
