@@ -51,7 +51,7 @@ type Options struct {
 	EditEvery time.Duration
 	// Sleep waits out retry_after and retry backoffs (default: a timer); tests inject one.
 	// The lease's renewals and standby checks use the wall clock.
-	Sleep func(ctx context.Context, d time.Duration) error
+	Sleep platform.Sleeper
 	// OnStandby is called each time polling waits because another process holds the lease.
 	OnStandby func()
 }
@@ -108,7 +108,7 @@ func New(o Options) (*Bot, error) {
 		o.EditEvery = time.Second
 	}
 	if o.Sleep == nil {
-		o.Sleep = wait
+		o.Sleep = platform.Sleep
 	}
 	if o.Holder == "" {
 		o.Holder = "telegram"
@@ -308,7 +308,7 @@ func (b *Bot) Run(ctx context.Context, h platform.Handler) error {
 			if b.o.OnStandby != nil {
 				b.o.OnStandby()
 			}
-			if wait(ctx, b.o.LeaseTTL/3) != nil {
+			if platform.Sleep(ctx, b.o.LeaseTTL/3) != nil {
 				break
 			}
 			continue
@@ -317,7 +317,7 @@ func (b *Bot) Run(ctx context.Context, h platform.Handler) error {
 		_ = b.o.Locks.ReleaseCompressionLock(context.WithoutCancel(ctx), b.name, b.o.Holder)
 		if err != nil && ctx.Err() == nil {
 			b.log.Warn("telegram: polling stopped, retrying", "err", err)
-			if wait(ctx, time.Second) != nil {
+			if platform.Sleep(ctx, time.Second) != nil {
 				break
 			}
 		}
@@ -333,7 +333,7 @@ func (b *Bot) poll(ctx context.Context, h platform.Handler) error {
 	go func() {
 		// Keep the lease while polling; losing it stops the poll at once.
 		for {
-			if wait(lctx, b.o.LeaseTTL/3) != nil {
+			if platform.Sleep(lctx, b.o.LeaseTTL/3) != nil {
 				return
 			}
 			ok, err := b.o.Locks.RefreshCompressionLock(lctx, b.name, b.o.Holder, b.o.LeaseTTL)
@@ -409,16 +409,4 @@ func (b *Bot) Webhook(h platform.Handler) (string, http.Handler) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-}
-
-// wait sleeps d on the wall clock, or until ctx ends.
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
