@@ -616,3 +616,58 @@ func TestClosedWALDatabase(t *testing.T) {
 	}
 	sameFiles(t, before, snapshot(t, home))
 }
+
+// racingStore is a real store where another writer creates the first session of the first
+// batch after the importer checked it was absent and before the batch's transaction.
+type racingStore struct {
+	*sqlite.DB
+	stolen string
+}
+
+var errRecorded = errors.New("recorded")
+
+func (r *racingStore) ImportBundle(ctx context.Context, fill func(put store.PutSession) error) error {
+	if r.stolen == "" {
+		err := fill(func(s store.Session, _ string, _ []store.Message) error {
+			r.stolen = s.ID
+			return errRecorded
+		})
+		if !errors.Is(err, errRecorded) {
+			return err
+		}
+		if _, err := r.DB.CreateSession(ctx, store.NewSession{ID: r.stolen, Source: "cli"}); err != nil {
+			return err
+		}
+	}
+	return r.DB.ImportBundle(ctx, fill)
+}
+
+// TestBatchRefusedSession: a session that appears in the store between the check and the
+// batch's transaction is reported as already there, and the rest of its batch still imports.
+func TestBatchRefusedSession(t *testing.T) {
+	t.Parallel()
+	home := copyHome(t)
+	base, err := hermes.Import(bg, openStore(t), home, hermes.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &racingStore{DB: openStore(t)}
+	rep, err := hermes.Import(bg, st, home, hermes.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.stolen == "" || rep.Sessions != base.Sessions-1 {
+		t.Fatalf("stolen %q: imported %d sessions, want %d", st.stolen, rep.Sessions, base.Sessions-1)
+	}
+	found := false
+	for _, s := range rep.Skipped {
+		found = found || (s.Kind == "session" && s.ID == st.stolen && s.Reason == "already in the store")
+	}
+	if !found {
+		t.Errorf("skips %+v lack %s", rep.Skipped, st.stolen)
+	}
+	stats, _ := st.Stats(bg)
+	if stats.Sessions != base.Sessions {
+		t.Errorf("store holds %d sessions, want %d", stats.Sessions, base.Sessions)
+	}
+}
