@@ -75,7 +75,13 @@ func (h *notifyHub) listen(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+leaseChannel); err != nil {
 		return err
 	}
-	h.readyOnce.Do(func() { close(h.ready) })
+	first := false
+	h.readyOnce.Do(func() { close(h.ready); first = true })
+	if !first {
+		// A release between the lost connection's wake-up and this LISTEN taking effect was
+		// heard by nobody: every watcher looks again now that notifications flow.
+		h.wakeAll()
+	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
