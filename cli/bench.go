@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -32,6 +33,25 @@ func benchError(name string, err error) error {
 		return fmt.Errorf("bench %s: %w", name, err)
 	}
 	return nil
+}
+
+// scratchBench runs a benchmark on a scratch directory (removed afterwards), with progress on
+// stderr unless quiet, and prints its JSON report whatever the outcome.
+func (a *app) scratchBench(name string, quiet bool, run func(dir string, log io.Writer) (any, error)) error {
+	dir, err := os.MkdirTemp("", "spool-bench-"+name+"-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	var log io.Writer
+	if !quiet {
+		log = a.stderr
+	}
+	rep, err := run(dir, log)
+	if perr := a.printJSON(rep); perr != nil && err == nil {
+		err = perr
+	}
+	return benchError(name, err)
 }
 
 func (a *app) benchStoreCommand() *cobra.Command {

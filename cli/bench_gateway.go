@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"os"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -25,20 +25,10 @@ func (a *app) benchGatewayCommand() *cobra.Command {
 			"duplicated or lost. The report is JSON with or without --json.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := os.MkdirTemp("", "spool-bench-gateway-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir)
-			cfg.Dir = dir
-			if !quiet {
-				cfg.Log = a.stderr
-			}
-			rep, err := bench.Gateway(cmd.Context(), cfg)
-			if perr := a.printJSON(rep); perr != nil && err == nil {
-				err = perr
-			}
-			return benchError("gateway", err)
+			return a.scratchBench("gateway", quiet, func(dir string, log io.Writer) (any, error) {
+				cfg.Dir, cfg.Log = dir, log
+				return bench.Gateway(cmd.Context(), cfg)
+			})
 		},
 	}
 	fl := cmd.Flags()

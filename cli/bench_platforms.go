@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"os"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -27,20 +27,10 @@ func (a *app) benchPlatformsCommand() *cobra.Command {
 			"control: every delivery a fresh event id; it must fail. Exits 1 when a target is missed.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := os.MkdirTemp("", "spool-bench-platforms-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir)
-			cfg.Dir = dir
-			if !quiet {
-				cfg.Log = a.stderr
-			}
-			rep, err := bench.Platforms(cmd.Context(), cfg)
-			if perr := a.printJSON(rep); perr != nil && err == nil {
-				err = perr
-			}
-			return benchError("platforms", err)
+			return a.scratchBench("platforms", quiet, func(dir string, log io.Writer) (any, error) {
+				cfg.Dir, cfg.Log = dir, log
+				return bench.Platforms(cmd.Context(), cfg)
+			})
 		},
 	}
 	fl := cmd.Flags()

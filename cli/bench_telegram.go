@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"os"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -25,20 +25,10 @@ func (a *app) benchTelegramCommand() *cobra.Command {
 			"inbound update to the reply's first message p50/p99.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := os.MkdirTemp("", "spool-bench-telegram-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir)
-			cfg.Dir = dir
-			if !quiet {
-				cfg.Log = a.stderr
-			}
-			rep, err := bench.TelegramSoak(cmd.Context(), cfg)
-			if perr := a.printJSON(rep); perr != nil && err == nil {
-				err = perr
-			}
-			return benchError("telegram", err)
+			return a.scratchBench("telegram", quiet, func(dir string, log io.Writer) (any, error) {
+				cfg.Dir, cfg.Log = dir, log
+				return bench.TelegramSoak(cmd.Context(), cfg)
+			})
 		},
 	}
 	fl := cmd.Flags()
