@@ -63,3 +63,34 @@ func HideSet(rows []HideRow, id int64) ([]int64, error) {
 	}
 	return out, nil
 }
+
+// RowScanner is what HideRows reads from: *sql.Rows and pgx.Rows both are one.
+type RowScanner interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// HideRows reads the shown rows of a session for HideSet, each as (id, copy_of or 0, role,
+// summary, tool_call_id or ”, tool_calls JSON or ”). The caller closes rows.
+func HideRows(rows RowScanner) ([]HideRow, error) {
+	var shown []HideRow
+	for rows.Next() {
+		var r HideRow
+		var calls string
+		if err := rows.Scan(&r.ID, &r.CopyOf, &r.Role, &r.Summary, &r.ToolCallID, &calls); err != nil {
+			return nil, err
+		}
+		if calls != "" {
+			cs, err := DecodeToolCalls(calls)
+			if err != nil {
+				return nil, fmt.Errorf("tool calls of message %d: %w", r.ID, err)
+			}
+			for _, c := range cs {
+				r.CallIDs = append(r.CallIDs, c.ID)
+			}
+		}
+		shown = append(shown, r)
+	}
+	return shown, rows.Err()
+}

@@ -301,28 +301,9 @@ func (db *DB) HideMessage(ctx context.Context, sessionID string, id int64, opts 
 		if err != nil {
 			return err
 		}
-		var shown []store.HideRow
-		for rows.Next() {
-			var r store.HideRow
-			var calls string
-			if err := rows.Scan(&r.ID, &r.CopyOf, &r.Role, &r.Summary, &r.ToolCallID, &calls); err != nil {
-				rows.Close()
-				return err
-			}
-			if calls != "" {
-				cs, err := store.DecodeToolCalls(calls)
-				if err != nil {
-					rows.Close()
-					return fmt.Errorf("tool calls of message %d: %w", r.ID, err)
-				}
-				for _, c := range cs {
-					r.CallIDs = append(r.CallIDs, c.ID)
-				}
-			}
-			shown = append(shown, r)
-		}
+		shown, err := store.HideRows(rows)
 		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err != nil {
 			return err
 		}
 		ids, err := store.HideSet(shown, id)
