@@ -927,11 +927,14 @@ var decisionCues = []string{
 }
 
 // decisions returns the sentences of a user message that state a decision or constraint.
-func decisions(text string, limit int) []string {
+func decisions(text string, limit int) []string { return cued(text, decisionCues, limit) }
+
+// cued returns up to limit sentences of text holding one of cues at the start of a word.
+func cued(text string, cues []string, limit int) []string {
 	var out []string
 	for _, s := range sentences(text) {
 		ls := strings.ToLower(s)
-		for _, cue := range decisionCues {
+		for _, cue := range cues {
 			if i := strings.Index(ls, cue); i >= 0 && (i == 0 || !isWordByte(ls[i-1])) {
 				out = append(out, s)
 				break
@@ -951,22 +954,7 @@ var agentCues = []string{
 }
 
 // agentDecisions returns the sentences of an assistant message that state a decision.
-func agentDecisions(text string, limit int) []string {
-	var out []string
-	for _, s := range sentences(text) {
-		ls := strings.ToLower(s)
-		for _, cue := range agentCues {
-			if i := strings.Index(ls, cue); i >= 0 && (i == 0 || !isWordByte(ls[i-1])) {
-				out = append(out, s)
-				break
-			}
-		}
-		if len(out) == limit {
-			break
-		}
-	}
-	return out
-}
+func agentDecisions(text string, limit int) []string { return cued(text, agentCues, limit) }
 
 // maxValues is how many settings one tool result contributes.
 const maxValues = 4
