@@ -441,7 +441,7 @@ func (db *DB) damage(err error) error {
 // have effects outside tx. On a handle that has seen damage it fails at once; a write that
 // meets damage marks the handle (see damage).
 func (db *DB) write(ctx context.Context, budget time.Duration, fn func(tx *sql.Tx) error) error {
-	if d := db.damaged.Load(); d != nil && !db.readOnly {
+	if d := db.damaged.Load(); d != nil {
 		return d
 	}
 	err := db.writeAnyway(ctx, budget, fn)
