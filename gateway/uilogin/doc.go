@@ -15,6 +15,11 @@
 //     prefix, never another site.
 //   - A page request without a valid key or cookie is redirected to the login page; other
 //     requests (assets, posts, event streams) are 401.
+//   - Failed sign-ins (a wrong key on the form, a wrong Bearer key) are counted per client
+//     address (the connection's peer, never a forwarding header) in fixed windows: after
+//     Options.Attempts failures in Options.Window (10 in 5 minutes) every sign-in from that
+//     address, a right key included, is 429 with Retry-After until the window ends. The table of
+//     addresses is bounded (Options.MaxTracked).
 //   - Without keys there is nothing to sign in to: every request is gateway.Local, and the login
 //     page redirects to the browser.
 package uilogin

@@ -35,6 +35,13 @@ type Options struct {
 	MaxSessions int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Attempts is how many failed sign-ins (a wrong key on the login form, or a wrong Bearer
+	// key on a guarded request) one client address may make in a Window before every sign-in
+	// from it is refused with 429 and Retry-After until the window ends (default 10 in 5 min).
+	Attempts int
+	Window   time.Duration
+	// MaxTracked bounds the addresses counted at once (default 10,000).
+	MaxTracked int
 }
 
 // Logins signs browsers in with an API key. Safe for concurrent use.
@@ -42,6 +49,7 @@ type Logins struct {
 	keys   gateway.Keys
 	o      Options
 	secret [32]byte // keys the sign-out form's CSRF token
+	limit  *limiter
 
 	mu       sync.Mutex
 	sessions map[[32]byte]entry
@@ -67,7 +75,16 @@ func New(keys gateway.Keys, o Options) *Logins {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	l := &Logins{keys: keys, o: o, sessions: map[[32]byte]entry{}}
+	if o.Attempts <= 0 {
+		o.Attempts = DefaultAttempts
+	}
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
+	}
+	if o.MaxTracked <= 0 {
+		o.MaxTracked = DefaultMaxTracked
+	}
+	l := &Logins{keys: keys, o: o, sessions: map[[32]byte]entry{}, limit: newLimiter(o)}
 	_, _ = rand.Read(l.secret[:])
 	return l
 }
@@ -159,9 +176,22 @@ func (l *Logins) revoke(token string) {
 // to the login page, anything else is 401.
 func (l *Logins) Guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := l.Principal(r); ok {
+		_, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		addr := clientAddr(r)
+		if bearer && l.keys.Enabled() {
+			// A Bearer key is a sign-in attempt like the login form's, and limited alike.
+			if wait := l.limit.blocked(addr); wait > 0 {
+				l.limit.refuse(w, l.o.Prefix, wait)
+				return
+			}
+		}
+		_, ok := l.Principal(r)
+		if ok {
 			next.ServeHTTP(w, r)
 			return
+		}
+		if bearer && l.keys.Enabled() {
+			l.limit.fail(addr)
 		}
 		if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, l.o.Prefix+"/assets/") && !strings.HasSuffix(r.URL.Path, "/events") {
 			http.Redirect(w, r, l.o.Prefix+"/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
@@ -195,8 +225,14 @@ func (l *Logins) Handler() http.Handler {
 			return
 		}
 		next := l.next(r.PostForm.Get("next"))
+		addr := clientAddr(r)
+		if wait := l.limit.blocked(addr); wait > 0 {
+			l.limit.refuse(w, p, wait)
+			return
+		}
 		principal, ok := l.keys.Authenticate(strings.TrimSpace(r.PostForm.Get("key")))
 		if !ok || !l.keys.Enabled() {
+			l.limit.fail(addr)
 			page(w, http.StatusUnauthorized, pageData{Prefix: p, Title: "Sign in", Login: true, Next: next, Error: "That API key is not known here."})
 			return
 		}

@@ -253,3 +253,86 @@ func TestWithoutKeys(t *testing.T) {
 		t.Fatalf("sign-in without keys: %d", res.StatusCode)
 	}
 }
+
+// TestSignInRateLimit: failed sign-ins are counted per client address in a window; past the
+// limit every sign-in from that address (the right key too) is 429 with Retry-After until the
+// window ends, other addresses are unaffected, and a wrong Bearer key counts like the form.
+func TestSignInRateLimit(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	l := New(mustKeys(t), Options{Prefix: "/ui", Now: clk.now, Attempts: 3, Window: time.Minute})
+	m := http.NewServeMux()
+	m.Handle("/ui/", l.Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })))
+	m.Handle("/ui/login", l.Handler())
+	login := func(addr, key string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "http://spool.test/ui/login", strings.NewReader(url.Values{"key": {key}, "next": {"/ui/"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "http://spool.test")
+		req.RemoteAddr = addr
+		rec := httptest.NewRecorder()
+		m.ServeHTTP(rec, req)
+		return rec
+	}
+	bearer := func(addr, key string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", "http://spool.test/ui/", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.RemoteAddr = addr
+		rec := httptest.NewRecorder()
+		m.ServeHTTP(rec, req)
+		return rec
+	}
+	const attacker, other = "192.0.2.7:40001", "198.51.100.9:5000"
+	for i := 0; i < 3; i++ {
+		if rec := login(attacker, "sk-guess"); rec.Code != http.StatusUnauthorized {
+			t.Fatalf("failed attempt %d: %d, want 401", i+1, rec.Code)
+		}
+		clk.add(10 * time.Second)
+	}
+	// The limit is reached: refused whatever the key, from any port of that address.
+	for _, tc := range []struct {
+		name string
+		rec  *httptest.ResponseRecorder
+	}{
+		{"wrong key", login(attacker, "sk-guess")},
+		{"right key", login("192.0.2.7:40002", "sk-alice-secret")},
+		{"bearer", bearer(attacker, "sk-alice-secret")},
+	} {
+		if tc.rec.Code != http.StatusTooManyRequests || tc.rec.Header().Get("Retry-After") != "30" || sessionCookie(tc.rec.Result()) != nil ||
+			strings.Contains(tc.rec.Body.String(), "sk-") {
+			t.Fatalf("%s past the limit: %d Retry-After %q cookie %v\n%s", tc.name, tc.rec.Code, tc.rec.Header().Get("Retry-After"),
+				sessionCookie(tc.rec.Result()), tc.rec.Body.String())
+		}
+	}
+	// Another address signs in as usual.
+	if rec := login(other, "sk-alice-secret"); rec.Code != http.StatusSeeOther || sessionCookie(rec.Result()) == nil {
+		t.Fatalf("other address: %d", rec.Code)
+	}
+	// The window ends: the address may try again, and a right key signs in.
+	clk.add(30 * time.Second)
+	if rec := login(attacker, "sk-alice-secret"); rec.Code != http.StatusSeeOther || sessionCookie(rec.Result()) == nil {
+		t.Fatalf("after the window: %d", rec.Code)
+	}
+	// Wrong Bearer keys count too.
+	for i := 0; i < 3; i++ {
+		if rec := bearer(other, "sk-guess"); rec.Code != http.StatusSeeOther {
+			t.Fatalf("wrong bearer %d: %d, want the redirect to the login page", i+1, rec.Code)
+		}
+	}
+	if rec := bearer(other, "sk-bob-secret"); rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "60" {
+		t.Fatalf("bearer past the limit: %d Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
+	}
+}
+
+// TestRateLimitTableBounded: the table of counted addresses never exceeds MaxTracked.
+func TestRateLimitTableBounded(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	lim := newLimiter(Options{Attempts: 2, Window: time.Minute, MaxTracked: 4, Now: clk.now})
+	for i := 0; i < 20; i++ {
+		lim.fail("10.0.0." + string(rune('a'+i)))
+		clk.add(time.Second)
+	}
+	if n := len(lim.addrs); n > 4 {
+		t.Fatalf("%d addresses tracked, want at most 4", n)
+	}
+}
