@@ -105,3 +105,51 @@ func lastSessionID(t *testing.T, home string) string {
 	}
 	return ls[0].ID
 }
+
+// A fallback whose key variable is unset does not stop `spool run` while the main model
+// answers: one warning at start names the variable. When a turn needs that fallback, the turn
+// fails saying exactly which variable is missing.
+func TestFallbackWithoutKeyWarnsUntilNeeded(t *testing.T) {
+	t.Parallel()
+	mainModel := fake.New(fake.Config{})
+	mh := mainModel.Handler()
+	main := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte("MAINDOWN")) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"error":{"message":"The model does not exist.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		mh.ServeHTTP(w, r)
+	}))
+	t.Cleanup(main.Close)
+	home := writeConfig(t, `provider:
+  name: openai
+  model: main-model
+  base_url: `+main.URL+`/v1
+  fallbacks:
+    - name: cloud
+      model: gpt-4o-mini
+      base_url: https://api.openai.com/v1
+      api_key_env: SPOOL_TEST_UNSET_FALLBACK_KEY
+`)
+	r := spool(t, home, "run", "SAY fine").ok(t, "run with the main model up")
+	if !strings.Contains(r.stdout, "fine") {
+		t.Errorf("run stdout %q lacks the answer", r.stdout)
+	}
+	if want := "spool: warning: fallback cloud has no API key (set SPOOL_TEST_UNSET_FALLBACK_KEY)"; !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+	}
+	r = spool(t, home, "run", "SAY down MAINDOWN")
+	if r.code == 0 {
+		t.Fatalf("run succeeded with the main model down and the fallback unkeyed:\n%s", r.stdout)
+	}
+	if want := "fallback cloud has no API key: SPOOL_TEST_UNSET_FALLBACK_KEY is not set (provider.fallbacks[0].api_key_env in the config)"; !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+	}
+	if s := mainModel.Stats(); s.Requests < 1 {
+		t.Errorf("main model stats %+v", s)
+	}
+}

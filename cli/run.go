@@ -94,6 +94,13 @@ func (a *app) fallbacks(cfg config.Config, f modelFlags) ([]agent.Fallback, erro
 		p := fb.ProviderFor(main)
 		key := fmt.Sprintf("provider.fallbacks[%d]", i)
 		c, name, model, _, err := a.dial(p, configKeys{key + ".api_key_env", "set " + key + ".model"})
+		var noKey *missingKeyError
+		if errors.As(err, &noKey) {
+			// The main model may never fail: a fallback without its key is said once at start
+			// and is an error only when a turn needs it (then the turn names the variable).
+			fmt.Fprintf(a.stderr, "spool: warning: fallback %s has no API key (set %s); it fails if a turn needs it\n", fb.Name, noKey.env)
+			c, name, model, err = unkeyedClient{fallback: fb.Name, provider: p.Name, err: noKey}, p.Name, p.Model, nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("fallback %s: %w", fb.Name, err)
 		}
@@ -120,6 +127,27 @@ func fallbackKeyEnvs(cfg config.Config) []string {
 		out = append(out, fb.ProviderFor(cfg.Provider).KeyEnv())
 	}
 	return out
+}
+
+// missingKeyError: a provider that needs an API key finds its variable unset.
+type missingKeyError struct{ provider, env, key string }
+
+func (e *missingKeyError) Error() string {
+	return fmt.Sprintf("provider %s: no API key: set %s (or %s in the config)", e.provider, e.env, e.key)
+}
+
+// unkeyedClient stands in for a fallback whose key variable is unset: every call fails as an
+// auth error naming the variable, so the turn that needs the fallback says what to set.
+type unkeyedClient struct {
+	fallback, provider string
+	err                *missingKeyError
+}
+
+func (u unkeyedClient) Name() string { return u.provider }
+
+func (u unkeyedClient) Chat(context.Context, provider.Request, func(provider.Delta)) (provider.Response, error) {
+	return provider.Response{}, &provider.Error{Class: provider.ClassAuth, Provider: u.provider,
+		Message: fmt.Sprintf("fallback %s has no API key: %s is not set (%s in the config)", u.fallback, u.err.env, u.err.key)}
 }
 
 // configKeys name the settings a dial error points the user to.
@@ -153,7 +181,7 @@ func (a *app) dial(p config.Provider, keys configKeys) (c provider.Client, name,
 			return nil, "", "", "", errors.New("provider.cache_ttl 1h is an Anthropic setting; OpenAI caches prefixes on its own")
 		}
 		if key == "" && (p.BaseURL == "" || strings.Contains(p.BaseURL, "api.openai.com")) {
-			return nil, "", "", "", fmt.Errorf("provider openai: no API key: set %s (or %s in the config)", p.KeyEnv(), keys.keyEnv)
+			return nil, "", "", "", &missingKeyError{provider: "openai", env: p.KeyEnv(), key: keys.keyEnv}
 		}
 		c, err = openai.New(openai.Config{BaseURL: p.BaseURL, APIKey: key, API: p.API})
 	case "anthropic":
@@ -161,7 +189,7 @@ func (a *app) dial(p config.Provider, keys configKeys) (c provider.Client, name,
 			return nil, "", "", "", fmt.Errorf("provider.api %s is an OpenAI setting; provider anthropic has one API", p.API)
 		}
 		if key == "" && (p.BaseURL == "" || strings.Contains(p.BaseURL, "api.anthropic.com")) {
-			return nil, "", "", "", fmt.Errorf("provider anthropic: no API key: set %s (or %s in the config)", p.KeyEnv(), keys.keyEnv)
+			return nil, "", "", "", &missingKeyError{provider: "anthropic", env: p.KeyEnv(), key: keys.keyEnv}
 		}
 		c, err = anthropic.New(anthropic.Config{BaseURL: p.BaseURL, APIKey: key, CacheTTL: p.CacheLifetime()})
 	default:
