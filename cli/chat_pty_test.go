@@ -321,7 +321,8 @@ func TestChatThroughPTY(t *testing.T) {
 	s.typeLine(`CALL terminal {"command":"echo shell-was-here"}`)
 	s.expect("⚙ terminal ")
 	s.expect("? [y/N/a=always commands starting with \"echo\" this session]")
-	s.typeLine("y")
+	s.press("y")       // one key answers, no Enter
+	s.expect(" yes\n") // the scrollback keeps the answer
 	s.expect(`terminal returned "shell-was-here`)
 	s.prompt()
 
@@ -445,9 +446,10 @@ func TestChatStylingOnlyOnATerminal(t *testing.T) {
 	}
 }
 
-// TestChatApprovals: a write shows its diff and asks; "a" allows that tool for the rest of the
-// session; Ctrl-C at the prompt refuses at once and the next line typed is a message, not an
-// answer; a stored escape sequence in the question is shown, not obeyed.
+// TestChatApprovals: a write shows its diff and asks; one key answers (no Enter): "n" refuses
+// and the model is told, a key that is no answer only says which keys are, "a" allows that tool
+// for the rest of the session; Ctrl-C at the prompt refuses at once and the next line typed is
+// a message, not an answer; a stored escape sequence in the question is shown, not obeyed.
 func TestChatApprovals(t *testing.T) {
 	t.Parallel()
 	url := startFakeLLM(t)
@@ -459,7 +461,22 @@ func TestChatApprovals(t *testing.T) {
 	s.expect("+++ notes.txt\n@@ -1,0 +1,2 @@\n+one\n+two\n")
 	s.expect("Write ")
 	s.expect("notes.txt? [y/N/a=always write_file this session]")
-	s.typeLine("a")
+	s.onScreen("(one key: y, n or a; Ctrl-C refuses)")
+	s.press("x")
+	s.onScreen("press y (yes), n (no) or a (always)")
+	s.press("n")
+	s.expect(" no\n")
+	s.expect(`write_file returned "`)
+	s.expect("the user said no")
+	s.prompt()
+	if _, err := os.Stat(filepath.Join(home, "work", "notes.txt")); !os.IsNotExist(err) {
+		t.Errorf("the refused write happened: %v", err)
+	}
+
+	s.typeLine(`CALL write_file {"path":"notes.txt","content":"one\ntwo\n"}`)
+	s.expect("notes.txt? [y/N/a=always write_file this session]")
+	s.press("a")
+	s.expect(" always\n")
 	s.expect(`write_file returned "created notes.txt`)
 	s.prompt()
 
@@ -467,8 +484,8 @@ func TestChatApprovals(t *testing.T) {
 	s.typeLine(`CALL write_file {"path":"notes.txt","content":"one\nTWO\n"}`)
 	s.expect(`write_file returned "updated notes.txt`)
 	s.prompt()
-	if n := strings.Count(s.text(), "[y/N/a=always write_file"); n != 1 {
-		t.Errorf("asked %d times for write_file, want once:\n%s", n, s.text())
+	if n := strings.Count(s.text(), "[y/N/a=always write_file"); n != 2 {
+		t.Errorf("asked %d times for write_file, want twice (refused, then always):\n%s", n, s.text())
 	}
 
 	s.typeLine(`CALL terminal {"command":"echo \u001b[2Jcleared"}`)

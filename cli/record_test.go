@@ -73,8 +73,7 @@ func TestRecordChat(t *testing.T) {
 	newLine(keyEnter)
 	s.waitFor("asked", func(string) bool { return lastLine(s.screen()) == "?" })
 	pause(1500 * time.Millisecond)
-	typeText("y")
-	newLine(keyEnter)
+	s.press("y") // one key answers
 	s.expect(`write_file returned "created notes.md`)
 	s.prompt()
 
@@ -82,8 +81,7 @@ func TestRecordChat(t *testing.T) {
 	newLine(keyEnter)
 	s.waitFor("asked", func(string) bool { return lastLine(s.screen()) == "?" })
 	pause(2 * time.Second)
-	typeText("y")
-	newLine(keyEnter)
+	s.press("y")
 	s.expect(`write_file returned "updated notes.md`)
 	s.prompt()
 	shot := screenSVG(s, cols, rows) // the screenshot: the reply and the second diff

@@ -145,7 +145,8 @@ func echoLine(line string) string {
 // echoLines is how many lines of a sent message the scrollback shows.
 const echoLines = 20
 
-// ask shows question above the editor and returns the line typed as the answer.
+// ask shows question above the editor and returns the answer, one key: "y", "a" (always) or
+// "n" (n, Enter or Esc). What was typed in the editor stays there.
 func (t *tui) ask(ctx context.Context, question string) (string, error) {
 	select { // a stale answer must not answer this question
 	case <-t.answers:
@@ -155,7 +156,7 @@ func (t *tui) ask(ctx context.Context, question string) (string, error) {
 	defer t.send(askMsg{})
 	select {
 	case a := <-t.answers:
-		t.println(question + " " + visible(a))
+		t.println(question + " " + answerWords[a])
 		return a, nil
 	case <-t.eof:
 		return "", io.EOF
@@ -164,6 +165,12 @@ func (t *tui) ask(ctx context.Context, question string) (string, error) {
 		return "", ctx.Err()
 	}
 }
+
+// answerKeys are the keys that answer a question, and answerWords what the scrollback keeps.
+var (
+	answerKeys  = map[string]string{"y": "y", "Y": "y", "a": "a", "A": "a", "n": "n", "N": "n", "enter": "n", "esc": "n"}
+	answerWords = map[string]string{"y": "yes", "a": "always", "n": "no"}
+)
 
 // pick shows the picker and returns the chosen item's id, "" when the user dismissed it.
 func (t *tui) pick(ctx context.Context, items []pickItem) (string, error) {
@@ -478,6 +485,19 @@ func (m *editorModel) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.searchKey(k, msg)
 	}
 	m.hint = ""
+	if m.question != "" && k != "ctrl+c" && k != "ctrl+d" {
+		// One key answers; the editor (text typed ahead during the turn) is left alone.
+		if a, ok := answerKeys[k]; ok {
+			select {
+			case m.t.answers <- a:
+				m.question = "" // answered: the next key is the editor's again
+			default:
+			}
+		} else {
+			m.hint = "press y (yes), n (no) or a (always)"
+		}
+		return m, nil
+	}
 	switch k {
 	case "ctrl+c":
 		switch {
@@ -550,19 +570,11 @@ func (m *editorModel) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	return m, cmd
 }
 
-// submit sends the editor's text: an answer when a question is open, else a message (the
-// editor's own commands /paste and /edit act here).
+// submit sends the editor's text as a message (the editor's own commands /paste and /edit act
+// here).
 func (m *editorModel) submit() (tea.Model, tea.Cmd) {
 	v := m.expand(m.ed.Value())
 	m.paste = false
-	if m.question != "" {
-		m.ed.Reset()
-		select {
-		case m.t.answers <- v:
-		default:
-		}
-		return m, nil
-	}
 	switch strings.TrimSpace(v) {
 	case "":
 		return m, nil
@@ -716,7 +728,7 @@ func (m *editorModel) View() tea.View {
 		return tea.NewView(b.String())
 	}
 	if m.question != "" {
-		add(m.question + " (Enter answers, Ctrl-C refuses)")
+		add(m.question + " (one key: y, n or a; Ctrl-C refuses)")
 	}
 	if m.search != nil {
 		match := ""
