@@ -181,6 +181,12 @@ func New(d Deps) (*Agent, error) {
 	switch n := len(a.cool.until); {
 	case n == 0:
 		a.cool.until = make([]time.Time, len(a.models))
+		if ps, ok := d.Store.(store.Cooldowns); ok && len(a.models) > 1 {
+			a.cool.persist = ps
+			for _, m := range a.models {
+				a.cool.keys = append(a.cool.keys, cooldownKey(m))
+			}
+		}
 	case n != len(a.models):
 		a.cool.mu.Unlock()
 		return nil, fmt.Errorf("agent: shared cooldowns are for %d models, this agent has %d", n, len(a.models))

@@ -44,7 +44,7 @@ func (r *run) call(ctx context.Context, req provider.Request, est int) (provider
 		// The answer arrived as the turn was interrupted: it was said, so it stays.
 		r.res.Interrupted = true
 	}
-	r.a.answered(r.mi)
+	r.a.answered(ctx, r.mi)
 	r.res.Model, r.res.Fallback = req.Model, r.m.name
 	r.a.gate().AfterResponse(&r.state, r.m.threshold.Tokens, int(resp.Usage.InputTokens), int(resp.Usage.OutputTokens), est)
 	r.stateDirty = true

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spoolhq/spool/compress"
 	"github.com/spoolhq/spool/provider"
+	"github.com/spoolhq/spool/store"
 )
 
 // Fallback is a model a turn moves to when the model it is on fails with a class that will not
@@ -88,8 +89,9 @@ func fallbackModel(i int, f Fallback, d Deps, cfg Config) (*model, compress.Summ
 
 // firstModel is the model a turn starts on: the first, in order, that is not cooling down after
 // a failure (the main model unless it failed less than FallbackCooldown ago); the main model
-// when every one is.
-func (a *Agent) firstModel() int {
+// when every one is. Cooldowns kept in the store (another process's failures) are read first.
+func (a *Agent) firstModel(ctx context.Context) int {
+	a.cool.load(ctx)
 	now := a.now()
 	a.cool.mu.Lock()
 	defer a.cool.mu.Unlock()
@@ -104,27 +106,84 @@ func (a *Agent) firstModel() int {
 // Cooldowns are, per model, the time until which new turns pass it over. An agent and its
 // sub-agents (delegations) share one; agents over the same models (spool serve's runner and
 // queue) share one through Deps.Cooldowns, so a failure seen by one is known to the other.
+// When the agent's store keeps cooldowns (store.Cooldowns: both backends), they are written
+// there too and read at the start of every turn, so a `spool run` honours a cooldown another
+// process started; the store is then the truth (a model another process saw answer is clear).
 type Cooldowns struct {
 	mu    sync.Mutex
 	until []time.Time
+	// persist and keys (one per model) are set by the first agent that uses the cooldowns.
+	persist store.Cooldowns
+	keys    []string
 }
 
 // NewCooldowns returns cooldowns to share between agents configured with the same models.
 func NewCooldowns() *Cooldowns { return &Cooldowns{} }
 
-// failed passes model i over for new turns until the cooldown ends.
-func (a *Agent) failed(i int) {
-	until := a.now().Add(a.cfg.FallbackCooldown)
-	a.cool.mu.Lock()
-	defer a.cool.mu.Unlock()
-	a.cool.until[i] = until
+// cooldownKey names model m in the store: which configured model it is and what it calls.
+func cooldownKey(m *model) string {
+	return cmp.Or(m.name, "main") + "/" + m.provider + "/" + m.id
 }
 
-// answered clears model i's cooldown: it works again.
-func (a *Agent) answered(i int) {
+// persistBudget bounds a cooldown read or write: a slow store delays a turn's start by at most
+// this, and then the process's own view is used.
+const persistBudget = 5 * time.Second
+
+// load replaces the in-process view with the stored cooldowns (nothing when there is no store
+// or it cannot be read: the process's own view stands).
+func (c *Cooldowns) load(ctx context.Context) {
+	c.mu.Lock()
+	ps := c.persist
+	c.mu.Unlock()
+	if ps == nil {
+		return
+	}
+	lctx, cancel := context.WithTimeout(ctx, persistBudget)
+	defer cancel()
+	stored, err := ps.ModelCooldowns(lctx)
+	if err != nil {
+		return
+	}
+	at := make(map[string]time.Time, len(stored))
+	for _, s := range stored {
+		at[s.Model] = s.Until
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, k := range c.keys {
+		c.until[i] = at[k]
+	}
+}
+
+// save writes model i's cooldown to the store, if there is one.
+func (c *Cooldowns) save(ctx context.Context, i int, until time.Time) error {
+	if c.persist == nil {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), persistBudget)
+	defer cancel()
+	return c.persist.SetModelCooldown(wctx, c.keys[i], until)
+}
+
+// failed passes model i over for new turns until the cooldown ends.
+func (a *Agent) failed(ctx context.Context, i int) error {
+	until := a.now().Add(a.cfg.FallbackCooldown)
 	a.cool.mu.Lock()
-	defer a.cool.mu.Unlock()
+	a.cool.until[i] = until
+	a.cool.mu.Unlock()
+	return a.cool.save(ctx, i, until)
+}
+
+// answered clears model i's cooldown: it works again. The store is written only when there was
+// a cooldown to clear (a model that keeps answering costs no write).
+func (a *Agent) answered(ctx context.Context, i int) {
+	a.cool.mu.Lock()
+	was := a.cool.until[i]
 	a.cool.until[i] = time.Time{}
+	a.cool.mu.Unlock()
+	if !was.IsZero() {
+		_ = a.cool.save(ctx, i, time.Time{}) // best effort: a stale row only delays the main model by its cooldown
+	}
 }
 
 // fallBack moves the turn to the next model after the one it is on failed with err, and
@@ -136,7 +195,9 @@ func (r *run) fallBack(ctx context.Context, err error) bool {
 	if ctx.Err() != nil || r.delivered || !provider.ClassOf(err).Fallback() || len(r.a.models) < 2 {
 		return false
 	}
-	r.a.failed(r.mi)
+	if perr := r.a.failed(ctx, r.mi); perr != nil {
+		r.notice(fmt.Sprintf("The cooldown of %s is not stored (%v); other processes will try it again.", r.m.label(), perr))
+	}
 	if r.tried == nil {
 		r.tried = map[int]bool{}
 	}

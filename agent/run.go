@@ -94,7 +94,7 @@ func (a *Agent) Run(ctx context.Context, sessionID, input string, opts RunOption
 	lo.OnWait = opts.OnWait
 	err := turn.Run(ctx, a.st, sessionID, lo, func(tctx context.Context, t *turn.Turn) error {
 		r := &run{a: a, t: t, opts: opts, res: &res}
-		r.mi = a.firstModel()
+		r.mi = a.firstModel(tctx)
 		r.m = a.models[r.mi]
 		return r.do(tctx, input, first)
 	})

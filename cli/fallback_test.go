@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/spoolhq/spool/provider/fake"
@@ -151,5 +152,61 @@ func TestFallbackWithoutKeyWarnsUntilNeeded(t *testing.T) {
 	}
 	if s := mainModel.Stats(); s.Requests < 1 {
 		t.Errorf("main model stats %+v", s)
+	}
+}
+
+// The fallback cooldown outlives the process that saw the failure: a `spool run` whose main
+// model fails falls back and stores the cooldown; the next `spool run` (another process, the
+// main model healthy again) starts on the fallback without asking the main model, and says so.
+func TestFallbackCooldownAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	mainModel := fake.New(fake.Config{})
+	mh := mainModel.Handler()
+	var mainCalls atomic.Int64
+	main := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mainCalls.Add(1)
+		if bytes.Contains(body, []byte("MAINDOWN")) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"error":{"message":"The model does not exist.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		mh.ServeHTTP(w, r)
+	}))
+	t.Cleanup(main.Close)
+	spare := fake.New(fake.Config{})
+	fb := httptest.NewServer(spare.Handler())
+	t.Cleanup(fb.Close)
+	home := writeConfig(t, `provider:
+  name: openai
+  model: main-model
+  base_url: `+main.URL+`/v1
+  fallback_cooldown: 1h
+  fallbacks:
+    - name: spare
+      model: spare-model
+      base_url: `+fb.URL+`/v1
+`)
+	type ran struct {
+		Reply    string `json:"reply"`
+		Model    string `json:"model"`
+		Fallback string `json:"fallback"`
+	}
+	first := decode[ran](t, spool(t, home, "--json", "run", "SAY one MAINDOWN").ok(t, "first run"))
+	if first.Fallback != "spare" || first.Model != "spare-model" {
+		t.Fatalf("first run: %+v, want the fallback", first)
+	}
+	before := mainCalls.Load()
+	second := decode[ran](t, spool(t, home, "--json", "run", "SAY two").ok(t, "second run"))
+	if second.Fallback != "spare" || !strings.Contains(second.Reply, "two") {
+		t.Errorf("second run: %+v, want it to start on the fallback (the cooldown of the first process)", second)
+	}
+	if n := mainCalls.Load() - before; n != 0 {
+		t.Errorf("the second process asked the cooling main model %d times", n)
+	}
+	if s := spare.Stats(); s.Requests != 2 {
+		t.Errorf("fallback stats %+v: want both runs' calls", s)
 	}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 )
@@ -434,4 +435,19 @@ func (r Route) Validate() error {
 		}
 	}
 	return nil
+}
+
+// ModelCooldown is a model that failed and is passed over by new turns until Until, in every
+// process on the store (provider.fallback_cooldown). Model is the agent's key for the model.
+type ModelCooldown struct {
+	Model string
+	Until time.Time
+}
+
+// Cooldowns persist fallback cooldowns across processes; both backends implement it.
+type Cooldowns interface {
+	// ModelCooldowns lists the stored cooldowns, expired ones included, ordered by model.
+	ModelCooldowns(ctx context.Context) ([]ModelCooldown, error)
+	// SetModelCooldown stores model's cooldown; a zero until removes it (the model answered).
+	SetModelCooldown(ctx context.Context, model string, until time.Time) error
 }

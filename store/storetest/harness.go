@@ -45,6 +45,7 @@ func Run(t *testing.T, h Harness) {
 		fn   func(t *testing.T, h Harness)
 	}{
 		{"Sessions", testSessions},
+		{"ModelCooldowns", testModelCooldowns},
 		{"SessionWithFirstMessages", testSessionWithFirstMessages},
 		{"Titles", testTitles},
 		{"Resolve", testResolve},

@@ -1,0 +1,9 @@
+-- Fallback cooldowns (provider.fallback_cooldown) that outlive the process that saw the
+-- failure: a model that failed is passed over by new turns until until_us (unix microseconds),
+-- in every process on this store. model is the agent's key of the model (fallback name or
+-- "main", and the model name); a row whose time has passed is ignored and overwritten.
+CREATE TABLE model_cooldowns (
+    model      text PRIMARY KEY,
+    until_us   bigint NOT NULL,
+    updated_at bigint NOT NULL
+);
