@@ -46,6 +46,7 @@ type tui struct {
 	cancel context.CancelFunc // the running turn's: Ctrl-C calls it
 
 	width, height atomic.Int32 // the terminal's, as the program last saw it
+	scr           *screen      // the program's goroutine's (close's once it ended)
 }
 
 // tuiOptions is what the editor needs from the chat.
@@ -66,15 +67,31 @@ func startTUI(o tuiOptions) *tui {
 		eof:     make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	w, h := 80, 24
+	t.scr = newScreen(o.in, o.out, os.Environ(), w, h)
+	if sw, sh, ok := t.scr.size(); ok {
+		w, h = sw, sh
+		t.scr.width, t.scr.height = w, h
+	}
+	t.width.Store(int32(w))
+	t.height.Store(int32(h))
 	m := newEditorModel(t, o)
+	// Bubble Tea reads and decodes the keys and runs the model; the model draws through
+	// t.scr after every message (no frame clock: see screen).
 	t.p = tea.NewProgram(m, tea.WithInput(o.in), tea.WithOutput(o.out), tea.WithoutSignalHandler(),
-		// 120 frames a second (Bubble Tea's most): a key shows within about 8 ms.
-		tea.WithFPS(120))
+		tea.WithoutRenderer(), tea.WithWindowSize(w, h), tea.WithColorProfile(t.scr.profile))
+	if err := t.scr.start(); err != nil {
+		t.err = err
+		t.eofOnce.Do(func() { close(t.eof) })
+		close(t.done)
+		return t
+	}
 	go func() {
 		defer close(t.done)
 		_, t.err = t.p.Run()
 		t.eofOnce.Do(func() { close(t.eof) })
 	}()
+	go t.watchSize()
 	return t
 }
 
@@ -82,10 +99,21 @@ func startTUI(o tuiOptions) *tui {
 func (t *tui) close() error {
 	t.p.Quit()
 	<-t.done
+	serr := t.scr.stop()
 	if t.err != nil && !errors.Is(t.err, tea.ErrProgramKilled) {
 		return fmt.Errorf("terminal: %w", t.err)
 	}
+	if serr != nil {
+		return fmt.Errorf("terminal: %w", serr)
+	}
 	return nil
+}
+
+// resized tells the program the terminal's size now.
+func (t *tui) resized() {
+	if w, h, ok := t.scr.size(); ok {
+		t.send(tea.WindowSizeMsg{Width: w, Height: h})
+	}
 }
 
 // println prints s above the view (it stays in the scrollback). It waits until the program has
@@ -103,7 +131,7 @@ func (t *tui) println(s string) {
 	}
 	taken := make(chan struct{})
 	go func() {
-		t.p.Println(s)
+		t.p.Send(printMsg(s))
 		close(taken)
 	}()
 	select {
@@ -265,6 +293,7 @@ type (
 	}
 	spinMsg   string
 	liveMsg   string
+	printMsg  string // printed above the view
 	spinTick  struct{ gen int }
 	editedMsg struct {
 		path string
@@ -389,45 +418,57 @@ func newEditorModel(t *tui, o tuiOptions) *editorModel {
 
 func (m *editorModel) Init() tea.Cmd { return nil }
 
+// Update handles msg and draws the view at once if it changed.
 func (m *editorModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if p, ok := msg.(printMsg); ok {
+		_ = m.t.scr.printAbove(string(p))
+	}
+	cmd := m.update(msg)
+	content, cur := m.render()
+	_ = m.t.scr.draw(content, cur)
+	return m, cmd
+}
+
+func (m *editorModel) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = max(msg.Width, 10), max(msg.Height, 4)
 		m.t.width.Store(int32(m.width))
 		m.t.height.Store(int32(m.height))
 		m.ed.SetWidth(m.width)
-		return m, nil
+		m.t.scr.resize(m.width, m.height)
+		return nil
 	case stateMsg:
 		m.idle = msg.idle
-		return m, nil
+		return nil
 	case askMsg:
 		m.question = msg.question
-		return m, nil
+		return nil
 	case pickMsg:
 		if msg.open {
 			m.picker = newPicker(msg.items)
 		} else {
 			m.picker = nil
 		}
-		return m, nil
+		return nil
 	case liveMsg:
 		m.live = string(msg)
-		return m, nil
+		return nil
 	case spinMsg:
 		was := m.label
 		m.label = string(msg)
 		if m.label != "" && was == "" {
 			m.spinGen++
 			m.frame = 0
-			return m, m.tick()
+			return m.tick()
 		}
-		return m, nil
+		return nil
 	case spinTick:
 		if msg.gen != m.spinGen || m.label == "" {
-			return m, nil
+			return nil
 		}
 		m.frame++
-		return m, m.tick()
+		return m.tick()
 	case editedMsg:
 		if msg.err != nil {
 			m.hint = "editor: " + oneLine(msg.err.Error())
@@ -437,34 +478,35 @@ func (m *editorModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.setText(strings.TrimRight(string(b), "\n"))
 		}
 		os.Remove(msg.path)
-		return m, nil
+		return nil
 	case tea.PasteMsg:
 		if m.picker != nil {
 			m.picker.query += oneLine(msg.Content)
 			m.picker.filter()
-			return m, nil
+			return nil
 		}
 		if m.search != nil {
 			m.search.query += oneLine(msg.Content)
 			m.search.found = m.hist.search(m.search.query, m.hist.len())
-			return m, nil
+			return nil
 		}
 		// A paste is text in the editor, however many lines: Enter sends it as one message. A
 		// big one stands in the editor as a placeholder (the editor stays quick, nothing is
 		// cut) and is put back whole when the message is sent.
 		if big(msg.Content) {
 			m.ed.InsertString(m.hold(msg.Content))
-			return m, nil
+			return nil
 		}
 		var cmd tea.Cmd
 		m.ed, cmd = m.ed.Update(msg)
-		return m, cmd
+		return cmd
 	case tea.KeyPressMsg:
-		return m.key(msg)
+		_, cmd := m.key(msg)
+		return cmd
 	}
 	var cmd tea.Cmd
 	m.ed, cmd = m.ed.Update(msg)
-	return m, cmd
+	return cmd
 }
 
 func (m *editorModel) tick() tea.Cmd {
@@ -695,7 +737,7 @@ func (m *editorModel) openEditor() tea.Cmd {
 	editor := strings.Fields(cmpOr(os.Getenv("VISUAL"), os.Getenv("EDITOR"), "vi"))
 	cmd := exec.Command(editor[0], append(editor[1:], f.Name())...)
 	path := f.Name()
-	return tea.ExecProcess(cmd, func(err error) tea.Msg { return editedMsg{path: path, err: err} })
+	return tea.Exec(&suspendedCmd{cmd: cmd, scr: m.t.scr}, func(err error) tea.Msg { return editedMsg{path: path, err: err} })
 }
 
 func cmpOr(vals ...string) string {
@@ -707,7 +749,12 @@ func cmpOr(vals ...string) string {
 	return ""
 }
 
-func (m *editorModel) View() tea.View {
+// View is not drawn by Bubble Tea (the program runs without its renderer): Update draws render.
+func (m *editorModel) View() tea.View { return tea.NewView("") }
+
+// render is the view: the live line, the spinner, a question or the picker, the editor; and
+// where the cursor goes (nil: hidden).
+func (m *editorModel) render() (string, *tea.Cursor) {
 	var b strings.Builder
 	rows := 0
 	add := func(s string) {
@@ -725,7 +772,7 @@ func (m *editorModel) View() tea.View {
 	}
 	if m.picker != nil {
 		b.WriteString(m.picker.view(m.width, max(m.height-4, 3)))
-		return tea.NewView(b.String())
+		return b.String(), nil
 	}
 	if m.question != "" {
 		add(m.question + " (one key: y, n or a; Ctrl-C refuses)")
@@ -748,10 +795,9 @@ func (m *editorModel) View() tea.View {
 		b.WriteByte('\n')
 		b.WriteString(ansi.Truncate(visible(m.hint), m.width, "…"))
 	}
-	v := tea.NewView(b.String())
 	if c := m.ed.Cursor(); c != nil && m.search == nil {
 		c.Y += edTop
-		v.Cursor = c
+		return b.String(), c
 	}
-	return v
+	return b.String(), nil
 }
