@@ -209,7 +209,19 @@ type ListOptions struct {
 	// Query, when set, keeps sessions whose title or first user message contains it (case-
 	// insensitive for ASCII letters; the text is matched literally, never as a pattern).
 	Query string
+	// Trees lists whole branch trees, as a browser groups them: Limit and Offset count tree
+	// roots (listed sessions that are no listed session's branch), newest activity first, and
+	// each root is followed by its branches at any depth, depth first, siblings newest
+	// activity first, with TreeParent naming the row each nests under. Source, Model, Cwd and
+	// Query pick the sessions that match; a tree is listed when any of its sessions matches,
+	// with its root and the branches on the way to a match marked Unmatched. UserID and
+	// SessionKey bound every row, roots and branches alike. Trees never lists compression
+	// continuations or delegate runs (IncludeChildren with Trees is an error).
+	Trees bool
 }
+
+// ErrTreesWithChildren is ListSessions' answer to Trees with IncludeChildren.
+var ErrTreesWithChildren = Invalid("list", "a tree listing folds continuations and delegate runs: Trees and IncludeChildren together")
 
 // SessionListing is a session as a picker shows it.
 type SessionListing struct {
@@ -218,6 +230,12 @@ type SessionListing struct {
 	LastActive time.Time // newest message, else the start
 	// TipID is the live compression tip when the listed row heads a compression chain.
 	TipID string
+	// TreeParent is, in a Trees listing, the listed session this branch nests under: the
+	// compression chain root of the session it branched from. Empty for a tree's root.
+	TreeParent string
+	// Unmatched marks, in a Trees listing with filters, a row listed only because a session
+	// under it matches: a tree's root, or a branch on the way to a match.
+	Unmatched bool
 }
 
 // SearchSort orders search hits.

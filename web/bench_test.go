@@ -66,6 +66,11 @@ func BenchmarkSessionsPage10k(b *testing.B) {
 		if i%7 == 0 {
 			s.Title = fmt.Sprintf("deploy the service #%d", i)
 		}
+		// One session in ten is a branch (one in a hundred a branch of a branch), so the
+		// page reads trees, and its filter and query match branches under other roots.
+		if i%10 == 5 || i%100 == 8 {
+			s.ParentID, s.Relation = fmt.Sprintf("s%05d", i-3), store.RelationBranch
+		}
 		ms := []store.Message{{Role: store.RoleUser, Content: fmt.Sprintf("please fix issue %d in the deploy pipeline", i), Timestamp: at},
 			{Role: store.RoleAssistant, Content: "done", Timestamp: at.Add(time.Second)}}
 		if err := st.ImportSession(bg, s, "", ms); err != nil {

@@ -157,6 +157,20 @@ func TestBrowser(t *testing.T) {
 		if !strings.Contains(text, "<b>bold title</b>") {
 			t.Errorf("filtered rows = %q", shorten(text, 300))
 		}
+		// A query only the branch matches: the branch is shown under its root, whose row is
+		// marked as listed for it (muted) rather than as a match.
+		run(t, ctx, "a query only a branch matches", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible("#filter-q"),
+			chromedp.SendKeys("#filter-q", "other fix"),
+			waitJS(`document.querySelector("#rows tr.srow.unmatched") !== null`),
+			chromedp.Evaluate(fmt.Sprintf(`(function(){
+				var root=document.querySelector("#rows tr.srow.unmatched"), kids=document.querySelectorAll('#rows tr[data-in-group="%s"]');
+				return root.querySelector('a.title').getAttribute('href').endsWith("/%s") && kids.length===1 &&
+					kids[0].textContent.includes("Try the other fix") && root.nextElementSibling===kids[0] &&
+					getComputedStyle(root.querySelector('a.title')).fontWeight==="400" &&
+					document.querySelectorAll("#rows tr.srow").length===2})()`, f.demo, f.demo), &ok))
+		if !ok {
+			t.Error("a query matching only the branch does not show it nested under its root, the root muted")
+		}
 		// Keyboard: j selects the first row, Enter opens it.
 		run(t, ctx, "keyboard", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible("table.sessions"),
 			chromedp.KeyEvent("j"), waitJS(`document.querySelector("tr.sel") !== null`),

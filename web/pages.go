@@ -52,20 +52,21 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request, v viewer) 
 		Cwd: q.Get("cwd"), Q: strings.TrimSpace(q.Get("q"))}
 	d.Nav = "sessions"
 	d.Page = max(atoiOr(q.Get("page"), 1), 1)
-	ls, err := s.st.ListSessions(ctx, store.ListOptions{Limit: listPageSize + 1, Offset: (d.Page - 1) * listPageSize,
+	// The page counts branch trees: each root comes with all its branches, however old.
+	ls, err := s.st.ListSessions(ctx, store.ListOptions{Trees: true, Limit: listPageSize + 1, Offset: (d.Page - 1) * listPageSize,
 		Source: d.Source, Model: d.Model, Cwd: d.Cwd, Query: d.Q, UserID: v.userFilter()})
 	if err != nil {
 		return fmt.Errorf("list sessions: %w", err)
-	}
-	more := len(ls) > listPageSize
-	if more {
-		ls = ls[:listPageSize]
 	}
 	live, err := s.liveByConversation(ctx)
 	if err != nil {
 		return err
 	}
 	d.Rows = groupBranches(ls, live)
+	more := len(d.Rows) > listPageSize
+	if more {
+		d.Rows = d.Rows[:listPageSize]
+	}
 	link := func(page int) string {
 		return s.opts.Prefix + "/" + queryString("source", d.Source, "model", d.Model, "cwd", d.Cwd, "q", d.Q,
 			"page", strconv.Itoa(page))
@@ -83,19 +84,18 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request, v viewer) 
 	return s.render(w, "sessions.html", d)
 }
 
-// groupBranches nests each branch under its parent when both are on the page (at any depth),
-// keeping the page's order (newest activity first) at every level.
+// groupBranches nests each branch of a tree listing (store.ListOptions.Trees) under the row
+// it branched from, keeping the listing's order (newest activity first) at every level.
 func groupBranches(ls []store.SessionListing, live map[string]store.HeldLease) []row {
-	index := make(map[string]int, len(ls))
-	for i, l := range ls {
-		index[l.ID] = i
+	children := make(map[string][]int, len(ls))
+	listed := make(map[string]bool, len(ls))
+	for _, l := range ls {
+		listed[l.ID] = true
 	}
-	children := make(map[int][]int, len(ls))
 	var top []int
 	for i, l := range ls {
-		p, ok := index[l.ParentID]
-		if l.Relation == store.RelationBranch && ok && p != i {
-			children[p] = append(children[p], i)
+		if l.TreeParent != "" && listed[l.TreeParent] && l.TreeParent != l.ID {
+			children[l.TreeParent] = append(children[l.TreeParent], i)
 		} else {
 			top = append(top, i)
 		}
@@ -110,10 +110,8 @@ func groupBranches(ls []store.SessionListing, live map[string]store.HeldLease) [
 		if l.Relation == store.RelationBranch && l.ParentID != "" {
 			r.BranchOf = l.ParentID
 		}
-		if depth < 20 {
-			for _, c := range children[i] {
-				r.Branches = append(r.Branches, build(c, group, depth+1))
-			}
+		for _, c := range children[l.ID] {
+			r.Branches = append(r.Branches, build(c, group, depth+1))
 		}
 		return r
 	}

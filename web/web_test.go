@@ -595,7 +595,7 @@ func TestBranchGrouping(t *testing.T) {
 	t.Parallel()
 	l := func(id, parent string) store.SessionListing {
 		s := store.SessionListing{}
-		s.ID, s.ParentID = id, parent
+		s.ID, s.ParentID, s.TreeParent = id, parent, parent
 		if parent != "" {
 			s.Relation = store.RelationBranch
 		}
@@ -612,5 +612,45 @@ func TestBranchGrouping(t *testing.T) {
 	}
 	if c := a.Branches[0].Branches[0]; c.Group != "a" || c.Depth != 2 || a.Descendants() != 2 {
 		t.Fatalf("c = %+v, descendants %d", c, a.Descendants())
+	}
+}
+
+// TestBranchOnRootsPage lists a branch under its root on the root's page, however old the
+// branch's activity: the list pages over branch trees, not over sessions. A filter that
+// matches only the branch still shows it under its root, the root marked as not matching.
+func TestBranchOnRootsPage(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	now := time.Now()
+	mk := func(ns store.NewSession) {
+		t.Helper()
+		if _, err := st.CreateSession(bg, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk(store.NewSession{ID: "tree-root", Title: "the root", StartedAt: now.Add(-time.Minute)})
+	for i := 0; i < listPageSize+5; i++ {
+		mk(store.NewSession{ID: fmt.Sprintf("other-%02d", i), StartedAt: now.Add(-time.Duration(10+i) * time.Minute)})
+	}
+	mk(store.NewSession{ID: "old-branch", Title: "the old branch", Source: "telegram", ParentID: "tree-root",
+		Relation: store.RelationBranch, StartedAt: now.Add(-120 * time.Hour)})
+	_, base := newServer(t, st, Options{})
+	c := newClient(t, base)
+	nested := regexp.MustCompile(`<tr class="srow sub depth1" data-nav data-in-group="tree-root">\s*<td class="name"><span class="edge">↳ branch</span> <a href="/ui/sessions/old-branch"`)
+	one, two := c.mustGet("/ui/"), c.mustGet("/ui/?page=2")
+	if !nested.MatchString(one) {
+		i := max(strings.Index(one, "old-branch")-300, 0)
+		t.Fatalf("page 1 does not nest old-branch under tree-root:\n%s", one[i:min(i+600, len(one))])
+	}
+	if strings.Contains(two, "old-branch") || !strings.Contains(two, "other-54") || strings.Contains(one, "other-54") {
+		t.Fatal("page 2 lists old-branch, or the pages do not hold 50 trees each")
+	}
+	// Only the branch matches the source filter: it is still nested, under its root.
+	f := c.mustGet("/ui/?source=telegram")
+	if !nested.MatchString(f) || !strings.Contains(f, `class="srow unmatched"`) || strings.Contains(f, "other-0") {
+		t.Fatalf("source filter: want the root (marked unmatched) with its branch and nothing else:\n%s", shorten(f, 3000))
+	}
+	if q := c.mustGet("/ui/?q=old+branch"); !nested.MatchString(q) {
+		t.Fatal("title query matching only the branch does not show it under its root")
 	}
 }

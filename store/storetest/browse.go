@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -42,6 +43,79 @@ func testListFilters(t *testing.T, h Harness) {
 		if !equalStrings(ids, c.want) {
 			t.Fatalf("list %+v = %v, want %v", c.o, ids, c.want)
 		}
+	}
+}
+
+// testListTrees covers ListOptions.Trees, the browser's grouped listing: the page counts tree
+// roots, each comes with its branches (at any depth, also those branched from a compression
+// continuation) even when they are older than the next roots, and a filter that matches only a
+// branch lists that branch under its root.
+func testListTrees(t *testing.T, h Harness) {
+	st, _ := h.open(t)
+	mustCreate(t, st, store.NewSession{ID: "t-root", Title: "Alpha root", StartedAt: at(100)})
+	mustCreate(t, st, store.NewSession{ID: "t-br1", ParentID: "t-root", Relation: store.RelationBranch, StartedAt: at(10)})
+	mustCreate(t, st, store.NewSession{ID: "t-br2", ParentID: "t-br1", Relation: store.RelationBranch, Source: "telegram", StartedAt: at(20)})
+	mustCreate(t, st, store.NewSession{ID: "t-cont", ParentID: "t-root", Relation: store.RelationCompression, StartedAt: at(30)})
+	mustCreate(t, st, store.NewSession{ID: "t-br3", ParentID: "t-cont", Relation: store.RelationBranch, Title: "Beta probe", StartedAt: at(40)})
+	mustCreate(t, st, store.NewSession{ID: "t-x", StartedAt: at(90)})
+	mustCreate(t, st, store.NewSession{ID: "t-y", StartedAt: at(80)})
+	mustCreate(t, st, store.NewSession{ID: "t-z", Model: "m-z", StartedAt: at(70)})
+	mustCreate(t, st, store.NewSession{ID: "t-del", ParentID: "t-z", Relation: store.RelationDelegate, StartedAt: at(71)})
+	mustCreate(t, st, store.NewSession{ID: "t-dbr", ParentID: "t-del", Relation: store.RelationBranch, StartedAt: at(50)})
+	mustCreate(t, st, store.NewSession{ID: "t-alice", UserID: "alice", StartedAt: at(60)})
+	mustCreate(t, st, store.NewSession{ID: "t-bob", UserID: "bob", ParentID: "t-alice", Relation: store.RelationBranch, StartedAt: at(65)})
+	// id, then "<tree parent" when nested, then "?" when listed only on the way to a match.
+	show := func(ls []store.SessionListing) []string {
+		var out []string
+		for _, l := range ls {
+			s := l.ID
+			if l.TreeParent != "" {
+				s += "<" + l.TreeParent
+			}
+			if l.Unmatched {
+				s += "?"
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		o    store.ListOptions
+		want []string
+	}{
+		{"first page", store.ListOptions{Limit: 2}, []string{"t-root", "t-br3<t-root", "t-br1<t-root", "t-br2<t-br1", "t-x"}},
+		{"one root", store.ListOptions{Limit: 1}, []string{"t-root", "t-br3<t-root", "t-br1<t-root", "t-br2<t-br1"}},
+		// A branch of a delegate run (not listed) and a branch of another user's session
+		// (listed here) are placed by the same rule.
+		{"next page", store.ListOptions{Limit: 10, Offset: 2}, []string{"t-y", "t-z", "t-alice", "t-bob<t-alice", "t-dbr"}},
+		{"past the end", store.ListOptions{Limit: 10, Offset: 20}, nil},
+		{"only a deep branch matches", store.ListOptions{Source: "telegram", Limit: 5}, []string{"t-root?", "t-br1<t-root?", "t-br2<t-br1"}},
+		{"a branch of a continuation matches", store.ListOptions{Query: "PROBE", Limit: 5}, []string{"t-root?", "t-br3<t-root"}},
+		{"only the root matches", store.ListOptions{Query: "alpha"}, []string{"t-root"}},
+		{"filters compose", store.ListOptions{Source: "telegram", Query: "probe"}, nil},
+		{"a model filter", store.ListOptions{Model: "m-z"}, []string{"t-z"}},
+		{"a filtered second page", store.ListOptions{Source: "cli", Limit: 2, Offset: 1}, []string{"t-x", "t-y"}},
+		// UserID bounds every row: bob's branch of alice's session is a root for bob.
+		{"bob", store.ListOptions{UserID: "bob"}, []string{"t-bob"}},
+		{"alice", store.ListOptions{UserID: "alice"}, []string{"t-alice"}},
+		{"alice, filtered", store.ListOptions{UserID: "alice", Query: "root"}, nil},
+	} {
+		c.o.Trees = true
+		got, err := st.ListSessions(bg, c.o)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if g := show(got); !equalStrings(g, c.want) {
+			t.Errorf("%s: list %+v = %v, want %v", c.name, c.o, g, c.want)
+		}
+	}
+	ls, err := st.ListSessions(bg, store.ListOptions{Trees: true, Limit: 1})
+	if err != nil || len(ls) == 0 || ls[0].TipID != "t-cont" || ls[0].Title != "Alpha root" {
+		t.Fatalf("tree root = %+v, %v: want t-root with its chain's tip t-cont", ls, err)
+	}
+	if _, err := st.ListSessions(bg, store.ListOptions{Trees: true, IncludeChildren: true}); !errors.Is(err, store.ErrTreesWithChildren) {
+		t.Fatalf("Trees with IncludeChildren = %v, want ErrTreesWithChildren", err)
 	}
 }
 

@@ -89,6 +89,7 @@ func Run(t *testing.T, h Harness) {
 		{"Leases", testLeases},
 		{"HeldLeases", testHeldLeases},
 		{"ListFilters", testListFilters},
+		{"ListTrees", testListTrees},
 		{"SearchByUser", testSearchByUser},
 		{"ConversationPage", testConversationPage},
 		{"UsageByDay", testUsageByDay},
