@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,9 @@ type TelegramSoakConfig struct {
 	Restarts int           // gateway restarts during the run (4; negative: none)
 	NoFaults bool          // inject no faults and restart nothing (the added latency alone)
 	Log      io.Writer     // progress; nil: none
+	// Trace hears a debug log of the run: every push, the adapter's and router's steps, and
+	// the inbox row and ledger of each lost message (nil: none).
+	Trace io.Writer
 }
 
 // TelegramSoakReport is what `spool bench telegram` prints.
@@ -69,6 +73,7 @@ type tgLane struct {
 	chatType     string
 	addr         plat.Address
 	sent         []string // expected answers, in order
+	updates      map[string]int64 // answer text → the update id that carried it
 }
 
 // tgGateway is one "process": store handle, gateway, router and bot on the shared file.
@@ -79,7 +84,7 @@ type tgGateway struct {
 	done   chan error
 }
 
-func startTGGateway(dbPath string, api *telegramtest.API, model *fake.Model) (*tgGateway, error) {
+func startTGGateway(dbPath string, api *telegramtest.API, model *fake.Model, log *slog.Logger) (*tgGateway, error) {
 	st, err := sqlite.Open(context.Background(), dbPath, sqlite.Options{})
 	if err != nil {
 		return nil, err
@@ -101,11 +106,11 @@ func startTGGateway(dbPath string, api *telegramtest.API, model *fake.Model) (*t
 		return nil, err
 	}
 	holder := store.NewHolder().String()
-	r, err := plat.NewRouter(plat.RouterDeps{Store: st, Turns: g, Config: plat.Config{Holder: holder, RecoverEvery: 2 * time.Second}})
+	r, err := plat.NewRouter(plat.RouterDeps{Store: st, Turns: g, Log: log, Config: plat.Config{Holder: holder, RecoverEvery: 2 * time.Second}})
 	if err != nil {
 		return nil, err
 	}
-	bot, err := telegram.New(telegram.Options{Token: tgSoakToken, BaseURL: api.URL, Locks: st, Holder: holder,
+	bot, err := telegram.New(telegram.Options{Token: tgSoakToken, BaseURL: api.URL, Locks: st, Holder: holder, Log: log,
 		HTTP: &http.Client{Timeout: 4 * time.Second}, PollTimeout: 2 * time.Second, LeaseTTL: 6 * time.Second, EditEvery: 200 * time.Millisecond})
 	if err != nil {
 		return nil, err
@@ -129,6 +134,47 @@ func (sg *tgGateway) stop() error {
 }
 
 const tgSoakToken = "777:soak-token"
+
+// tgInject injects one fault into the fake Bot API (a soak's tick), or none: a fault kind
+// already queued and not yet met by a request is not queued again. Queued faults meet the
+// next requests of their method, so a fault rate that ignores the traffic piles them up
+// whenever requests pause (a restart, a poller in backoff): the backlog became a solid outage
+// late in long runs (getUpdates failing through every retry for minutes, sendMessage hanging),
+// and the soak ended with the last messages unfetched or undelivered. That is not a fault
+// Telegram has; one pending fault per kind is.
+func tgInject(api *telegramtest.API, rng *rand.Rand) string {
+	queue := func(method string, ft telegramtest.Fault) bool {
+		if api.Pending(method) > 0 {
+			return false
+		}
+		api.Fail(method, 1, ft)
+		return true
+	}
+	switch rng.IntN(10) {
+	case 0:
+		if queue("sendMessage", telegramtest.Fault{RetryAfter: 1 + rng.IntN(2)}) {
+			return "429"
+		}
+	case 1:
+		if queue("editMessageText", telegramtest.Fault{Status: 502}) {
+			return "5xx"
+		}
+	case 2:
+		if queue("getUpdates", telegramtest.Fault{Status: 500}) {
+			return "5xx"
+		}
+	case 3:
+		if queue("sendMessage", telegramtest.Fault{Hang: true}) {
+			return "hang"
+		}
+	case 4:
+		if c := api.Confirmed(); c > 3 {
+			api.Unconfirm(c - 3) // the last three updates come again
+			return "redelivery"
+		}
+	}
+	return ""
+}
 
 // TelegramSoak runs the Telegram soak: Lanes users write to a Telegram bot (a local fake Bot
 // API) served by the real adapter, router, gateway and agent on one SQLite file, each waiting
@@ -157,6 +203,10 @@ func TelegramSoak(ctx context.Context, cfg TelegramSoakConfig) (TelegramSoakRepo
 			fmt.Fprintf(cfg.Log, format+"\n", a...)
 		}
 	}
+	diag := slog.New(slog.DiscardHandler)
+	if cfg.Trace != nil {
+		diag = slog.New(slog.NewTextHandler(cfg.Trace, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	api := telegramtest.Start(tgSoakToken)
 	defer api.Close()
 	model := fake.New(fake.Config{})
@@ -178,6 +228,7 @@ func TelegramSoak(ctx context.Context, cfg TelegramSoakConfig) (TelegramSoakRepo
 			l.addr = plat.Address{Platform: "telegram", ChatType: plat.Thread, ChatID: fmt.Sprint(l.chat), ThreadID: fmt.Sprint(l.thread)}
 		}
 		l.name = fmt.Sprintf("lane%02d", i)
+		l.updates = map[string]int64{}
 		lanes[i] = l
 	}
 
@@ -186,7 +237,7 @@ func TelegramSoak(ctx context.Context, cfg TelegramSoakConfig) (TelegramSoakRepo
 		gw   *tgGateway
 	)
 	var err error
-	if gw, err = startTGGateway(dbPath, api, model); err != nil {
+	if gw, err = startTGGateway(dbPath, api, model, diag); err != nil {
 		return rep, err
 	}
 
@@ -222,19 +273,24 @@ func TelegramSoak(ctx context.Context, cfg TelegramSoakConfig) (TelegramSoakRepo
 			for n := 0; time.Now().Before(deadline) && ctx.Err() == nil; n++ {
 				text := fmt.Sprintf("%s m%d", l.name, n)
 				pushed := time.Now()
-				api.Push(l.chat, l.chatType, l.thread, l.user, "SAY "+text)
+				l.updates[text] = api.Push(l.chat, l.chatType, l.thread, l.user, "SAY "+text)
+				diag.Info("soak: push", "text", text, "update", l.updates[text])
 				l.sent = append(l.sent, text)
 				messages.Add(1)
 				double := rng.IntN(20) == 0
 				if double { // double-texting: the second one finds the lane busy
 					n++
 					second := fmt.Sprintf("%s m%d", l.name, n)
-					api.Push(l.chat, l.chatType, l.thread, l.user, "SAY "+second)
+					l.updates[second] = api.Push(l.chat, l.chatType, l.thread, l.user, "SAY "+second)
+					diag.Info("soak: push", "text", second, "update", l.updates[second])
 					l.sent = append(l.sent, second)
 					messages.Add(1)
 					text = second
 				}
 				at, ok := waitAnswer(l, text, 3*time.Minute)
+				if !ok {
+					diag.Warn("soak: no answer", "text", text, "update", l.updates[text], "confirmed", api.Confirmed())
+				}
 				if ok && !double && at.After(pushed) {
 					latMu.Lock()
 					lats = append(lats, at.Sub(pushed))
@@ -264,22 +320,15 @@ func TelegramSoak(ctx context.Context, cfg TelegramSoakConfig) (TelegramSoakRepo
 			if cfg.NoFaults {
 				continue
 			}
-			switch rng.IntN(10) {
-			case 0:
-				api.Fail("sendMessage", 1, telegramtest.Fault{RetryAfter: 1 + rng.IntN(2)})
-				rep.RateLimits++
-			case 1:
-				api.Fail("editMessageText", 1, telegramtest.Fault{Status: 502})
-				rep.ServerErrors++
-			case 2:
-				api.Fail("getUpdates", 1, telegramtest.Fault{Status: 500})
-				rep.ServerErrors++
-			case 3:
-				api.Fail("sendMessage", 1, telegramtest.Fault{Hang: true})
-				rep.Hangs++
-			case 4:
-				if c := api.Confirmed(); c > 3 {
-					api.Unconfirm(c - 3) // the last three updates come again
+			if time.Now().Before(deadline) {
+				switch tgInject(api, rng) {
+				case "429":
+					rep.RateLimits++
+				case "5xx":
+					rep.ServerErrors++
+				case "hang":
+					rep.Hangs++
+				case "redelivery":
 					rep.Redeliveries++
 				}
 			}
@@ -292,7 +341,7 @@ func TelegramSoak(ctx context.Context, cfg TelegramSoakConfig) (TelegramSoakRepo
 				if c := api.Confirmed(); c > 5 {
 					api.Unconfirm(c - 5)
 				}
-				ng, err := startTGGateway(dbPath, api, model)
+				ng, err := startTGGateway(dbPath, api, model, diag)
 				if err != nil {
 					logf("restart: %v", err)
 				} else {
@@ -301,17 +350,39 @@ func TelegramSoak(ctx context.Context, cfg TelegramSoakConfig) (TelegramSoakRepo
 				rep.Restarts++
 				gwMu.Unlock()
 				logf("bench telegram: restart %d, %d messages so far", rep.Restarts, messages.Load())
+				diag.Info("soak: restarted", "n", rep.Restarts)
 			}
 		}
 	}()
 	wg.Wait()
 	close(faultStop)
 	<-faultDone
-	// Let the last redeliveries and recoveries settle.
-	settle := time.Now().Add(20 * time.Second)
-	for time.Now().Before(settle) {
-		time.Sleep(time.Second)
+	// The last answers: every lane's messages answered (a lane gives up waiting after its
+	// hang guard), then the last redeliveries and recoveries have finished.
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Minute)
+	for wctx.Err() == nil {
+		ch := api.Changed()
+		shown := map[string]bool{}
+		for _, m := range api.All() {
+			shown[m.Text] = true
+		}
+		missing := 0
+		for _, l := range lanes {
+			for _, s := range l.sent {
+				if !shown[s] {
+					missing++
+				}
+			}
+		}
+		if missing == 0 {
+			break
+		}
+		select {
+		case <-ch:
+		case <-wctx.Done():
+		}
 	}
+	wcancel()
 	gwMu.Lock()
 	stopErr := gw.stop()
 	gwMu.Unlock()
@@ -372,6 +443,25 @@ func TelegramSoak(ctx context.Context, cfg TelegramSoakConfig) (TelegramSoakRepo
 				_ = json.Unmarshal(e.Payload, &ev)
 				rep.Unfinished = append(rep.Unfinished, fmt.Sprintf("%s %q state=%s holder=%s until=%s", e.EventID, ev.Text, e.State, e.Holder, e.ClaimedUntil.Format(time.TimeOnly)))
 			}
+		}
+	}
+	for _, l := range lanes {
+		for _, text := range l.sent {
+			if seen[text] > 0 {
+				continue
+			}
+			id := l.updates[text]
+			var u struct {
+				Message struct {
+					MessageID int64 `json:"message_id"`
+				} `json:"message"`
+			}
+			_ = json.Unmarshal(api.UpdateJSON(id), &u)
+			evID := fmt.Sprintf("%d:%d", l.chat, u.Message.MessageID)
+			in, _, ierr := st.ClaimInbound(context.Background(), "telegram", evID, "soak-check", time.Nanosecond)
+			sends, _ := st.Sends(context.Background(), "telegram:"+evID)
+			diag.Warn("soak: lost", "text", text, "update", id, "confirmed", api.Confirmed(), "event", evID, "inbox_err", ierr,
+				"state", in.State, "holder", in.Holder, "session", in.SessionID, "reply", in.Reply, "sends", fmt.Sprint(sends))
 		}
 	}
 	for _, l := range lanes {

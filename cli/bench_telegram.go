@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +13,7 @@ func (a *app) benchTelegramCommand() *cobra.Command {
 	var (
 		cfg   bench.TelegramSoakConfig
 		quiet bool
+		trace string
 	)
 	cmd := &cobra.Command{
 		Use:   "telegram",
@@ -27,6 +29,14 @@ func (a *app) benchTelegramCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.scratchBench("telegram", quiet, func(dir string, log io.Writer) (any, error) {
 				cfg.Dir, cfg.Log = dir, log
+				if trace != "" {
+					f, err := os.Create(trace)
+					if err != nil {
+						return nil, err
+					}
+					defer f.Close()
+					cfg.Trace = f
+				}
 				return bench.TelegramSoak(cmd.Context(), cfg)
 			})
 		},
@@ -36,6 +46,7 @@ func (a *app) benchTelegramCommand() *cobra.Command {
 	fl.IntVar(&cfg.Lanes, "lanes", 24, "concurrent chat lanes")
 	fl.IntVar(&cfg.Restarts, "restarts", 4, "gateway restarts during the run")
 	fl.BoolVar(&cfg.NoFaults, "no-faults", false, "inject no faults and restart nothing (measures the added latency alone)")
+	fl.StringVar(&trace, "trace", "", "write a debug log of the run to this file (pushes, adapter and router steps, each lost message's inbox row)")
 	fl.BoolVar(&quiet, "quiet", false, "no progress on stderr")
 	return cmd
 }

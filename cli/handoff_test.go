@@ -224,6 +224,8 @@ func TestHandoffToTelegram(t *testing.T) {
 	t.Parallel()
 	const token = "123456:handoff-test-token"
 	f := telegramtest.New(t, token)
+	f.AddChat(777, "private", false) // what the adapter's getChat finds
+	f.AddChat(-100200, "supergroup", true)
 	home := t.TempDir()
 	cfg := "platforms:\n  telegram:\n    token_env: TEST_TG_TOKEN\n    base_url: " + f.URL + "\n"
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
 
 	"github.com/spoolhq/spool/gateway/platform"
 )
@@ -163,14 +164,52 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	}
 	a.h, a.runCtx = h, ctx
 	a.mu.Unlock()
-	if err := a.s.Open(); err != nil {
-		return fmt.Errorf("discord: open the gateway: %w", err)
+	if err := a.open(ctx); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
 	}
 	<-ctx.Done()
 	if err := a.s.Close(); err != nil && !errors.Is(err, discordgo.ErrWSNotFound) {
 		return fmt.Errorf("discord: close: %w", err)
 	}
 	return nil
+}
+
+// open connects the gateway, retrying a failed start (Discord or the network away, a 5xx
+// from GET /gateway, a refused handshake) with backoff from 500 ms to a minute until it
+// connects or ctx ends. Errors no retry can fix end it at once: a refused token or intents
+// (close codes 4004, 4010-4014) and a 401/403 from the REST API.
+func (a *Adapter) open(ctx context.Context) error {
+	backoff := 500 * time.Millisecond
+	for {
+		err := a.s.Open()
+		if err == nil {
+			return nil
+		}
+		if permanent(err) {
+			return fmt.Errorf("discord: open the gateway: %w", err)
+		}
+		a.count("open_retries")
+		if a.sleep(ctx, backoff) != nil {
+			return nil // stopped while Discord was away: not a failure
+		}
+		backoff = min(2*backoff, time.Minute)
+	}
+}
+
+// permanent reports a start-up failure that retrying cannot fix.
+func permanent(err error) bool {
+	var ce *websocket.CloseError
+	if errors.As(err, &ce) {
+		return ce.Code == 4004 || ce.Code >= 4010 && ce.Code <= 4014
+	}
+	var re *discordgo.RESTError
+	if errors.As(err, &re) && re.Response != nil {
+		return re.Response.StatusCode == http.StatusUnauthorized || re.Response.StatusCode == http.StatusForbidden
+	}
+	return false
 }
 
 func (a *Adapter) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {

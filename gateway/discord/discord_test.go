@@ -283,3 +283,82 @@ func TestThreadLookupRetried(t *testing.T) {
 		t.Fatalf("address %+v, want %+v", got[0].Address, want)
 	}
 }
+
+// TestStartRetried: Discord refusing the first gateway connections (away while the bot
+// starts) delays the start, with growing waits through the sleeper, and does not end Run;
+// the fourth attempt connects and messages flow.
+func TestStartRetried(t *testing.T) {
+	t.Parallel()
+	fake, err := discordfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	fake.Refuse(3)
+	fake.AddChannel("600", discordfake.DMChannel, "")
+	sl := &sleeps{}
+	ad, err := discord.New(discord.Config{Token: fake.Token, BaseURL: fake.URL, Sleep: sl.sleep, HTTP: &http.Client{Timeout: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ad.Run(ctx, rec) }()
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	if err := fake.Wait(wctx, func(v discordfake.View) bool { return v.Ready() == 1 }); err != nil {
+		t.Fatalf("never connected: %v", err)
+	}
+	fake.Say(discordfake.UserMessage{ChannelID: "600", DM: true, AuthorID: "41", Username: "ann", Content: "hello after the outage"})
+	if evs := rec.waitCalls(t, 1); evs[0].Text != "hello after the outage" {
+		t.Fatalf("events %+v", evs)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	var refused int
+	fake.Inspect(func(v discordfake.View) { refused = v.Refused() })
+	sl.mu.Lock()
+	waits := append([]time.Duration(nil), sl.d...)
+	sl.mu.Unlock()
+	if refused != 3 || len(waits) < 3 || waits[0] != 500*time.Millisecond || waits[1] != time.Second || waits[2] != 2*time.Second {
+		t.Fatalf("refused %d, waits %v: want three refusals waited out 0.5 s, 1 s, 2 s", refused, waits)
+	}
+	if ad.Counts()["open_retries"] != 3 {
+		t.Fatalf("counts %v", ad.Counts())
+	}
+}
+
+// TestStartStoppedWhileAway: a bot stopped while Discord still refuses it ends Run without
+// an error (nothing failed but the wait).
+func TestStartStoppedWhileAway(t *testing.T) {
+	t.Parallel()
+	fake, err := discordfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	fake.Refuse(1 << 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	ad, err := discord.New(discord.Config{Token: fake.Token, BaseURL: fake.URL, HTTP: &http.Client{Timeout: 2 * time.Second},
+		Sleep: func(c context.Context, _ time.Duration) error {
+			if n++; n == 5 {
+				cancel()
+			}
+			return c.Err()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ad.Run(ctx, newRecorder()); err != nil {
+		t.Fatalf("Run stopped while Discord was away: %v", err)
+	}
+	var refused int
+	fake.Inspect(func(v discordfake.View) { refused = v.Refused() })
+	if refused != 5 {
+		t.Fatalf("refused %d connections, want 5 (one per attempt until stopped)", refused)
+	}
+}

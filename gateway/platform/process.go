@@ -28,6 +28,7 @@ func (r *Router) process(ctx context.Context, key string, ev Event) {
 		r.unhold(ev)
 		return // done already, or another live process has it
 	}
+	r.log.Debug("platform: claimed", "platform", ev.Platform, "event", ev.EventID, "state", in.State)
 	r.hold(ev)
 	out := r.outbound(ev.Platform)
 	if out == nil {
@@ -52,6 +53,7 @@ func (r *Router) process(ctx context.Context, key string, ev Event) {
 			return
 		}
 		if update(store.InboundDone, "", "") {
+			r.log.Debug("platform: done", "platform", ev.Platform, "event", ev.EventID)
 			r.unhold(ev)
 		}
 	}

@@ -291,6 +291,7 @@ func (r *Router) Handle(ctx context.Context, ev Event) error {
 	if !fresh {
 		return nil // a redelivery: the first delivery's turn answers it
 	}
+	r.log.Debug("platform: recorded", "platform", ev.Platform, "event", ev.EventID)
 	r.hold(ev)
 	r.enqueue(key, ev, false)
 	return nil

@@ -313,11 +313,14 @@ func (b *Bot) Run(ctx context.Context, h platform.Handler) error {
 			}
 			continue
 		}
+		b.log.Debug("telegram: poller lease acquired")
 		err = b.poll(ctx, h)
 		_ = b.o.Locks.ReleaseCompressionLock(context.WithoutCancel(ctx), b.name, b.o.Holder)
 		if err != nil && ctx.Err() == nil {
 			b.log.Warn("telegram: polling stopped, retrying", "err", err)
-			if platform.Sleep(ctx, time.Second) != nil {
+			// The API failed through a call's retries (an outage): try again after a second,
+			// for as long as it lasts; Telegram keeps the updates.
+			if b.o.Sleep(ctx, time.Second) != nil {
 				break
 			}
 		}
@@ -359,6 +362,9 @@ func (b *Bot) poll(ctx context.Context, h platform.Handler) error {
 			}
 			return err
 		}
+		if len(ups) > 0 {
+			b.log.Debug("telegram: updates", "offset", offset, "first", ups[0].UpdateID, "last", ups[len(ups)-1].UpdateID)
+		}
 		for _, u := range ups {
 			if ev, ok := event(u); ok {
 				if err := h.Handle(lctx, ev); err != nil {
@@ -372,6 +378,41 @@ func (b *Bot) poll(ctx context.Context, h platform.Handler) error {
 		return c
 	}
 	return nil
+}
+
+// Resolve implements platform.Resolver (a handoff's target): getChat says what the chat is —
+// private (a DM), a group or supergroup (with a thread: a topic, which only a forum has) or a
+// channel — so the lane's key is the one its own messages get. chatID may be an @username;
+// the key takes the numeric id Telegram answers.
+func (b *Bot) Resolve(ctx context.Context, chatID, threadID string) (platform.Address, error) {
+	if threadID != "" {
+		if n, err := strconv.ParseInt(threadID, 10, 64); err != nil || n <= 0 {
+			return platform.Address{}, fmt.Errorf("telegram: topic id %q is not a positive number", threadID)
+		}
+	}
+	var c chat
+	if err := b.c.call(ctx, "getChat", map[string]any{"chat_id": chatID}, &c); err != nil {
+		return platform.Address{}, fmt.Errorf("telegram: look up chat %s: %w", chatID, err)
+	}
+	id := strconv.FormatInt(c.ID, 10)
+	a := platform.Address{Platform: "telegram", ChatID: id}
+	switch c.Type {
+	case "private":
+		a.ChatType, a.UserID = platform.DM, id
+	case "group", "supergroup":
+		a.ChatType = platform.Group
+		if threadID != "" {
+			a.ChatType, a.ThreadID = platform.Thread, threadID
+		}
+	case "channel":
+		a.ChatType = platform.Channel
+	default:
+		return platform.Address{}, fmt.Errorf("telegram: chat %s is of type %q, not private, group, supergroup or channel", chatID, c.Type)
+	}
+	if threadID != "" && !c.IsForum {
+		return platform.Address{}, fmt.Errorf("telegram: chat %s (%s) is not a forum, so it has no topic %s", chatID, c.Type, threadID)
+	}
+	return a, nil
 }
 
 // WebhookPath is where spool serve mounts the webhook.

@@ -407,3 +407,86 @@ func answers(texts []string) []string {
 	}
 	return out
 }
+
+// An outage longer than a call's retries loses nothing (what the Telegram soak reported as
+// lost: its injected faults piled up into minutes of getUpdates failing through every retry
+// and sendMessage failing, and the run ended before they were over). While getUpdates is
+// down, polling goes on call after call and confirms nothing; while sendMessage is down, the
+// stored reply waits in the inbox (replied); once the API is back, the update is fetched and
+// the reply delivered, once.
+func TestOutageLongerThanRetries(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil, platformtest.Options{Router: platform.Config{RecoverEvery: 10 * time.Millisecond}}, Options{Retries: 2})
+	a := r.api
+	a.Down("getUpdates", telegramtest.Fault{Status: 500})
+	r.env.Start(t, r.bot)
+	id := a.Push(10, "private", 0, 10, "SAY after the outage")
+	a.WaitFor(t, "three getUpdates calls failed through their retries", func() bool { return a.Calls("getUpdates") >= 3*3 })
+	if a.Confirmed() > id {
+		t.Fatal("an update was confirmed while getUpdates failed")
+	}
+	a.Down("sendMessage", telegramtest.Fault{Status: 503})
+	a.Up("getUpdates")
+	a.WaitConfirmed(t, id)
+	state := func() store.InboundState {
+		un, err := r.env.Store.UnfinishedInbound(bg, "telegram", 0)
+		if err != nil || len(un) != 1 {
+			return ""
+		}
+		return un[0].State
+	}
+	a.WaitFor(t, "the reply stored while sendMessage is down", func() bool { return state() == store.InboundReplied })
+	if got := a.Texts(10, 0); len(got) != 0 {
+		t.Fatalf("sent %q while sendMessage was down", got)
+	}
+	a.Up("sendMessage")
+	a.WaitFor(t, "the reply delivered", func() bool { return len(a.Texts(10, 0)) > 0 })
+	r.env.Idle(t)
+	if got := strings.Join(a.Texts(10, 0), "|"); got != "after the outage" {
+		t.Fatalf("chat shows %q, want the reply once", got)
+	}
+	if un, err := r.env.Store.UnfinishedInbound(bg, "telegram", 0); err != nil || len(un) != 0 {
+		t.Fatalf("unfinished after the outage: %v %v", un, err)
+	}
+}
+
+// Resolve (a handoff's target) asks getChat what the chat is, so the lane's key is the one
+// the chat's own messages get: a DM, a forum topic (shared), a plain group (per user: a user
+// is needed), a channel; a topic of a chat that is no forum, an unknown chat and a bad topic
+// id are refused with one line.
+func TestResolve(t *testing.T) {
+	t.Parallel()
+	api := telegramtest.New(t, token)
+	api.AddChat(777, "private", false)
+	api.AddChat(-100200, "supergroup", true)
+	api.AddChat(-300, "group", false)
+	api.AddChat(-400, "channel", false)
+	b, err := New(Options{Token: token, BaseURL: api.URL, Locks: platformtest.New(t, platformtest.Options{}).Store, Retries: 1,
+		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		chat, thread, user string
+		key, err           string
+	}{
+		{chat: "777", key: "agent:main:telegram:dm:777"},
+		{chat: "-100200", thread: "7", key: "agent:main:telegram:thread:-100200:7"},
+		{chat: "-300", user: "42", key: "agent:main:telegram:group:-300:42"},
+		{chat: "-300", err: "--user"},
+		{chat: "-400", user: "9", key: "agent:main:telegram:channel:-400:9"},
+		{chat: "-300", thread: "7", err: "not a forum"},
+		{chat: "-999", err: "chat not found"},
+		{chat: "-100200", thread: "x", err: "not a positive number"},
+	} {
+		a, key, err := platform.ResolveTarget(bg, b, platform.DefaultPolicy, tc.chat, tc.thread, tc.user)
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "TEST-token") {
+				t.Errorf("%s:%s: %v (%+v), want an error naming %q", tc.chat, tc.thread, err, a, tc.err)
+			}
+		case err != nil || key != tc.key:
+			t.Errorf("%s:%s: key %q, %v; want %q", tc.chat, tc.thread, key, err, tc.key)
+		}
+	}
+}

@@ -5,7 +5,8 @@
 // and Retry-After; {"message","code"} otherwise), and the gateway websocket: HELLO (op 10),
 // IDENTIFY (op 2) answered by READY, heartbeats (op 1 → op 11), RESUME (op 6) replaying
 // the dispatches after the client's sequence then RESUMED, and MESSAGE_CREATE dispatches.
-// Faults are queued per route; a connection can be dropped. Wait blocks on a condition.
+// Faults are queued per route; a connection can be dropped, the next ones refused (Refuse).
+// Wait blocks on a condition.
 package discordfake
 
 import (
@@ -72,6 +73,8 @@ type Server struct {
 	resumes  int
 	up       websocket.Upgrader
 	firstTry map[string]time.Time // created content → its first attempt (faulted or not)
+	refuse   int                  // gateway connections still to refuse (Refuse)
+	refused  int
 }
 
 type dispatch struct {
@@ -187,7 +190,10 @@ func (v View) Ready() int {
 
 // Identifies and Resumes count the handshakes seen.
 func (v View) Identifies() int { return v.s.identify }
-func (v View) Resumes() int    { return v.s.resumes }
+
+// Refused is how many gateway connections Refuse turned away.
+func (v View) Refused() int { return v.s.refused }
+func (v View) Resumes() int { return v.s.resumes }
 
 // Fail queues faults for a route's next calls.
 func (s *Server) Fail(route string, faults ...Fault) {
@@ -393,6 +399,16 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "v=9 or 10 and encoding=json expected", http.StatusBadRequest)
 		return
 	}
+	s.mu.Lock()
+	if s.refuse > 0 {
+		s.refuse--
+		s.refused++
+		s.notify()
+		s.mu.Unlock()
+		http.Error(w, "the gateway is unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	s.mu.Unlock()
 	ws, err := s.up.Upgrade(w, r, nil)
 	if err != nil {
 		return
@@ -536,6 +552,14 @@ func (s *Server) Redeliver(id string) {
 			return
 		}
 	}
+}
+
+// Refuse makes the next n gateway connections fail their handshake (503): Discord away while
+// a bot starts.
+func (s *Server) Refuse(n int) {
+	s.mu.Lock()
+	s.refuse += n
+	s.mu.Unlock()
 }
 
 // Drop closes every gateway connection abruptly (the client resumes).

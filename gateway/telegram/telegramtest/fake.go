@@ -1,6 +1,6 @@
 // Package telegramtest is a local fake of the Telegram Bot API for tests and soaks: an
 // httptest server on 127.0.0.1 serving getUpdates (offsets, long polling, 409 for a second
-// poller), sendMessage and editMessageText (the 4,096-character limit, HTML entity parsing,
+// poller), getChat, sendMessage and editMessageText (the 4,096-character limit, HTML entity parsing,
 // "message is not modified"), setWebhook and deleteWebhook, with Telegram's JSON bodies and
 // error shapes, and faults on demand (429 with retry_after, 5xx, requests that hang).
 package telegramtest
@@ -34,10 +34,17 @@ type API struct {
 	nextMsg   map[int64]int64
 	sent      []*Message
 	faults    map[string][]Fault
+	down      map[string]Fault // methods failing every call until Up
 	calls     map[string]int
 	polling   int
 	conflicts int
 	webhook   map[string]any
+	chats     map[int64]chatInfo // what getChat knows: every chat pushed to, and AddChat's
+}
+
+type chatInfo struct {
+	kind  string
+	forum bool
 }
 
 // Message is one message the bot sent.
@@ -67,7 +74,7 @@ func New(t testing.TB, token string) *API {
 // Start starts a fake Bot API for token (a soak's); Close stops it.
 func Start(token string) *API {
 	f := &API{token: token, changed: make(chan struct{}), nextUp: 1, nextMsg: map[int64]int64{},
-		faults: map[string][]Fault{}, calls: map[string]int{}}
+		faults: map[string][]Fault{}, down: map[string]Fault{}, chats: map[int64]chatInfo{}, calls: map[string]int{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	return f
 }
@@ -84,6 +91,30 @@ func (f *API) Fail(method string, n int, ft Fault) {
 	for range n {
 		f.faults[method] = append(f.faults[method], ft)
 	}
+}
+
+// Down makes every call of method fail with ft until Up (an outage longer than any
+// client's retries).
+func (f *API) Down(method string, ft Fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down[method] = ft
+	f.bump()
+}
+
+// Up ends Down's outage of method.
+func (f *API) Up(method string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.down, method)
+	f.bump()
+}
+
+// Pending counts the faults queued for method's next calls and not yet served.
+func (f *API) Pending(method string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.faults[method])
 }
 
 func reply(w http.ResponseWriter, status int, body map[string]any) {
@@ -128,9 +159,12 @@ func (f *API) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.calls[method]++
-	if q := f.faults[method]; len(q) > 0 {
-		ft := q[0]
+	ft, faulted := f.down[method]
+	if q := f.faults[method]; !faulted && len(q) > 0 {
+		ft, faulted = q[0], true
 		f.faults[method] = q[1:]
+	}
+	if faulted {
 		f.bump()
 		f.mu.Unlock()
 		switch {
@@ -242,6 +276,23 @@ func (f *API) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		apiErr(w, 400, "Bad Request: message to edit not found", nil)
+	case "getChat":
+		c := chatID()
+		ci, ok := f.chats[c]
+		if !ok {
+			apiErr(w, 400, "Bad Request: chat not found", nil)
+			return
+		}
+		res := map[string]any{"id": c, "type": ci.kind}
+		if ci.forum {
+			res["is_forum"] = true
+		}
+		if ci.kind == "private" {
+			res["first_name"] = fmt.Sprintf("User%d", c)
+		} else {
+			res["title"] = fmt.Sprintf("Chat %d", c)
+		}
+		reply(w, 200, map[string]any{"ok": true, "result": res})
 	case "setWebhook", "deleteWebhook":
 		f.webhook = p
 		f.bump()
@@ -251,12 +302,23 @@ func (f *API) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// AddChat makes a chat known to getChat: kind is private, group, supergroup or channel;
+// forum marks a supergroup with topics. (Push adds the chats it writes to.)
+func (f *API) AddChat(chat int64, kind string, forum bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.chats[chat] = chatInfo{kind: kind, forum: forum}
+}
+
 // Push queues an update holding a message from user in chat; it returns the update id.
 // chatType is private, group or supergroup; thread > 0 makes it a forum topic message.
 func (f *API) Push(chat int64, chatType string, thread int64, userID int64, text string) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextMsg[chat]++
+	if ci := f.chats[chat]; !ci.forum {
+		f.chats[chat] = chatInfo{kind: chatType, forum: thread > 0}
+	}
 	msg := map[string]any{
 		"message_id": f.nextMsg[chat], "date": 1764590000,
 		"from": map[string]any{"id": userID, "is_bot": false, "first_name": fmt.Sprintf("User%d", userID)},
