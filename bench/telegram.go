@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -72,7 +72,7 @@ type tgLane struct {
 	user         int64
 	chatType     string
 	addr         plat.Address
-	sent         []string // expected answers, in order
+	sent         []string         // expected answers, in order
 	updates      map[string]int64 // answer text → the update id that carried it
 }
 
