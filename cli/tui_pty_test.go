@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/creack/pty"
 )
 
@@ -29,6 +30,7 @@ const (
 	keyTab       = "\t"
 	keyCtrlR     = "\x12"
 	keyCtrlD     = "\x04"
+	keyCtrlC     = "\x03"
 	keyEsc       = "\x1b"
 	pasteStart   = "\x1b[200~"
 	pasteEnd     = "\x1b[201~"
@@ -425,4 +427,69 @@ func TestChatLeavesOnSIGTERM(t *testing.T) {
 	if raw := s.raw(); !strings.Contains(raw[strings.LastIndex(raw, "\x1b[?2004h"):], "\x1b[?2004l") {
 		t.Errorf("bracketed paste left on after exit: %q", raw[max(len(raw)-200, 0):])
 	}
+}
+
+// TestChatResizeRedrawsTheView: narrowing and widening the terminal while a reply's line streams
+// and a two-line message waits in the editor redraws the whole view (the unfinished line and the
+// editor) at the new width, once: no rows of the old view are left above it, nothing shows twice.
+// The finished line is then printed whole, and the draft is still in the editor.
+func TestChatResizeRedrawsTheView(t *testing.T) {
+	t.Parallel()
+	g, url := startGatedModel(t)
+	s, cmd := startPTYSize(t, 80, 30, t.TempDir(), nil, "chat", "--provider", "openai", "--base-url", url+"/v1", "--model", "gated")
+	s.prompt()
+	s.press("tell me", keyEnter)
+	<-g.asked
+	s.press("draft one", keyAltEnter, "draft two") // typed ahead: sent when the turn ends
+	var words []string
+	for i := 1; i <= 40; i++ {
+		words = append(words, fmt.Sprintf("z%02d", i))
+	}
+	line := strings.Join(words, " ") // 159 columns: two rows at 80, four at 50
+	g.deltas <- line
+	s.onScreen("z40")
+	s.onScreen("· draft one\n  draft two")
+
+	resize := func(cols int) {
+		s.mu.Lock()
+		s.vt.Resize(cols, 30)
+		s.mu.Unlock()
+		if err := pty.Setsize(s.tty, &pty.Winsize{Rows: 30, Cols: uint16(cols)}); err != nil {
+			t.Fatal(err)
+		}
+		// The view as it must read at the new width: the line wrapped at it, then the editor.
+		want := strings.TrimRight(ansiWrap(line, cols), " ") + "\n· draft one\n  draft two"
+		s.waitFor(fmt.Sprintf("the view redrawn at %d columns", cols), func(string) bool {
+			return strings.HasSuffix(s.screen(), "\n"+want)
+		})
+		scr := s.screen()
+		for _, w := range append(words, "draft one", "draft two") {
+			if n := strings.Count(scr, w); n != 1 {
+				t.Errorf("at %d columns %q shows %d times:\n%s", cols, w, n, scr)
+			}
+		}
+	}
+	resize(50)
+	resize(120)
+	resize(36)
+
+	g.deltas <- " end\n"
+	g.deltas <- ""
+	s.expect("z40 end")
+	s.editorShows("› draft one\n  draft two")
+	if got := strings.Count(s.text(), "z40 end"); got != 1 {
+		t.Errorf("the finished line shows %d times:\n%s", got, s.text())
+	}
+	s.press(keyCtrlC, keyCtrlD) // Ctrl-C clears the draft, Ctrl-D leaves
+	waitExit(t, s, cmd)
+}
+
+// ansiWrap word-wraps s at cols as the chat's view does (rows joined by newlines, each row's
+// trailing blanks dropped as the screen reader drops them).
+func ansiWrap(s string, cols int) string {
+	rows := strings.Split(ansi.Wrap(s, cols, ""), "\n")
+	for i := range rows {
+		rows[i] = strings.TrimRight(rows[i], " ")
+	}
+	return strings.Join(rows, "\n")
 }
