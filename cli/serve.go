@@ -22,6 +22,7 @@ import (
 	"github.com/spoolhq/spool/prompt"
 	"github.com/spoolhq/spool/tools"
 	"github.com/spoolhq/spool/web"
+	"github.com/spoolhq/spool/web/signin"
 )
 
 const serveLong = `Serve spool's long sessions behind the OpenAI API, on the same $SPOOL_HOME (database) as the
@@ -219,12 +220,14 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	// The session browser, scoped to the key's principal (all sessions without keys, as spool ui).
 	// With keys, a person signs in at /ui/login with their API key (a session cookie); scripts
 	// may send the key as a Bearer header.
-	logins := uilogin.New(keys, uilogin.Options{Prefix: "/ui"})
+	// One table of sign-ins for the login and the pages: one cookie, one CSRF rule.
+	signins := signin.New(signin.Options{Prefix: "/ui"})
+	logins := uilogin.New(keys, uilogin.Options{Prefix: "/ui", SignIns: signins})
 	signOut := ""
 	if keys.Enabled() {
 		signOut = "/ui/logout"
 	}
-	ui := web.New(st, web.Options{Prefix: "/ui", SignOut: signOut, Principal: func(r *http.Request) (web.Principal, error) {
+	ui := web.New(st, web.Options{Prefix: "/ui", SignOut: signOut, SignIns: signins, Principal: func(r *http.Request) (web.Principal, error) {
 		p, ok := logins.Principal(r)
 		if !ok {
 			return web.Principal{}, errors.New("not signed in: sign in at /ui/login with your API key (or send Authorization: Bearer <key>)")

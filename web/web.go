@@ -2,9 +2,7 @@ package web
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
@@ -20,6 +18,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/web/signin"
 )
 
 // Store is the part of store.Store the browser uses; every store.Store satisfies it.
@@ -62,9 +61,14 @@ type Options struct {
 	// request sees every session.
 	Principal func(r *http.Request) (Principal, error)
 	// LoginToken, when set, is a one-time token: the first request carrying ?token=LoginToken
-	// gets a session cookie (HttpOnly, SameSite=Strict) and every later request needs that
-	// cookie. spool ui prints the URL with it.
+	// is signed in (a sign-in cookie of SignIns) and every later request needs a live sign-in.
+	// spool ui prints the URL with it.
 	LoginToken string
+	// SignIns is the table of signed-in browsers whose cookie binds the pages' CSRF tokens (and,
+	// with LoginToken, admits requests). spool serve passes the one its key login
+	// (gateway/uilogin) issues into, so the browser and the sign-out share one cookie and one
+	// CSRF rule. Nil: a table of the Server's own, whose sign-ins last OwnSignInTTL.
+	SignIns *signin.Table
 	// SignOut, when set, is the path of a sign-out page (spool serve's /ui/logout); every page's
 	// header links to it.
 	SignOut string
@@ -84,15 +88,14 @@ var assetFS embed.FS
 
 // Server serves the browser's pages. Close ends its live streams.
 type Server struct {
-	st     Store
-	opts   Options
-	mux    *http.ServeMux
-	tmpl   *template.Template
-	secret []byte // CSRF and cookie MACs
+	st      Store
+	opts    Options
+	mux     *http.ServeMux
+	tmpl    *template.Template
+	signins *signin.Table
 
 	mu        sync.Mutex
 	tokenUsed bool
-	cookies   map[string]bool // session cookies handed out for the login token
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -113,7 +116,10 @@ func New(st Store, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{st: st, opts: opts, secret: randomBytes(32), cookies: map[string]bool{}, done: make(chan struct{})}
+	s := &Server{st: st, opts: opts, signins: opts.SignIns, done: make(chan struct{})}
+	if s.signins == nil {
+		s.signins = signin.New(signin.Options{Prefix: opts.Prefix, TTL: OwnSignInTTL})
+	}
 	s.tmpl = template.Must(template.New("").Funcs(s.funcs()).ParseFS(templateFS, "templates/*.html"))
 	p := opts.Prefix
 	m := http.NewServeMux()
@@ -171,28 +177,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-const cookieName = "spool_ui"
+// OwnSignInTTL is how long a sign-in of a Server's own table (Options.SignIns nil) lasts: the
+// one-time link of spool ui works once, so its sign-in lasts as long as a browser plausibly
+// stays open on it; a restart of spool ui prints a new link.
+const OwnSignInTTL = 30 * 24 * time.Hour
 
-// login enforces the one-time token: it exchanges the token for a cookie (redirecting to the
-// same URL without it) or checks the cookie. It reports whether the request may go on.
+// login enforces the one-time token: it exchanges the token for a sign-in (redirecting to the
+// same URL without it) or checks the sign-in. It reports whether the request may go on.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) bool {
-	if c, err := r.Cookie(cookieName); err == nil && s.validCookie(c.Value) {
+	if s.signins.SignedIn(r) {
 		return true
 	}
 	tok := r.URL.Query().Get("token")
 	if tok != "" && r.Method == http.MethodGet {
 		s.mu.Lock()
 		ok := !s.tokenUsed && subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.LoginToken)) == 1
-		var value string
 		if ok {
 			s.tokenUsed = true
-			value = hex.EncodeToString(randomBytes(24))
-			s.cookies[value] = true
 		}
 		s.mu.Unlock()
 		if ok {
-			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: s.opts.Prefix + "/", HttpOnly: true,
-				SameSite: http.SameSiteStrictMode})
+			s.signins.Issue(w, r, "") // spool ui's sign-in sees every session
 			u := *r.URL
 			q := u.Query()
 			q.Del("token")
@@ -203,12 +208,6 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) bool {
 	}
 	s.fail(w, r, http.StatusUnauthorized, "not signed in: open the URL that `spool ui` printed (its token works once)")
 	return false
-}
-
-func (s *Server) validCookie(v string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cookies[v]
 }
 
 type ctxKey struct{}
@@ -227,13 +226,8 @@ func (s *Server) viewerOf(r *http.Request) (viewer, error) {
 			return viewer{}, err
 		}
 	}
-	cookie := ""
-	if c, err := r.Cookie(cookieName); err == nil {
-		cookie = c.Value
-	}
-	mac := hmac.New(sha256.New, s.secret)
-	fmt.Fprintf(mac, "csrf\x00%t\x00%s\x00%s", p.Scoped, p.UserID, cookie)
-	return viewer{Principal: p, csrf: hex.EncodeToString(mac.Sum(nil))}, nil
+	// One CSRF rule for every form, sign-out included (package web/signin).
+	return viewer{Principal: p, csrf: s.signins.CSRF(r, fmt.Sprintf("%t\x00%s", p.Scoped, p.UserID))}, nil
 }
 
 // handlerFunc is a page or action handler; an error it returns becomes the error page.
@@ -286,7 +280,7 @@ func (s *Server) action(h handlerFunc) http.HandlerFunc {
 		if tok == "" {
 			tok = r.Header.Get("X-CSRF-Token")
 		}
-		if subtle.ConstantTimeCompare([]byte(tok), []byte(v.csrf)) != 1 {
+		if v.csrf == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(v.csrf)) != 1 {
 			s.fail(w, r, http.StatusForbidden, "missing or stale CSRF token: reload the page and try again")
 			return
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/web/signin"
 )
 
 // client talks to a real HTTP server running the browser.
@@ -341,8 +342,10 @@ func TestLoginToken(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/sessions/"+f.demo {
 		t.Fatalf("token exchange: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
+	// The one sign-in cookie (web/signin), as spool serve's key login sets it.
 	ck := resp.Cookies()
-	if len(ck) != 1 || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode {
+	if len(ck) != 1 || ck[0].Name != signin.CookieName || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode ||
+		ck[0].Path != "/ui/" || ck[0].MaxAge != int(OwnSignInTTL/time.Second) || len(ck[0].Value) != 64 {
 		t.Fatalf("cookie = %+v", ck)
 	}
 	c.mustGet("/ui/sessions/" + f.demo)
@@ -350,6 +353,63 @@ func TestLoginToken(t *testing.T) {
 	other := newClient(t, base)
 	if code, _ := other.get("/ui/?token=s3cret"); code != http.StatusUnauthorized {
 		t.Fatalf("token reused: %d", code)
+	}
+	// The pages' CSRF token is bound to this sign-in: it renames; a forged cookie is no sign-in.
+	tok := c.csrf("/ui/sessions/" + f.demo)
+	if resp, _ := c.post("/ui/sessions/"+f.demo+"/rename", url.Values{"csrf": {tok}, "title": {"renamed by the link"}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("rename after the one-time sign-in: %d", resp.StatusCode)
+	}
+	forged := newClient(t, base)
+	u, _ := url.Parse(base + "/ui/")
+	forged.c.Jar.SetCookies(u, []*http.Cookie{{Name: signin.CookieName, Value: strings.Repeat("ab", 32)}})
+	if code, _ := forged.get("/ui/"); code != http.StatusUnauthorized {
+		t.Fatalf("forged cookie: %d", code)
+	}
+}
+
+// TestSharedSignIns: with Options.SignIns, a sign-in issued into the table by another entry
+// point (spool serve's key login) binds the pages' CSRF tokens: each sign-in its own.
+func TestSharedSignIns(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	table := signin.New(signin.Options{Prefix: "/ui"})
+	s := New(f.st, Options{SignIns: table})
+	signedIn := func() *http.Cookie {
+		rec := httptest.NewRecorder()
+		table.Issue(rec, httptest.NewRequest("GET", "/ui/login", nil), "alice")
+		return rec.Result().Cookies()[0]
+	}
+	tokenOf := func(ck *http.Cookie) string {
+		req := httptest.NewRequest("GET", "/ui/sessions/"+f.demo, nil)
+		if ck != nil {
+			req.AddCookie(ck)
+		}
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		m := csrfRe.FindStringSubmatch(rec.Body.String())
+		if rec.Code != 200 || m == nil {
+			t.Fatalf("page: %d, no CSRF token", rec.Code)
+		}
+		return m[1]
+	}
+	a, b := signedIn(), signedIn()
+	ta, tb, none := tokenOf(a), tokenOf(b), tokenOf(nil)
+	if ta == tb || ta == none || tb == none || tokenOf(a) != ta {
+		t.Fatal("the pages' CSRF token is not bound to the sign-in")
+	}
+	post := func(ck *http.Cookie, tok string) int {
+		req := httptest.NewRequest("POST", "/ui/sessions/"+f.demo+"/rename", strings.NewReader(url.Values{"csrf": {tok}, "title": {"shared " + tok[:6]}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(ck)
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	if code := post(a, tb); code != http.StatusForbidden {
+		t.Fatalf("another sign-in's token: %d, want 403", code)
+	}
+	if code := post(a, ta); code != http.StatusSeeOther {
+		t.Fatalf("the sign-in's own token: %d, want 303", code)
 	}
 }
 

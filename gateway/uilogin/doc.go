@@ -3,16 +3,17 @@
 // session cookie, and logout.
 //
 // The contract:
-//   - A request is authenticated by its Bearer key (as the API is) or by the session cookie. The
-//     cookie holds a random 256-bit token; the server keeps only its sha256 with the principal
-//     and the expiry (Options.TTL), in memory: a restart signs everyone out. The cookie is
-//     HttpOnly, SameSite=Strict, Path=<prefix>/, Secure when the request came over TLS, and
-//     expires with the server-side entry.
+//   - A request is authenticated by its Bearer key (as the API is) or by its sign-in cookie.
+//     Sign-ins live in a web/signin table (Options.SignIns; spool serve shares the session
+//     browser's, so pages, actions and sign-out check one cookie and one CSRF rule): a random
+//     256-bit token in an HttpOnly, SameSite=Strict cookie (Path=<prefix>/, Secure over TLS),
+//     the server keeping only its sha256 with the principal and the expiry (Options.TTL), in
+//     memory, so a restart signs everyone out.
 //   - Login and logout are POSTs accepted only from the same origin (Origin, else
-//     Sec-Fetch-Site); logout also needs the CSRF token its form carries (an HMAC of the cookie's
-//     token under a per-process secret), else 403 and the sign-in stays; the pages' own
-//     state-changing forms carry the browser's CSRF tokens (package web). A wrong key is 401 and sets nothing. The page that follows login is a path under the
-//     prefix, never another site.
+//     Sec-Fetch-Site); logout also needs the sign-in's CSRF token (the one every page's forms
+//     carry: an HMAC of the cookie's token under the table's per-process secret), else 403 and
+//     the sign-in stays. A wrong key is 401 and sets nothing. The page that follows login is a
+//     path under the prefix, never another site.
 //   - A page request without a valid key or cookie is redirected to the login page; other
 //     requests (assets, posts, event streams) are 401.
 //   - Failed sign-ins (a wrong key on the form, a wrong Bearer key) are counted per client

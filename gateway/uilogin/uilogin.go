@@ -1,37 +1,36 @@
 package uilogin
 
 import (
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spoolhq/spool/gateway"
+	"github.com/spoolhq/spool/web/signin"
 )
 
-// CookieName is the session cookie's name.
-const CookieName = "spool_session"
+// CookieName is the sign-in cookie's name (package web/signin's, shared with spool ui).
+const CookieName = signin.CookieName
 
 // Defaults of Options.
 const (
-	DefaultTTL         = 12 * time.Hour
-	DefaultMaxSessions = 10000
+	DefaultTTL         = signin.DefaultTTL
+	DefaultMaxSessions = signin.DefaultMaxSessions
 )
 
 // Options configure the sign-in. Zero fields take defaults.
 type Options struct {
 	// Prefix is the session browser's path ("/ui").
 	Prefix string
-	// TTL is how long a sign-in lasts.
+	// SignIns is the table sign-ins are issued into; spool serve passes the session browser's
+	// (web.Options.SignIns), so both check one cookie and one CSRF rule. Nil: a table of its
+	// own, made with Prefix, TTL, MaxSessions and Now.
+	SignIns *signin.Table
+	// TTL is how long a sign-in lasts (only for a table of its own).
 	TTL time.Duration
-	// MaxSessions bounds the signed-in browsers kept; the oldest is signed out beyond it.
+	// MaxSessions bounds the signed-in browsers kept (only for a table of its own).
 	MaxSessions int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -46,18 +45,10 @@ type Options struct {
 
 // Logins signs browsers in with an API key. Safe for concurrent use.
 type Logins struct {
-	keys   gateway.Keys
-	o      Options
-	secret [32]byte // keys the sign-out form's CSRF token
-	limit  *limiter
-
-	mu       sync.Mutex
-	sessions map[[32]byte]entry
-}
-
-type entry struct {
-	principal string
-	expires   time.Time
+	keys    gateway.Keys
+	o       Options
+	signins *signin.Table
+	limit   *limiter
 }
 
 // New returns the sign-in for keys.
@@ -66,12 +57,6 @@ func New(keys gateway.Keys, o Options) *Logins {
 		o.Prefix = "/ui"
 	}
 	o.Prefix = "/" + strings.Trim(o.Prefix, "/")
-	if o.TTL <= 0 {
-		o.TTL = DefaultTTL
-	}
-	if o.MaxSessions <= 0 {
-		o.MaxSessions = DefaultMaxSessions
-	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -84,20 +69,14 @@ func New(keys gateway.Keys, o Options) *Logins {
 	if o.MaxTracked <= 0 {
 		o.MaxTracked = DefaultMaxTracked
 	}
-	l := &Logins{keys: keys, o: o, sessions: map[[32]byte]entry{}, limit: newLimiter(o)}
-	_, _ = rand.Read(l.secret[:])
-	return l
+	t := o.SignIns
+	if t == nil {
+		t = signin.New(signin.Options{Prefix: o.Prefix, TTL: o.TTL, MaxSessions: o.MaxSessions, Now: o.Now})
+	}
+	return &Logins{keys: keys, o: o, signins: t, limit: newLimiter(o)}
 }
 
-// csrf is the sign-out form's token for a session cookie: an HMAC of the cookie's token under a
-// per-process secret, so a page that cannot read the HttpOnly cookie cannot forge it.
-func (l *Logins) csrf(token string) string {
-	mac := hmac.New(sha256.New, l.secret[:])
-	mac.Write([]byte("logout\x00" + token))
-	return hex.EncodeToString(mac.Sum(nil))
-}
-
-// Principal is whom a request acts for: its Bearer key's principal, else its session cookie's;
+// Principal is whom a request acts for: its Bearer key's principal, else its sign-in's;
 // gateway.Local without keys.
 func (l *Logins) Principal(r *http.Request) (string, bool) {
 	if !l.keys.Enabled() {
@@ -106,70 +85,11 @@ func (l *Logins) Principal(r *http.Request) (string, bool) {
 	if key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		return l.keys.Authenticate(strings.TrimSpace(key))
 	}
-	c, err := r.Cookie(CookieName)
-	if err != nil {
-		return "", false
+	p, ok := l.signins.Principal(r)
+	if !ok || p == "" {
+		return "", false // "" is spool ui's sign-in (everyone), never a key's
 	}
-	return l.lookup(c.Value)
-}
-
-func (l *Logins) lookup(token string) (string, bool) {
-	b, err := hex.DecodeString(token)
-	if err != nil || len(b) != 32 {
-		return "", false
-	}
-	sum := sha256.Sum256(b)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e, ok := l.sessions[sum]
-	if !ok {
-		return "", false
-	}
-	if !l.o.Now().Before(e.expires) {
-		delete(l.sessions, sum)
-		return "", false
-	}
-	return e.principal, true
-}
-
-// issue records a sign-in and returns its token.
-func (l *Logins) issue(principal string) (string, time.Time) {
-	var b [32]byte
-	_, _ = rand.Read(b[:])
-	sum := sha256.Sum256(b[:])
-	now := l.o.Now()
-	exp := now.Add(l.o.TTL)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.sessions) >= l.o.MaxSessions {
-		var oldest [32]byte
-		first := true
-		for k, e := range l.sessions {
-			if !now.Before(e.expires) {
-				delete(l.sessions, k)
-				continue
-			}
-			if first || e.expires.Before(l.sessions[oldest].expires) {
-				oldest, first = k, false
-			}
-		}
-		if len(l.sessions) >= l.o.MaxSessions && !first {
-			delete(l.sessions, oldest)
-		}
-	}
-	l.sessions[sum] = entry{principal: principal, expires: exp}
-	return hex.EncodeToString(b[:]), exp
-}
-
-func (l *Logins) revoke(token string) {
-	b, err := hex.DecodeString(token)
-	if err != nil || len(b) != 32 {
-		return
-	}
-	sum := sha256.Sum256(b)
-	l.mu.Lock()
-	delete(l.sessions, sum)
-	l.mu.Unlock()
+	return p, true
 }
 
 // Guard lets authenticated requests through to next; an unauthenticated page request is sent
@@ -236,22 +156,15 @@ func (l *Logins) Handler() http.Handler {
 			page(w, http.StatusUnauthorized, pageData{Prefix: p, Title: "Sign in", Login: true, Next: next, Error: "That API key is not known here."})
 			return
 		}
-		token, exp := l.issue(principal)
-		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: token, Path: p + "/", Expires: exp, MaxAge: int(l.o.TTL / time.Second),
-			HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		l.signins.Issue(w, r, principal)
 		http.Redirect(w, r, next, http.StatusSeeOther)
 	})
 	m.HandleFunc("GET "+p+"/logout", func(w http.ResponseWriter, r *http.Request) {
-		c, err := r.Cookie(CookieName)
-		if err != nil {
+		if !l.signins.SignedIn(r) {
 			http.Redirect(w, r, p+"/login", http.StatusSeeOther)
 			return
 		}
-		if _, ok := l.lookup(c.Value); !ok {
-			http.Redirect(w, r, p+"/login", http.StatusSeeOther)
-			return
-		}
-		page(w, http.StatusOK, pageData{Prefix: p, Title: "Sign out", Logout: true, CSRF: l.csrf(c.Value)})
+		page(w, http.StatusOK, pageData{Prefix: p, Title: "Sign out", Logout: true, CSRF: l.signins.CSRF(r, "")})
 	})
 	m.HandleFunc("POST "+p+"/logout", func(w http.ResponseWriter, r *http.Request) {
 		if !sameOrigin(r) {
@@ -263,16 +176,13 @@ func (l *Logins) Handler() http.Handler {
 			page(w, http.StatusBadRequest, pageData{Prefix: p, Title: "Sign out", Error: "The form could not be read."})
 			return
 		}
-		if c, err := r.Cookie(CookieName); err == nil {
-			if _, ok := l.lookup(c.Value); ok {
-				if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(l.csrf(c.Value))) != 1 {
-					page(w, http.StatusForbidden, pageData{Prefix: p, Title: "Refused", Error: "Missing or stale sign-out token: open " + p + "/logout and try again."})
-					return
-				}
-				l.revoke(c.Value)
-			}
+		// The sign-out form carries the one CSRF token of the sign-in (every page's forms carry
+		// the same one).
+		if l.signins.SignedIn(r) && !l.signins.CheckCSRF(r, "", r.PostForm.Get("csrf")) {
+			page(w, http.StatusForbidden, pageData{Prefix: p, Title: "Refused", Error: "Missing or stale sign-out token: open " + p + "/logout and try again."})
+			return
 		}
-		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: p + "/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		l.signins.SignOut(w, r)
 		http.Redirect(w, r, p+"/login", http.StatusSeeOther)
 	})
 	return m
