@@ -207,7 +207,11 @@ func (a *Agent) addModel(m *model, engine compress.Engine, sum compress.Summariz
 	}
 	m.threshold, m.engine = thr, engine
 	if m.engine == nil && a.cfg.Compression.Enabled {
-		m.engine = NewCompressor(a.cfg.Compression, sum, a.now)
+		local := NewCompressor(a.cfg.Compression, sum, a.now)
+		m.engine = local
+		if pe := providerEngineFor(a.cfg.Compression, m, local); pe != nil {
+			m.engine = pe
+		}
 	}
 	a.models = append(a.models, m)
 	return nil
@@ -228,6 +232,16 @@ func NewCompressor(cfg compress.Config, s compress.Summarizer, now func() time.T
 type wireEstimator struct{}
 
 func (wireEstimator) Message(m store.Message) int { return tokens.EstimateMessage(m) }
+
+// Engine names the compaction engine the main model's turns use: "default" (spool's own
+// compressor), "provider" (compression.engine provider on a client that compacts), or a
+// custom engine's name; "" when compaction is off.
+func (a *Agent) Engine() string {
+	if a.models[0].engine == nil {
+		return ""
+	}
+	return a.models[0].engine.Name()
+}
 
 // Threshold is the resolved compaction trigger of the agent's main model.
 func (a *Agent) Threshold() compress.Resolution { return a.models[0].threshold }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spoolhq/spool/compress"
+	"github.com/spoolhq/spool/config"
 	"github.com/spoolhq/spool/provider"
 )
 
@@ -40,6 +41,9 @@ type explained struct {
 	FallbackCooldown string              `json:"fallback_cooldown,omitempty"`
 	// RecallDetail is session_search's detail when the model names none (recall.detail).
 	RecallDetail string `json:"recall_detail"`
+	// Engine is the compaction engine that will run: "local" or "provider" (compression.engine,
+	// provider only on the Responses API).
+	Engine string `json:"engine"`
 }
 
 type explainedFallback struct {
@@ -128,6 +132,7 @@ func (a *app) configExplainCommand() *cobra.Command {
 				fbs = append(fbs, explainedFallback{Name: fb.Name, Provider: p.Name, Model: p.Model, BaseURL: p.BaseURL, API: api,
 					ContextLength: w, ContextSource: src, TriggerTokens: fres.Tokens})
 			}
+			engine, engineWhy := explainEngine(cfg)
 			file := cfg.File
 			if a.json {
 				out := explained{
@@ -136,7 +141,7 @@ func (a *app) configExplainCommand() *cobra.Command {
 					Percent: res.Percent, EffectiveWindow: res.EffectiveWindow, TriggerTokens: res.Tokens,
 					TailMode: res.TailMode, TailBudget: res.TailBudget, TailSoftCeiling: res.TailSoftCeiling,
 					MaxSummaryTokens: res.MaxSummaryTokens, Steps: []explainedStep{}, Notices: nonNil(res.Notices),
-					Fallbacks: nonNil(fbs), RecallDetail: cfg.Recall.Detail,
+					Fallbacks: nonNil(fbs), RecallDetail: cfg.Recall.Detail, Engine: engine,
 				}
 				if len(fbs) > 0 {
 					out.FallbackCooldown = cfg.Provider.FallbackCooldown.String()
@@ -154,6 +159,7 @@ func (a *app) configExplainCommand() *cobra.Command {
 			if cfg.Provider.Name == "openai" {
 				fmt.Fprintf(a.stdout, "provider api: %s (provider.api: chat | responses)\n", cmp.Or(cfg.Provider.API, "chat"))
 			}
+			fmt.Fprintf(a.stdout, "compaction engine: %s (compression.engine: local | provider): %s\n", engine, engineWhy)
 			fmt.Fprintf(a.stdout, "session_search detail when the model names none: %s (recall.detail: adaptive | summary)\n", cfg.Recall.Detail)
 			if !ccfg.Enabled {
 				fmt.Fprintln(a.stdout, "note: compression.enabled is false: sessions never compact automatically (manual /compress still works)")
@@ -184,4 +190,15 @@ func (a *app) configExplainCommand() *cobra.Command {
 	f.StringVar(&model, "model", "", "model to explain (default provider.model)")
 	f.IntVar(&context, "context", 0, "the model's context window in tokens (default: the built-in table)")
 	return cmd
+}
+
+// explainEngine is the compaction engine the main model's sessions will use, and why.
+func explainEngine(cfg config.Config) (string, string) {
+	if cfg.Compression.Engine != "provider" {
+		return "local", "spool's own compressor writes every summary"
+	}
+	if cfg.Provider.Name != "openai" || cfg.Provider.API != "responses" {
+		return "local", "compression.engine provider needs provider openai with provider.api responses (the Responses API compacts); spool's own compressor runs"
+	}
+	return "provider", "the provider compacts (POST /responses/compact) at spool's trigger; spool keeps the split, the ledger and the tail, and its own compressor takes over when the provider's compaction fails"
 }

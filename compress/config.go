@@ -40,6 +40,9 @@ type Config struct {
 	// TargetRatio sizes the legacy tail budget; clamped to [0.10, 0.80].
 	TargetRatio float64 `yaml:"target_ratio" json:"target_ratio"`
 	TailMode    string  `yaml:"tail_mode" json:"tail_mode"`
+	// Engine is compression.engine: "" or "local" for spool's own compressor, "provider" for
+	// the provider's compaction where the client offers one (agent falls back to local).
+	Engine string `yaml:"engine" json:"engine,omitempty"`
 	// ProtectLastN is the tail's message floor (capped at 8 by the tail cut).
 	ProtectLastN int `yaml:"protect_last_n" json:"protect_last_n"`
 	// ProtectFirstN keeps the first exchange on the first compaction only.
@@ -79,6 +82,7 @@ func DefaultConfig() Config {
 		ThresholdTokens:     DefaultThresholdTokens,
 		TargetRatio:         DefaultTargetRatio,
 		TailMode:            TailLean,
+		Engine:              "local",
 		ProtectLastN:        DefaultProtectLastN,
 		ProtectFirstN:       DefaultProtectFirstN,
 		MinTailUserMessages: 1,

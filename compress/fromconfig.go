@@ -25,6 +25,9 @@ func FromConfig(c config.Config) Config {
 	out.ProtectFirstN = cc.ProtectFirstN
 	out.AbortOnSummaryFailure = cc.AbortOnSummaryFailure
 	out.ModelThresholds = maps.Clone(cc.ModelThresholds)
+	if cc.Engine != "" {
+		out.Engine = cc.Engine
+	}
 	out.SummaryModel = c.Auxiliary.Compression.Model
 	out.SummaryContextLength = c.Auxiliary.Compression.ContextLength
 	out.ContextTimeout = c.Auxiliary.Compression.Timeout

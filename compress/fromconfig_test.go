@@ -19,13 +19,14 @@ func TestFromConfig(t *testing.T) {
 	custom.Compression = config.Compression{
 		Enabled: false, Threshold: 0.6, ThresholdTokens: 90_000, TargetRatio: 0.3, TargetFill: 0.4, TailMode: "legacy",
 		InPlace: false, ProtectLastN: 12, ProtectFirstN: 0, AbortOnSummaryFailure: true,
-		ModelThresholds: map[string]float64{"gpt-5": 0.7, "anthropic:sonnet": 0.8},
+		ModelThresholds: map[string]float64{"gpt-5": 0.7, "anthropic:sonnet": 0.8}, Engine: "provider",
 	}
 	custom.Auxiliary.Compression = config.AuxModel{Model: "gpt-5-mini", Timeout: 45 * time.Second, ContextLength: 32_000}
 	want := DefaultConfig()
 	want.Enabled, want.Threshold, want.ThresholdTokens, want.TargetRatio, want.TargetFill, want.TailMode = false, 0.6, 90_000, 0.3, 0.4, TailLegacy
 	want.ProtectLastN, want.ProtectFirstN, want.AbortOnSummaryFailure = 12, 0, true
 	want.ModelThresholds = map[string]float64{"gpt-5": 0.7, "anthropic:sonnet": 0.8}
+	want.Engine = "provider"
 	want.SummaryModel, want.ContextTimeout, want.SummaryContextLength = "gpt-5-mini", 45*time.Second, 32_000
 
 	noTail := config.Default("/home")
@@ -63,7 +64,7 @@ func TestFromConfigCoversEveryKey(t *testing.T) {
 		names = append(names, f.Name)
 	}
 	known := []string{"Enabled", "Threshold", "ThresholdTokens", "TargetRatio", "TargetFill", "TailMode", "InPlace",
-		"ProtectLastN", "ProtectFirstN", "AbortOnSummaryFailure", "ModelThresholds"}
+		"ProtectLastN", "ProtectFirstN", "AbortOnSummaryFailure", "ModelThresholds", "Engine"}
 	slices.Sort(names)
 	slices.Sort(known)
 	if !slices.Equal(names, known) {

@@ -198,6 +198,11 @@ type Compression struct {
 	// ModelThresholds overrides Threshold per model: keys match as substrings of the model name
 	// ("provider:substr" only on that provider), the longest match wins.
 	ModelThresholds map[string]float64 `yaml:"model_thresholds" range:"0,1"`
+	// Engine picks who writes a compaction: "local" (spool's own compressor, the default) or
+	// "provider" (the provider compacts: the Responses API's POST /responses/compact, kept in
+	// the summary row and replayed byte for byte; spool's split, ledger and tail still run, and
+	// its own compressor takes over when the provider's compaction fails or is unavailable).
+	Engine string `yaml:"engine" enum:"local,provider"`
 }
 
 // Auxiliary configures side models.
@@ -298,6 +303,7 @@ func Default(home string) Config {
 			TargetRatio:     0.20,
 			TargetFill:      0.5,
 			TailMode:        "lean",
+			Engine:          "local",
 			InPlace:         true,
 			ProtectLastN:    20,
 			ProtectFirstN:   3,

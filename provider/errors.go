@@ -47,6 +47,9 @@ func (c Class) Fallback() bool {
 	return false
 }
 
+// ErrNoCompaction: the client's provider does not compact conversations itself (Compactor).
+var ErrNoCompaction = errors.New("the provider offers no compaction of its own")
+
 // Error is a classified provider failure.
 type Error struct {
 	Class      Class

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/spoolhq/spool/store"
 )
@@ -36,6 +37,11 @@ type Request struct {
 	Tools       []Tool
 	MaxTokens   int     // 0: provider default
 	Temperature float64 // negative: provider default
+	// CompactThreshold, when positive, asks a provider that compacts on its own side while
+	// answering (the Responses API's context_management) to do so once the rendered prompt
+	// crosses this many tokens; the compaction item comes back in Response.ReasoningDetails and
+	// Response.Compacted is set. Others ignore it.
+	CompactThreshold int
 }
 
 // Usage is what one call consumed, as the provider reported it. InputTokens counts every prompt
@@ -60,6 +66,10 @@ type Response struct {
 	ToolCalls        []store.ToolCall
 	FinishReason     string // "stop", "tool_calls", "length", "content_filter"
 	Usage            Usage
+	// Compacted is set when the provider compacted the conversation while answering (a
+	// compaction item is among ReasoningDetails): the messages before this answer are carried
+	// by it from now on.
+	Compacted bool
 }
 
 // Delta is a piece of a streamed response.
@@ -75,4 +85,41 @@ type Client interface {
 	Chat(ctx context.Context, req Request, onDelta func(Delta)) (Response, error)
 	// Name identifies the provider ("openai", "anthropic", "fake").
 	Name() string
+}
+
+// Compacted is a conversation compacted on the provider's side (the Responses API's POST
+// /responses/compact): Items is the JSON array of output items, in compact form, that replaces
+// the compacted input on later requests (retained messages and an opaque compaction item with
+// its encrypted content); it is stored and sent back byte for byte.
+type Compacted struct {
+	Model string
+	Items json.RawMessage
+	Usage Usage
+}
+
+// Compactor is a Client whose provider compacts conversations itself. A client that is not one
+// (or fails) leaves compaction to spool's own compressor.
+type Compactor interface {
+	// CanCompact reports whether the client's configured API compacts (the Responses API).
+	CanCompact() bool
+	// Compact sends req's system prompt and messages to be compacted (no tools, no output).
+	Compact(ctx context.Context, req Request) (Compacted, error)
+}
+
+// CompactedWindowType marks ReasoningDetails that hold a provider compaction's window, as the
+// summary row of that compaction keeps it: {"type":"compacted_window","items":[…]}, the items
+// being Compacted.Items as the provider sent them (compact form). The adapter that made it
+// replays the items byte for byte before the row's text; other adapters send the text only.
+const CompactedWindowType = "compacted_window"
+
+// CompactedWindow wraps Compacted.Items for a summary row's ReasoningDetails.
+func CompactedWindow(items json.RawMessage) (json.RawMessage, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(items, &raws); err != nil {
+		return nil, fmt.Errorf("compacted items: %w", err)
+	}
+	return json.Marshal(struct {
+		Type  string            `json:"type"`
+		Items []json.RawMessage `json:"items"`
+	}{CompactedWindowType, raws})
 }

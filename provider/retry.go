@@ -62,6 +62,40 @@ type retryClient struct {
 
 func (r *retryClient) Name() string { return r.next.Name() }
 
+// CanCompact forwards to the wrapped client.
+func (r *retryClient) CanCompact() bool {
+	c, ok := r.next.(Compactor)
+	return ok && c.CanCompact()
+}
+
+// Compact forwards to the wrapped client's provider compaction, retried like Chat; a client
+// without one answers ErrNoCompaction.
+func (r *retryClient) Compact(ctx context.Context, req Request) (Compacted, error) {
+	c, ok := r.next.(Compactor)
+	if !ok {
+		return Compacted{}, ErrNoCompaction
+	}
+	for attempt := 1; ; attempt++ {
+		out, err := c.Compact(ctx, req)
+		if err == nil || ctx.Err() != nil || !ClassOf(err).Retryable() || attempt >= r.policy.MaxAttempts {
+			return out, err
+		}
+		wait, ok := r.wait(attempt, err)
+		if !ok {
+			return out, err
+		}
+		if dl, has := ctx.Deadline(); has && time.Until(dl) < wait {
+			return out, err
+		}
+		if r.policy.OnRetry != nil {
+			r.policy.OnRetry(attempt, wait, err)
+		}
+		if serr := r.sleep(ctx, wait); serr != nil {
+			return out, fmt.Errorf("waiting to retry: %w: %w", serr, err)
+		}
+	}
+}
+
 func (r *retryClient) Chat(ctx context.Context, req Request, onDelta func(Delta)) (Response, error) {
 	delivered := false
 	var tracked func(Delta)

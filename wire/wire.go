@@ -144,6 +144,11 @@ func toWire(m *store.Message) (provider.Message, error) {
 	wm := provider.Message{Role: m.Role, Content: m.Content}
 	switch m.Role {
 	case store.RoleUser:
+		if m.Summary {
+			// A provider compaction's window rides on its summary row (replayed by the
+			// adapter that made it; the others send the text).
+			wm.ReasoningDetails = replayable(m.ReasoningDetails)
+		}
 	case store.RoleAssistant:
 		wm.ToolCalls = slices.Clone(m.ToolCalls)
 		wm.Reasoning = m.Reasoning

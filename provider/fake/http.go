@@ -26,6 +26,8 @@ func (m *Model) Handler() http.Handler {
 	mux.HandleFunc("POST /chat/completions", m.serveOpenAI)
 	mux.HandleFunc("POST /v1/responses", m.serveResponses)
 	mux.HandleFunc("POST /responses", m.serveResponses)
+	mux.HandleFunc("POST /v1/responses/compact", m.serveCompact)
+	mux.HandleFunc("POST /responses/compact", m.serveCompact)
 	mux.HandleFunc("POST /v1/messages", m.serveAnthropic)
 	mux.HandleFunc("POST /messages", m.serveAnthropic)
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {

@@ -92,6 +92,8 @@ type Stats struct {
 	CachedTokens     int64 // prompt tokens read from the cache
 	CacheWriteTokens int64
 	OutputTokens     int64
+	// Compactions counts POST /responses/compact calls answered (not in Requests).
+	Compactions int64
 }
 
 // CacheHitRate is CachedTokens / PromptTokens, 0 before any prompt.

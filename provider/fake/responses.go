@@ -102,6 +102,14 @@ func (m *Model) serveResponses(w http.ResponseWriter, r *http.Request) {
 			} else {
 				c.msgs = append(c.msgs, provider.Message{Role: "assistant", ToolCalls: []store.ToolCall{tc}})
 			}
+		case it.Type == "compaction":
+			// A compaction window replayed (/responses/compact's output, or one made while
+			// answering): its encrypted content carries the compacted conversation.
+			if it.EncryptedContent == "" {
+				writeWireError(w, openAIInvalid(fmt.Sprintf("Missing required parameter: 'input[%d].encrypted_content'.", i), fmt.Sprintf("input[%d].encrypted_content", i)))
+				return
+			}
+			c.msgs = append(c.msgs, provider.Message{Role: "user", Content: "[compacted context " + it.ID + "]"})
 		case it.Type == "function_call_output":
 			out, _ := textOf(it.Output)
 			c.msgs = append(c.msgs, provider.Message{Role: "tool", ToolCallID: it.CallID, Content: out})
@@ -265,6 +273,8 @@ func responsesItemSegments(items []rsItem) []segment {
 		case "function_call_output":
 			out, _ := textOf(it.Output)
 			segs = append(segs, resultSegment(it.CallID, out))
+		case "compaction":
+			segs = append(segs, compactionSegment(it.ID, it.EncryptedContent))
 		case "message", "":
 			text, _ := rsText(it.Content)
 			segs = append(segs, textSegment(it.Role, text))
@@ -305,10 +315,18 @@ func requestItems(req provider.Request) []rsItem {
 			var raws []rsItem
 			_ = json.Unmarshal(m.ReasoningDetails, &raws)
 			for _, r := range raws {
-				if r.Type == "reasoning" && r.EncryptedContent != "" {
+				if (r.Type == "reasoning" || r.Type == "compaction") && r.EncryptedContent != "" {
 					items = append(items, r)
 				}
 			}
+		}
+		var win struct {
+			Type  string   `json:"type"`
+			Items []rsItem `json:"items"`
+		}
+		if json.Unmarshal(m.ReasoningDetails, &win) == nil && win.Type == "compacted_window" {
+			// A provider compaction's summary row: its window, then its text.
+			items = append(items, win.Items...)
 		}
 		if m.Content != "" || len(m.ToolCalls) == 0 {
 			items = append(items, rsItem{Type: "message", Role: m.Role, Content: mustJSON(m.Content)})
@@ -318,4 +336,71 @@ func requestItems(req provider.Request) []rsItem {
 		}
 	}
 	return items
+}
+
+func compactionSegment(id, encrypted string) segment {
+	return segment{text: "<compaction " + id + ">" + encrypted + "</compaction>\n"}
+}
+
+// encryptedCompactionBytes is the size of the fake's compaction item (07a's is 3.5 kB).
+const encryptedCompactionBytes = 2400
+
+// serveCompact is POST /v1/responses/compact as the recording 07a shows it: the input's user
+// messages are retained (content as input_text parts, status completed) and a compaction item
+// with a deterministic encrypted_content stands for everything; object "response.compaction",
+// usage with cached and reasoning tokens, keys sorted. An input message containing COMPACTFAIL
+// answers a 500, so the local compressor's fallback can be tested.
+func (m *Model) serveCompact(w http.ResponseWriter, r *http.Request) {
+	key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	body, err := readBody(r)
+	if m.cfg.APIKey != "" && key != m.cfg.APIKey {
+		writeWireError(w, openAIError(FaultAuth, "", key, 0, 0))
+		return
+	}
+	var req rsRequest
+	if err != nil || json.Unmarshal(body, &req) != nil {
+		writeWireError(w, openAIInvalid("We could not parse the JSON body of your request.", ""))
+		return
+	}
+	if req.Model == "" {
+		writeWireError(w, openAIInvalid("Missing required parameter: 'model'.", "model"))
+		return
+	}
+	if strings.Contains(string(body), "COMPACTFAIL") {
+		writeWireError(w, openAIError(FaultServer, req.Model, key, 0, 0))
+		return
+	}
+	items := make([]rsItem, len(req.Input))
+	for i, raw := range req.Input {
+		if json.Unmarshal(raw, &items[i]) != nil {
+			writeWireError(w, openAIInvalid(fmt.Sprintf("Invalid value for 'input[%d]'.", i), fmt.Sprintf("input[%d]", i)))
+			return
+		}
+	}
+	m.mu.Lock()
+	m.stats.Compactions++
+	m.mu.Unlock()
+	seed := shortHash(string(body), 32)
+	var output []any
+	for i, it := range items {
+		if (it.Type == "message" || it.Type == "") && it.Role == "user" {
+			text, _ := rsText(it.Content)
+			output = append(output, map[string]any{"id": fmt.Sprintf("msg_%s%02d", seed[:30], i), "type": "message", "role": "user",
+				"status": "completed", "content": []any{map[string]any{"type": "input_text", "text": text}}})
+		}
+	}
+	var enc strings.Builder
+	enc.WriteString("gAAAAAB")
+	for enc.Len() < encryptedCompactionBytes {
+		enc.WriteString(seed)
+	}
+	output = append(output, map[string]any{"id": "cmp_" + seed, "type": "compaction", "encrypted_content": enc.String()[:encryptedCompactionBytes]})
+	in := countSegments(responsesSegments(req.Instructions, nil, items))
+	out := encryptedCompactionBytes / BytesPerToken
+	resp := map[string]any{"id": "resp_" + seed, "object": "response.compaction", "created_at": m.cfg.Now().Unix(), "output": output,
+		"usage": map[string]any{"input_tokens": in, "input_tokens_details": map[string]any{"cached_tokens": 0},
+			"output_tokens": out, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": in + out}}
+	b, _ := json.Marshal(resp)
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
 }

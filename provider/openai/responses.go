@@ -104,6 +104,11 @@ func responsesParams(req provider.Request) (responses.ResponseNewParams, error) 
 	if req.MaxTokens > 0 {
 		p.MaxOutputTokens = param.NewOpt(int64(req.MaxTokens))
 	}
+	if req.CompactThreshold > 0 {
+		p.ContextManagement = []responses.ResponseNewParamsContextManagement{{
+			Type: "compaction", CompactThreshold: param.NewOpt(int64(req.CompactThreshold)),
+		}}
+	}
 	if req.Temperature >= 0 {
 		p.Temperature = param.NewOpt(req.Temperature)
 	}
@@ -149,7 +154,7 @@ func responsesItems(details json.RawMessage) []outputItem {
 			return nil
 		}
 		switch it.Type {
-		case "reasoning":
+		case "reasoning", "compaction":
 			hasReasoning = true
 		case "message", "function_call":
 		default:
@@ -162,6 +167,47 @@ func responsesItems(details json.RawMessage) []outputItem {
 		return nil
 	}
 	return out
+}
+
+type compactedWindow struct {
+	Type  string            `json:"type"`
+	Items []json.RawMessage `json:"items"`
+}
+
+// compactedItems reads a summary row's compacted window (CompactedWindow); nil for anything else.
+func compactedItems(details json.RawMessage) []outputItem {
+	t := bytes.TrimSpace(details)
+	if len(t) == 0 || t[0] != '{' {
+		return nil
+	}
+	var w compactedWindow
+	if json.Unmarshal(t, &w) != nil || w.Type != provider.CompactedWindowType || len(w.Items) == 0 {
+		return nil
+	}
+	out := make([]outputItem, 0, len(w.Items))
+	for _, r := range w.Items {
+		var it outputItem
+		if json.Unmarshal(r, &it) != nil || it.Type == "" {
+			return nil
+		}
+		it.Raw = r
+		out = append(out, it)
+	}
+	return out
+}
+
+// rawItem is an input item sent as its stored bytes, unchanged.
+func rawItem(it outputItem) responses.ResponseInputItemUnionParam {
+	switch it.Type {
+	case "reasoning":
+		return responses.ResponseInputItemUnionParam{OfReasoning: ptr(param.Override[responses.ResponseReasoningItemParam](it.Raw))}
+	case "message":
+		return responses.ResponseInputItemUnionParam{OfInputMessage: ptr(param.Override[responses.ResponseInputItemMessageParam](it.Raw))}
+	case "function_call":
+		return responses.ResponseInputItemUnionParam{OfFunctionCall: ptr(param.Override[responses.ResponseFunctionToolCallParam](it.Raw))}
+	}
+	// compaction, and any other item a compaction returned: its bytes are what matters.
+	return responses.ResponseInputItemUnionParam{OfCompaction: ptr(param.Override[responses.ResponseCompactionItemParam](it.Raw))}
 }
 
 func userItem(text string) responses.ResponseInputItemUnionParam {
@@ -184,6 +230,22 @@ func callItem(tc store.ToolCall, id string) responses.ResponseInputItemUnionPara
 // original order, and its text and calls under their original item ids (a reasoning item must be
 // followed by the item it belongs to); the text and arguments come from the message itself.
 func inputItems(m provider.Message) ([]responses.ResponseInputItemUnionParam, error) {
+	if win := compactedItems(m.ReasoningDetails); win != nil && (m.Role == store.RoleUser || m.Role == store.RoleAssistant) {
+		// A provider compaction's summary row replays the compacted window byte for byte, then
+		// its own text: spool's working-set ledger (and the words of the message it was merged
+		// into, if any).
+		out := make([]responses.ResponseInputItemUnionParam, 0, len(win)+1)
+		for _, it := range win {
+			out = append(out, rawItem(it))
+		}
+		if m.Role == store.RoleUser {
+			return append(out, userItem(m.Content)), nil
+		}
+		return append(out, responses.ResponseInputItemUnionParam{OfMessage: &responses.EasyInputMessageParam{
+			Role:    responses.EasyInputMessageRoleAssistant,
+			Content: responses.EasyInputMessageContentUnionParam{OfString: param.NewOpt(m.Content)},
+		}}), nil
+	}
 	switch m.Role {
 	case store.RoleUser:
 		return []responses.ResponseInputItemUnionParam{userItem(m.Content)}, nil
@@ -204,10 +266,8 @@ func inputItems(m provider.Message) ([]responses.ResponseInputItemUnionParam, er
 	sent := map[string]bool{}
 	for _, it := range responsesItems(m.ReasoningDetails) {
 		switch it.Type {
-		case "reasoning":
-			out = append(out, responses.ResponseInputItemUnionParam{
-				OfReasoning: ptr(param.Override[responses.ResponseReasoningItemParam](it.Raw)),
-			})
+		case "reasoning", "compaction":
+			out = append(out, rawItem(it))
 		case "message":
 			if textSent || m.Content == "" {
 				continue
@@ -324,6 +384,10 @@ func (c *Client) finish(r wireResponse, streamed []json.RawMessage) (provider.Re
 		case "function_call":
 			out.ToolCalls = append(out.ToolCalls, store.ToolCall{ID: it.CallID, Type: "function",
 				Function: store.ToolFunction{Name: it.Name, Arguments: it.Args}})
+		case "compaction":
+			// The server compacted the conversation while answering (context_management): the
+			// item carries the context from here on and is replayed byte for byte.
+			hasReasoning, out.Compacted = true, true
 		default:
 			continue // hosted tools and other items are not kept
 		}
@@ -469,4 +533,92 @@ func (c *Client) readResponsesStream(ctx context.Context, body io.Reader, onDelt
 			return partial, c.eventError(errObj)
 		}
 	}
+}
+
+var _ provider.Compactor = (*Client)(nil)
+
+// CanCompact implements provider.Compactor: the Responses API compacts, Chat Completions not.
+func (c *Client) CanCompact() bool { return c.api == APIResponses }
+
+// Compact implements provider.Compactor for the Responses API: POST /responses/compact with the
+// request's model, instructions and input items (built as for a turn, replays included). The
+// output items come back in compact form, to be stored and replayed byte for byte; a client on
+// Chat Completions answers provider.ErrNoCompaction.
+func (c *Client) Compact(ctx context.Context, req provider.Request) (provider.Compacted, error) {
+	if c.api != APIResponses {
+		return provider.Compacted{}, provider.ErrNoCompaction
+	}
+	p, err := responsesParams(provider.Request{Model: req.Model, System: req.System, Messages: req.Messages, Temperature: -1})
+	if err != nil {
+		return provider.Compacted{}, &provider.Error{Class: provider.ClassBadRequest, Provider: c.name, Message: err.Error()}
+	}
+	params := responses.ResponseCompactParams{
+		Model: responses.ResponseCompactParamsModel(req.Model),
+		Input: responses.ResponseCompactParamsInputUnion{OfResponseInputItemArray: p.Input.OfInputItemList},
+	}
+	if req.System != "" {
+		params.Instructions = param.NewOpt(req.System)
+	}
+	var raw *http.Response
+	_, err = c.sdk.Responses.Compact(ctx, params, option.WithResponseBodyInto(&raw))
+	if raw != nil && raw.StatusCode >= 400 {
+		body, _ := io.ReadAll(raw.Body)
+		raw.Body.Close()
+		return provider.Compacted{}, provider.ClassifyHTTP(c.name, raw.StatusCode, raw.Header, body)
+	}
+	if err != nil {
+		return provider.Compacted{}, provider.ClassifyTransport(c.name, err)
+	}
+	defer raw.Body.Close()
+	body, err := io.ReadAll(raw.Body)
+	if err != nil {
+		return provider.Compacted{}, provider.ClassifyTransport(c.name, ctxErr(ctx, err))
+	}
+	if status, errBody, ok := inlineError(body); ok {
+		return provider.Compacted{}, provider.ClassifyHTTP(c.name, status, nil, errBody)
+	}
+	var r wireResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		return provider.Compacted{}, &provider.Error{Class: provider.ClassServer, Provider: c.name,
+			Message: "malformed compaction: " + err.Error(), Err: err}
+	}
+	out := provider.Compacted{Model: cmpOr(r.Model, req.Model)}
+	if r.Usage != nil {
+		out.Usage = provider.Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
+			CacheReadTokens: r.Usage.InputTokensDetails.CachedTokens, ReasoningTokens: r.Usage.OutputTokensDetails.ReasoningTokens}
+	}
+	items := make([]json.RawMessage, 0, len(r.Output))
+	hasCompaction := false
+	for _, it := range r.Output {
+		var head struct {
+			Type             string `json:"type"`
+			EncryptedContent string `json:"encrypted_content"`
+		}
+		if err := json.Unmarshal(it, &head); err != nil || head.Type == "" {
+			return provider.Compacted{}, &provider.Error{Class: provider.ClassServer, Provider: c.name, Message: "malformed compaction output item"}
+		}
+		if head.Type == "compaction" {
+			if head.EncryptedContent == "" {
+				return provider.Compacted{}, &provider.Error{Class: provider.ClassServer, Provider: c.name, Message: "compaction item without encrypted_content"}
+			}
+			hasCompaction = true
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, it); err != nil {
+			return provider.Compacted{}, &provider.Error{Class: provider.ClassServer, Provider: c.name, Message: "malformed compaction output item: " + err.Error()}
+		}
+		items = append(items, buf.Bytes())
+	}
+	if !hasCompaction {
+		return provider.Compacted{}, &provider.Error{Class: provider.ClassServer, Provider: c.name, Message: "compaction returned no compaction item"}
+	}
+	out.Items, err = json.Marshal(items)
+	return out, err
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
