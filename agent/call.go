@@ -121,13 +121,15 @@ func (r *run) record(ctx context.Context, req provider.Request, resp provider.Re
 	r.res.Usage = r.res.Usage.Add(u)
 	rec := store.RequestRecord{At: now, Model: model, Task: "turn", Usage: u, Break: brk, Latency: latency, Fallback: r.m.name}
 	if r.t != nil {
-		l := r.t.Lease()
-		rec.Lease = &l // a turn that lost its lease records nothing (store.RequestRecord.Lease)
-	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeBudget)
-	defer cancel()
-	if err := r.a.st.RecordRequest(wctx, r.sess.ID, rec); err != nil {
-		r.notice(fmt.Sprintf("usage of this call was not recorded: %v", err))
+		// Stored by the turn's next flush, in the transaction of the answer this call made and
+		// fenced by the lease: a turn that lost its lease records nothing.
+		r.t.Record(rec)
+	} else {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeBudget)
+		defer cancel()
+		if err := r.a.st.RecordRequest(wctx, r.sess.ID, rec); err != nil {
+			r.notice(fmt.Sprintf("usage of this call was not recorded: %v", err))
+		}
 	}
 	r.prev = &memo{fp: fp, at: now, cached: pu.CacheReadTokens, model: req.Model, fallback: r.m.name, tools: req.Tools}
 	r.compacted, r.why = false, ""

@@ -206,7 +206,10 @@ func (r *run) saveState(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("save compaction state of %s: %w", r.sess.ID, err)
 	}
-	if err := r.a.st.UpdateSession(wctx, r.sess.ID, store.SessionPatch{ModelConfig: cfg}); err != nil {
+	if r.t != nil && r.t.SessionID() == r.sess.ID {
+		// Applied by the turn's last flush, in the transaction of its last messages.
+		r.t.Patch(store.SessionPatch{ModelConfig: cfg})
+	} else if err := r.a.st.UpdateSession(wctx, r.sess.ID, store.SessionPatch{ModelConfig: cfg}); err != nil {
 		return fmt.Errorf("save compaction state of %s: %w", r.sess.ID, err)
 	}
 	r.sess.ModelConfig, r.stateDirty = cfg, false

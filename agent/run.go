@@ -217,10 +217,9 @@ func (r *run) loop(ctx context.Context) error {
 			asst.APIContent = resp.Reasoning
 		}
 		r.add(asst)
-		if err := r.t.Flush(ctx); err != nil {
-			return err
-		}
 		if len(resp.ToolCalls) == 0 {
+			// The turn's last message: it is stored by the turn's last flush (turn.End), in one
+			// transaction with this call's usage, the compaction state and the lease's release.
 			r.res.Reply = resp.Content
 			if r.res.Reply == "" {
 				r.res.Reply = asst.APIContent
@@ -230,6 +229,10 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		own, client := r.split(resp.ToolCalls)
 		if len(own) > 0 {
+			// Stored before the tools run: a slow or crashing tool does not lose the calls.
+			if err := r.t.Flush(ctx); err != nil {
+				return err
+			}
 			if err := r.runTools(ctx, own); err != nil {
 				return err
 			}

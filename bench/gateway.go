@@ -44,6 +44,32 @@ type GatewayPhase struct {
 	// Latency is the client's round trip; InSpool is that minus the turn's model time.
 	Latency Latency `json:"latency"`
 	InSpool Latency `json:"in_spool"`
+	// Parts is what the time in spool is made of, per turn (see GatewayParts).
+	Parts GatewayParts `json:"in_spool_parts"`
+}
+
+// GatewayParts splits a turn's time in spool, as its client saw it, into where it went, on one
+// clock (client and server share the process):
+//   - BeforeTurn: from the client's send to the turn's start: the request over HTTP, its JSON,
+//     the gateway's session resolution (route and history reads) and the wait for the session's
+//     slot (in the shared phase, the turns queued on one session);
+//   - Lease: acquiring the turn lease (a write transaction);
+//   - StoreWrites: the turn's other store writes (CommitTurn and the rest), each including its
+//     wait for SQLite's single writer;
+//   - StoreReads: the turn's store reads (session, history, prompt, last call);
+//   - Agent: the rest of the turn (building the prompt and request, the agent's bookkeeping,
+//     and every wait for a CPU in between);
+//   - AfterTurn: from the turn's end to the client's last byte: locating the reply, its JSON,
+//     the response over HTTP.
+//
+// Each is a Latency over the turns; the means add up to the mean time in spool.
+type GatewayParts struct {
+	BeforeTurn  Latency `json:"before_turn"`
+	Lease       Latency `json:"lease_acquire"`
+	StoreWrites Latency `json:"store_writes"`
+	StoreReads  Latency `json:"store_reads"`
+	Agent       Latency `json:"agent"`
+	AfterTurn   Latency `json:"after_turn"`
 }
 
 // GatewayReport is what `spool bench gateway` prints.
@@ -71,7 +97,20 @@ type GatewayReport struct {
 	Failed      int `json:"failed_requests"`
 }
 
-type modelTimeKey struct{}
+type turnTimesKey struct{}
+
+// turnTimes accumulates where one turn's time went (each a sum of durations).
+type turnTimes struct {
+	model, lease, writes, reads atomic.Int64
+	start, end                  time.Time
+}
+
+func timesOf(ctx context.Context) *turnTimes {
+	t, _ := ctx.Value(turnTimesKey{}).(*turnTimes)
+	return t
+}
+
+func addSince(p *atomic.Int64, start time.Time) { p.Add(int64(time.Since(start))) }
 
 // timedClient is the fake model, timing each call into the turn's accumulator; a prompt with
 // HOLD waits until released (the idle streams).
@@ -92,43 +131,63 @@ func (t *timedClient) Chat(ctx context.Context, req provider.Request, onDelta fu
 	}
 	start := time.Now()
 	resp, err := t.c.Chat(ctx, req, onDelta)
-	if acc, ok := ctx.Value(modelTimeKey{}).(*atomic.Int64); ok {
-		acc.Add(int64(time.Since(start)))
+	if acc := timesOf(ctx); acc != nil {
+		addSince(&acc.model, start)
 	}
 	return resp, err
 }
 
-// timedRunner keeps each turn's model time, per session in turn order.
+// timedRunner keeps each turn's times, per session in turn order.
 type timedRunner struct {
 	a     *agent.Agent
 	mu    sync.Mutex
-	times map[string][]time.Duration
+	times map[string][]*turnTimes
 }
 
 func (r *timedRunner) Run(ctx context.Context, sid, input string, opts agent.RunOptions) (agent.Result, error) {
-	acc := &atomic.Int64{}
-	res, err := r.a.Run(context.WithValue(ctx, modelTimeKey{}, acc), sid, input, opts)
+	acc := &turnTimes{start: time.Now()}
+	res, err := r.a.Run(context.WithValue(ctx, turnTimesKey{}, acc), sid, input, opts)
+	acc.end = time.Now()
 	r.mu.Lock()
-	r.times[res.SessionID] = append(r.times[res.SessionID], time.Duration(acc.Load()))
+	r.times[res.SessionID] = append(r.times[res.SessionID], acc)
 	r.mu.Unlock()
 	return res, err
 }
 
-func (r *timedRunner) pop(sid string) time.Duration {
+func (r *timedRunner) pop(sid string) *turnTimes {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	q := r.times[sid]
 	if len(q) == 0 {
-		return 0
+		return &turnTimes{}
 	}
 	r.times[sid] = q[1:]
 	return q[0]
 }
 
-// countingStore counts the store's writes.
+// countingStore counts the store's writes and times the turn's writes and reads.
 type countingStore struct {
 	store.Store
 	writes atomic.Int64
+}
+
+// write counts one write and returns the function that times it into the turn's writes.
+func (c *countingStore) write(ctx context.Context) func() {
+	c.writes.Add(1)
+	return c.timed(ctx, func(t *turnTimes) *atomic.Int64 { return &t.writes })
+}
+
+func (c *countingStore) read(ctx context.Context) func() {
+	return c.timed(ctx, func(t *turnTimes) *atomic.Int64 { return &t.reads })
+}
+
+func (c *countingStore) timed(ctx context.Context, part func(*turnTimes) *atomic.Int64) func() {
+	acc := timesOf(ctx)
+	if acc == nil {
+		return func() {}
+	}
+	start := time.Now()
+	return func() { addSince(part(acc), start) }
 }
 
 func (c *countingStore) WatchLease(id string) (store.LeaseWatch, error) {
@@ -138,44 +197,78 @@ func (c *countingStore) WatchLease(id string) (store.LeaseWatch, error) {
 	return nil, errors.New("no lease watch")
 }
 func (c *countingStore) CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error) {
-	c.writes.Add(1)
+	defer c.write(ctx)()
 	return c.Store.CreateSession(ctx, ns)
 }
 func (c *countingStore) UpdateSession(ctx context.Context, id string, p store.SessionPatch) error {
-	c.writes.Add(1)
+	defer c.write(ctx)()
 	return c.Store.UpdateSession(ctx, id, p)
 }
 func (c *countingStore) SetSystemPrompt(ctx context.Context, id, p string) (string, error) {
-	c.writes.Add(1)
+	defer c.write(ctx)()
 	return c.Store.SetSystemPrompt(ctx, id, p)
 }
+func (c *countingStore) SetTitle(ctx context.Context, id, title string) error {
+	defer c.write(ctx)()
+	return c.Store.SetTitle(ctx, id, title)
+}
 func (c *countingStore) RecordRequest(ctx context.Context, id string, r store.RequestRecord) error {
-	c.writes.Add(1)
+	defer c.write(ctx)()
 	return c.Store.RecordRequest(ctx, id, r)
 }
 func (c *countingStore) Append(ctx context.Context, id string, m store.Message, o ...store.WriteOption) (int64, error) {
-	c.writes.Add(1)
+	defer c.write(ctx)()
 	return c.Store.Append(ctx, id, m, o...)
 }
 func (c *countingStore) AppendBatch(ctx context.Context, id string, ms []store.Message, o ...store.WriteOption) ([]int64, error) {
-	c.writes.Add(1)
+	defer c.write(ctx)()
 	return c.Store.AppendBatch(ctx, id, ms, o...)
+}
+func (c *countingStore) CommitTurn(ctx context.Context, id string, l store.Lease, w store.TurnWrite) ([]int64, error) {
+	if w.Empty() && !w.Release {
+		return c.Store.CommitTurn(ctx, id, l, w) // writes nothing
+	}
+	defer c.write(ctx)() // one transaction, whatever it carries
+	return c.Store.CommitTurn(ctx, id, l, w)
 }
 func (c *countingStore) AcquireLease(ctx context.Context, id, h string, ttl time.Duration) (store.Lease, error) {
 	c.writes.Add(1)
+	if acc := timesOf(ctx); acc != nil {
+		defer addSince(&acc.lease, time.Now())
+	}
 	return c.Store.AcquireLease(ctx, id, h, ttl)
 }
 func (c *countingStore) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
-	c.writes.Add(1)
+	defer c.write(ctx)()
 	return c.Store.RenewLease(ctx, l, ttl)
 }
 func (c *countingStore) ReleaseLease(ctx context.Context, l store.Lease) error {
-	c.writes.Add(1)
+	defer c.write(ctx)()
 	return c.Store.ReleaseLease(ctx, l)
 }
 func (c *countingStore) PutRoute(ctx context.Context, r store.Route) error {
-	c.writes.Add(1)
+	defer c.write(ctx)()
 	return c.Store.PutRoute(ctx, r)
+}
+func (c *countingStore) GetSession(ctx context.Context, id string) (store.Session, error) {
+	defer c.read(ctx)()
+	return c.Store.GetSession(ctx, id)
+}
+func (c *countingStore) ResumeTarget(ctx context.Context, id string) (string, error) {
+	defer c.read(ctx)()
+	return c.Store.ResumeTarget(ctx, id)
+}
+func (c *countingStore) Conversation(ctx context.Context, id string, v store.View) ([]store.Message, error) {
+	defer c.read(ctx)()
+	return c.Store.Conversation(ctx, id, v)
+}
+func (c *countingStore) SystemPrompt(ctx context.Context, id string) (string, error) {
+	defer c.read(ctx)()
+	return c.Store.SystemPrompt(ctx, id)
+}
+func (c *countingStore) Requests(ctx context.Context, id string, limit int) ([]store.RequestRecord, error) {
+	defer c.read(ctx)()
+	return c.Store.Requests(ctx, id, limit)
 }
 
 // Gateway runs the gateway benchmark: clients over real HTTP on 127.0.0.1 against spool's
@@ -210,7 +303,7 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	runner := &timedRunner{a: ag, times: map[string][]time.Duration{}}
+	runner := &timedRunner{a: ag, times: map[string][]*turnTimes{}}
 	g, err := gateway.New(gateway.Deps{Store: st, Runner: runner, Config: gateway.Config{Model: "fake", MaxConcurrent: 1 << 20, BusyWait: time.Minute}})
 	if err != nil {
 		return rep, err
@@ -228,7 +321,9 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 	var failed atomic.Int64
 	sent := sync.Map{} // session id → []string of user messages, for the checks
 	var sentMu sync.Mutex
-	post := func(key, text string, stream bool, busy string) (sid string, lat time.Duration, ttfb time.Duration, err error) {
+	// post sends one turn; started (when not nil) gets the instant the request was sent, the
+	// origin of lat and ttfb.
+	post := func(key, text string, stream bool, busy string, started *time.Time) (sid string, lat time.Duration, ttfb time.Duration, err error) {
 		body, _ := json.Marshal(map[string]any{"model": "spool", "stream": stream, "messages": []map[string]string{{"role": "user", "content": text}}})
 		req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/chat/completions", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -237,6 +332,9 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 			req.Header.Set("X-Spool-Busy", busy)
 		}
 		start := time.Now()
+		if started != nil {
+			*started = start
+		}
 		res, err := hc.Do(req)
 		if err != nil {
 			return "", 0, 0, err
@@ -265,6 +363,7 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 	phase := func(name string, keyOf func(client int) string, busy string) GatewayPhase {
 		var mu sync.Mutex
 		var lats, inSpool []time.Duration
+		var before, lease, writes, reads, agentT, after []time.Duration
 		keys := map[string]bool{}
 		var wg sync.WaitGroup
 		start := time.Now()
@@ -274,23 +373,33 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 				defer wg.Done()
 				for i := 0; i < cfg.Turns; i++ {
 					key := keyOf(c)
-					sid, lat, _, err := post(key, fmt.Sprintf("%s client %d turn %d", name, c, i), false, busy)
+					var sent time.Time
+					sid, lat, _, err := post(key, fmt.Sprintf("%s client %d turn %d", name, c, i), false, busy, &sent)
+					done := sent.Add(lat)
 					if err != nil {
 						failed.Add(1)
 						continue
 					}
-					m := runner.pop(sid)
+					tt := runner.pop(sid)
+					m := time.Duration(tt.model.Load())
+					in := lat - m
+					l, w, rd := time.Duration(tt.lease.Load()), time.Duration(tt.writes.Load()), time.Duration(tt.reads.Load())
+					b, a := tt.start.Sub(sent), done.Sub(tt.end)
 					mu.Lock()
 					keys[key] = true
 					lats = append(lats, lat)
-					inSpool = append(inSpool, lat-m)
+					inSpool = append(inSpool, in)
+					before, lease, writes, reads = append(before, b), append(lease, l), append(writes, w), append(reads, rd)
+					agentT, after = append(agentT, tt.end.Sub(tt.start)-l-w-rd-m), append(after, a)
 					mu.Unlock()
 				}
 			}(c)
 		}
 		wg.Wait()
 		el := time.Since(start)
-		p := GatewayPhase{Sessions: len(keys), Turns: len(lats), Latency: summarize(lats), InSpool: summarize(inSpool)}
+		p := GatewayPhase{Sessions: len(keys), Turns: len(lats), Latency: summarize(lats), InSpool: summarize(inSpool),
+			Parts: GatewayParts{BeforeTurn: summarize(before), Lease: summarize(lease), StoreWrites: summarize(writes),
+				StoreReads: summarize(reads), Agent: summarize(agentT), AfterTurn: summarize(after)}}
 		p.TurnsPerSec = round3(float64(len(lats)) / el.Seconds())
 		logf("gateway %s: %d turns on %d sessions in %s (%.0f turns/s, in spool p99 %.2f ms)", name, p.Turns, p.Sessions, el.Round(time.Millisecond), p.TurnsPerSec, p.InSpool.P99)
 		return p
@@ -309,7 +418,7 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 		wg.Add(1)
 		go func(c int) {
 			defer wg.Done()
-			_, _, ttfb, err := post(fmt.Sprintf("distinct-%d", c), fmt.Sprintf("streamed client %d", c), true, "")
+			_, _, ttfb, err := post(fmt.Sprintf("distinct-%d", c), fmt.Sprintf("streamed client %d", c), true, "", nil)
 			if err != nil {
 				failed.Add(1)
 				return

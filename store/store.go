@@ -41,6 +41,14 @@ type Store interface {
 	Append(ctx context.Context, sessionID string, m Message, opts ...WriteOption) (int64, error)
 	// AppendBatch stores messages in order in one transaction and returns their ids.
 	AppendBatch(ctx context.Context, sessionID string, ms []Message, opts ...WriteOption) ([]int64, error)
+	// CommitTurn stores one step of a turn in one transaction fenced by l: l must still be the
+	// conversation's current lease (else ErrLeaseLost and nothing lands; an expired lease nobody
+	// took is renewed, as for any fenced write). In it, w.Messages are appended in order as
+	// AppendBatch appends them, each of w.Requests is recorded as RecordRequest records it,
+	// w.Patch is applied as UpdateSession applies it, and with w.Release the lease is given up
+	// last, as ReleaseLease gives it up (its waiters are woken after the commit). It returns the
+	// messages' ids. A TurnWrite with nothing in it and no Release writes nothing.
+	CommitTurn(ctx context.Context, sessionID string, l Lease, w TurnWrite) ([]int64, error)
 	// UndoLastExchange hides the last real user message and everything after it (superseded
 	// rows: not shown, not searched, not sent to the model) and returns how many rows it hid.
 	// It fails with ErrNotFound when the active history has no user message to undo.
@@ -151,6 +159,21 @@ type Store interface {
 	// Check verifies the database's integrity and returns a description of each problem.
 	Check(ctx context.Context) ([]string, error)
 	Close() error
+}
+
+// TurnWrite is what one CommitTurn stores: a turn's messages with the accounting of the model
+// calls that made them, its session bookkeeping and, at the turn's end, the lease's release,
+// so that a turn's last step is one write transaction instead of four.
+type TurnWrite struct {
+	Messages []Message
+	Requests []RequestRecord // each recorded on the session; their Lease fields are ignored (l fences them)
+	Patch    *SessionPatch
+	Release  bool
+}
+
+// Empty reports whether w stores nothing (Release aside).
+func (w TurnWrite) Empty() bool {
+	return len(w.Messages) == 0 && len(w.Requests) == 0 && w.Patch == nil
 }
 
 // WriteOptions fence a transcript write.

@@ -17,7 +17,7 @@ type Store interface {
 	AcquireLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (store.Lease, error)
 	RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error)
 	ReleaseLease(ctx context.Context, l store.Lease) error
-	AppendBatch(ctx context.Context, sessionID string, ms []store.Message, opts ...store.WriteOption) ([]int64, error)
+	CommitTurn(ctx context.Context, sessionID string, l store.Lease, w store.TurnWrite) ([]int64, error)
 	ArchiveAndCompact(ctx context.Context, req store.CompactRequest, opts ...store.WriteOption) (int, error)
 	RotateCompaction(ctx context.Context, req store.RotateRequest, opts ...store.WriteOption) (store.Session, error)
 	AcquireCompressionLock(ctx context.Context, sessionID, holder string, ttl time.Duration) (bool, error)
@@ -110,6 +110,9 @@ type Turn struct {
 	cursor int
 	ids    []int64
 	ended  bool
+	// records and patch ride on the next flush (Record, Patch).
+	records []store.RequestRecord
+	patch   *store.SessionPatch
 
 	flushMu sync.Mutex // one flush at a time, so the cursor never hands a message out twice
 	// failed: the last flush failed and its caller was told (guarded by flushMu); End does not
@@ -358,9 +361,10 @@ func (t *Turn) Lost() error {
 	return t.lost
 }
 
-// End finishes the turn: it stops the renewer, flushes the messages not yet persisted (unless
-// the lease was lost: they are dropped and End reports how many), releases the lease (releasing
-// a lost lease is harmless) and cancels the turn's context. It runs even when ctx is already
+// End finishes the turn: it stops the renewer, flushes what is not yet persisted (messages,
+// request records, the session patch; unless the lease was lost: they are dropped and End
+// reports how many messages), releases the lease (in the same transaction as that last flush
+// when there is one; releasing a lost lease is harmless) and cancels the turn's context. It runs even when ctx is already
 // cancelled, bounded by its own budget. Only the first call does the work; later calls return
 // the same result.
 func (t *Turn) End(ctx context.Context) error {
@@ -375,20 +379,30 @@ func (t *Turn) end(ctx context.Context) error {
 	defer cancel()
 	var errs []error
 	session := t.SessionID()
+	released := false
 	t.flushMu.Lock()
 	if lost := t.Lost(); lost != nil {
 		if n := t.Pending(); n > 0 {
 			errs = append(errs, fmt.Errorf("end turn on %s: %d messages not persisted: %w", session, n, lost))
 		}
-	} else if err := t.flushLocked(dctx); err != nil && !t.failed {
-		errs = append(errs, fmt.Errorf("end turn on %s: %w", session, err))
+	} else {
+		// The last flush gives the lease up in its own transaction.
+		// Checked before the flush, which sets it: a failure the caller already heard of from
+		// Flush is not reported twice.
+		told := t.failed
+		var err error
+		if released, err = t.flushLocked(dctx, true); err != nil && !told {
+			errs = append(errs, fmt.Errorf("end turn on %s: %w", session, err))
+		}
 	}
 	t.mu.Lock()
 	t.ended = true
 	t.mu.Unlock()
 	t.flushMu.Unlock()
-	if err := t.st.ReleaseLease(dctx, t.Lease()); err != nil {
-		errs = append(errs, fmt.Errorf("end turn on %s: %w", session, err))
+	if !released {
+		if err := t.st.ReleaseLease(dctx, t.Lease()); err != nil {
+			errs = append(errs, fmt.Errorf("end turn on %s: %w", session, err))
+		}
 	}
 	t.cancel(ErrEnded)
 	return errors.Join(errs...)

@@ -20,6 +20,13 @@ type faultStore struct {
 	renewErr  atomic.Pointer[error]
 	renewals  atomic.Int64
 	appendErr atomic.Pointer[error] // returned once, without writing
+	commits   atomic.Int64
+	releases  atomic.Int64
+}
+
+func (f *faultStore) ReleaseLease(ctx context.Context, l store.Lease) error {
+	f.releases.Add(1)
+	return f.Store.ReleaseLease(ctx, l)
 }
 
 func (f *faultStore) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
@@ -30,11 +37,12 @@ func (f *faultStore) RenewLease(ctx context.Context, l store.Lease, ttl time.Dur
 	return f.Store.RenewLease(ctx, l, ttl)
 }
 
-func (f *faultStore) AppendBatch(ctx context.Context, sid string, ms []store.Message, opts ...store.WriteOption) ([]int64, error) {
+func (f *faultStore) CommitTurn(ctx context.Context, sid string, l store.Lease, w store.TurnWrite) ([]int64, error) {
 	if p := f.appendErr.Swap(nil); p != nil {
 		return nil, *p
 	}
-	return f.Store.AppendBatch(ctx, sid, ms, opts...)
+	f.commits.Add(1)
+	return f.Store.CommitTurn(ctx, sid, l, w)
 }
 
 func setErr(p *atomic.Pointer[error], err error) { p.Store(&err) }
@@ -453,4 +461,58 @@ func TestRotate(t *testing.T) {
 		t.Fatal(err)
 	}
 	next.End(bg)
+}
+
+// The turn's last step is one write: End stores the pending messages, the queued request
+// records and the session patch and gives the lease up in one CommitTurn; a failed last flush
+// still releases the lease on its own, and a lost lease stores none of it.
+func TestEndCommitsOnce(t *testing.T) {
+	t.Parallel()
+	db, _ := openDB(t)
+	fs := &faultStore{Store: db}
+	tn, err := turn.Begin(bg, fs, "conv", turn.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.Add(user("question"))
+	if err := tn.Flush(bg); err != nil {
+		t.Fatal(err)
+	}
+	tn.Add(store.Message{Role: store.RoleAssistant, Content: "answer"})
+	tn.Record(store.RequestRecord{Model: "m", Usage: store.Usage{InputTokens: 12, OutputTokens: 4}})
+	tn.Patch(store.SessionPatch{ModelConfig: []byte(`{"compression":{"x":1}}`)})
+	if err := tn.End(bg); err != nil {
+		t.Fatal(err)
+	}
+	if c, r := fs.commits.Load(), fs.releases.Load(); c != 2 || r != 0 {
+		t.Fatalf("%d commits and %d separate releases, want 2 and 0 (the release rides on the last commit)", c, r)
+	}
+	s, err := db.GetSession(bg, "conv")
+	if err != nil || s.Usage.InputTokens != 12 || string(s.ModelConfig) != `{"compression":{"x":1}}` || s.MessageCount != 2 {
+		t.Fatalf("after End: %+v %v", s, err)
+	}
+	if _, err := db.AcquireLease(bg, "conv", "next", time.Minute); err != nil {
+		t.Fatalf("lease after End: %v", err)
+	}
+	if err := db.ReleaseLease(bg, store.Lease{ConversationID: "conv", Holder: "next", Generation: 2}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A failed last flush: the lease is released anyway, the failure reported.
+	tn, err = turn.Begin(bg, fs, "conv", turn.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.Add(user("lost to the disk"))
+	tn.Record(store.RequestRecord{Usage: store.Usage{InputTokens: 100}})
+	setErr(&fs.appendErr, errors.New("disk I/O error"))
+	if err := tn.End(bg); err == nil || !strings.Contains(err.Error(), "disk I/O error") {
+		t.Fatalf("End after a failed last flush: %v", err)
+	}
+	if _, err := db.AcquireLease(bg, "conv", "after-failure", time.Minute); err != nil {
+		t.Fatalf("lease after a failed last flush: %v", err)
+	}
+	if s, _ := db.GetSession(bg, "conv"); s.Usage.InputTokens != 12 {
+		t.Fatalf("usage of a failed flush landed: %+v", s.Usage)
+	}
 }

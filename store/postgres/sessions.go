@@ -226,11 +226,24 @@ func resolveTitle(ctx context.Context, q querier, ref string) (string, error) {
 
 // UpdateSession implements store.Store.
 func (db *DB) UpdateSession(ctx context.Context, id string, p store.SessionPatch) error {
-	if err := store.ValidateModelConfig(p.ModelConfig); err != nil {
+	sets, args, err := patchSets(p)
+	if err != nil {
 		return fmt.Errorf("update session %s: %w", id, err)
 	}
-	var sets []string
-	var args []any
+	if len(sets) == 0 {
+		_, err := db.GetSession(ctx, id)
+		return err
+	}
+	args = append(args, id)
+	return db.updateOne(ctx, "update session", id,
+		fmt.Sprintf("UPDATE sessions SET %s WHERE id = $%d", strings.Join(sets, ", "), len(args)), args...)
+}
+
+// patchSets is p as the SET clauses of an UPDATE of sessions ($1 on) and their arguments.
+func patchSets(p store.SessionPatch) (sets []string, args []any, err error) {
+	if err := store.ValidateModelConfig(p.ModelConfig); err != nil {
+		return nil, nil, err
+	}
 	add := func(col string, v any) {
 		args = append(args, v)
 		sets = append(sets, fmt.Sprintf("%s = $%d", col, len(args)))
@@ -249,17 +262,11 @@ func (db *DB) UpdateSession(ctx context.Context, id string, p store.SessionPatch
 	}
 	if p.Source != nil {
 		if *p.Source == "" {
-			return fmt.Errorf("update session %s: %w", id, store.Invalid("source", "must not be empty"))
+			return nil, nil, store.Invalid("source", "must not be empty")
 		}
 		add("source", store.CleanIdent(*p.Source))
 	}
-	if len(sets) == 0 {
-		_, err := db.GetSession(ctx, id)
-		return err
-	}
-	args = append(args, id)
-	return db.updateOne(ctx, "update session", id,
-		fmt.Sprintf("UPDATE sessions SET %s WHERE id = $%d", strings.Join(sets, ", "), len(args)), args...)
+	return sets, args, nil
 }
 
 // updateOne runs a single-row update and reports a missing session as ErrNotFound.
@@ -501,34 +508,13 @@ func (db *DB) SystemPrompt(ctx context.Context, id string) (string, error) {
 
 // RecordRequest implements store.Store.
 func (db *DB) RecordRequest(ctx context.Context, id string, r store.RequestRecord) error {
-	if r.At.IsZero() {
-		r.At = time.Now()
+	e, err := encodeRequest(r)
+	if err != nil {
+		return fmt.Errorf("record request of %s: %w", id, err)
 	}
-	if r.Task == "" {
-		r.Task = "turn"
-	}
-	u := r.Usage
-	if u.APICalls == 0 {
-		u.APICalls = 1
-	}
-	var brk *string
-	if r.Break != nil {
-		b, err := json.Marshal(r.Break)
-		if err != nil {
-			return fmt.Errorf("record request of %s: %w", id, err)
-		}
-		s := string(b)
-		brk = &s
-	}
-	err := db.write(ctx, routineBudget, func(tx pgx.Tx) error {
+	err = db.write(ctx, routineBudget, func(tx pgx.Tx) error {
 		var root string
-		err := tx.QueryRow(ctx, `UPDATE sessions SET
-			input_tokens = input_tokens + $1, output_tokens = output_tokens + $2,
-			cache_read_tokens = cache_read_tokens + $3, cache_write_tokens = cache_write_tokens + $4,
-			reasoning_tokens = reasoning_tokens + $5, api_call_count = api_call_count + $6,
-			cost_usd = cost_usd + $7 WHERE id = $8 RETURNING root_id`,
-			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens,
-			u.APICalls, u.CostUSD, id).Scan(&root)
+		err := tx.QueryRow(ctx, usageAddSQL, e.usageArgs(id)...).Scan(&root)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound("session", id)
 		}
@@ -538,17 +524,64 @@ func (db *DB) RecordRequest(ctx context.Context, id string, r store.RequestRecor
 		if err := checkLease(ctx, tx, root, r.Lease); err != nil {
 			return err // rolls the usage back too
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO requests (session_id, at, model, task, input_tokens, output_tokens,
-			cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us, fallback)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, id, micros(r.At), store.CleanIdent(r.Model),
-			store.CleanIdent(r.Task), u.InputTokens, u.OutputTokens,
-			u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, brk, max(r.Latency.Microseconds(), 0), store.CleanIdent(r.Fallback))
+		_, err = tx.Exec(ctx, requestAddSQL, e.rowArgs(id)...)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("record request of %s: %w", id, err)
 	}
 	return nil
+}
+
+const (
+	usageAddSQL = `UPDATE sessions SET
+			input_tokens = input_tokens + $1, output_tokens = output_tokens + $2,
+			cache_read_tokens = cache_read_tokens + $3, cache_write_tokens = cache_write_tokens + $4,
+			reasoning_tokens = reasoning_tokens + $5, api_call_count = api_call_count + $6,
+			cost_usd = cost_usd + $7 WHERE id = $8 RETURNING root_id`
+	requestAddSQL = `INSERT INTO requests (session_id, at, model, task, input_tokens, output_tokens,
+			cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us, fallback)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+)
+
+// encodedRequest is a request record with its defaults applied and its break encoded, made
+// once outside the retry loop.
+type encodedRequest struct {
+	r   store.RequestRecord
+	brk *string
+}
+
+func encodeRequest(r store.RequestRecord) (encodedRequest, error) {
+	if r.At.IsZero() {
+		r.At = time.Now()
+	}
+	if r.Task == "" {
+		r.Task = "turn"
+	}
+	if r.Usage.APICalls == 0 {
+		r.Usage.APICalls = 1
+	}
+	e := encodedRequest{r: r}
+	if r.Break != nil {
+		b, err := json.Marshal(r.Break)
+		if err != nil {
+			return e, err
+		}
+		s := string(b)
+		e.brk = &s
+	}
+	return e, nil
+}
+
+func (e encodedRequest) usageArgs(id string) []any {
+	u := e.r.Usage
+	return []any{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.APICalls, u.CostUSD, id}
+}
+
+func (e encodedRequest) rowArgs(id string) []any {
+	r, u := e.r, e.r.Usage
+	return []any{id, micros(r.At), store.CleanIdent(r.Model), store.CleanIdent(r.Task), u.InputTokens, u.OutputTokens,
+		u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, e.brk, max(r.Latency.Microseconds(), 0), store.CleanIdent(r.Fallback)}
 }
 
 // Requests implements store.Store.

@@ -226,11 +226,22 @@ func globEscape(s string) string {
 
 // UpdateSession implements store.Store.
 func (db *DB) UpdateSession(ctx context.Context, id string, p store.SessionPatch) error {
-	if err := store.ValidateModelConfig(p.ModelConfig); err != nil {
+	sets, args, err := patchSets(p)
+	if err != nil {
 		return fmt.Errorf("update session %s: %w", id, err)
 	}
-	var sets []string
-	var args []any
+	if len(sets) == 0 {
+		_, err := db.GetSession(ctx, id)
+		return err
+	}
+	return db.updateOne(ctx, "update session", id, "UPDATE sessions SET "+strings.Join(sets, ", ")+" WHERE id = ?", append(args, id)...)
+}
+
+// patchSets is p as the SET clauses of an UPDATE of sessions and their arguments.
+func patchSets(p store.SessionPatch) (sets []string, args []any, err error) {
+	if err := store.ValidateModelConfig(p.ModelConfig); err != nil {
+		return nil, nil, err
+	}
 	add := func(col string, v any) { sets = append(sets, col+" = ?"); args = append(args, v) }
 	if p.Model != nil {
 		add("model", *p.Model)
@@ -246,15 +257,11 @@ func (db *DB) UpdateSession(ctx context.Context, id string, p store.SessionPatch
 	}
 	if p.Source != nil {
 		if *p.Source == "" {
-			return fmt.Errorf("update session %s: %w", id, store.Invalid("source", "must not be empty"))
+			return nil, nil, store.Invalid("source", "must not be empty")
 		}
 		add("source", *p.Source)
 	}
-	if len(sets) == 0 {
-		_, err := db.GetSession(ctx, id)
-		return err
-	}
-	return db.updateOne(ctx, "update session", id, "UPDATE sessions SET "+strings.Join(sets, ", ")+" WHERE id = ?", append(args, id)...)
+	return sets, args, nil
 }
 
 // updateOne runs a single-row update and reports a missing session as ErrNotFound.
@@ -490,7 +497,7 @@ func setPromptTx(ctx context.Context, tx *sql.Tx, id, prompt, hash string) error
 // SystemPrompt implements store.Store.
 func (db *DB) SystemPrompt(ctx context.Context, id string) (string, error) {
 	var prompt sql.NullString
-	err := db.read().QueryRowContext(ctx, `SELECT p.prompt FROM sessions s
+	err := cachedReads{db}.QueryRowContext(ctx, `SELECT p.prompt FROM sessions s
 		LEFT JOIN system_prompts p ON p.hash = s.system_prompt_hash WHERE s.id = ?`, id).Scan(&prompt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", notFound("session", id)
@@ -503,41 +510,12 @@ func (db *DB) SystemPrompt(ctx context.Context, id string) (string, error) {
 
 // RecordRequest implements store.Store.
 func (db *DB) RecordRequest(ctx context.Context, id string, r store.RequestRecord) error {
-	if r.At.IsZero() {
-		r.At = time.Now()
+	rec, err := encodeRequest(r)
+	if err != nil {
+		return fmt.Errorf("record request of %s: %w", id, err)
 	}
-	if r.Task == "" {
-		r.Task = "turn"
-	}
-	u := r.Usage
-	if u.APICalls == 0 {
-		u.APICalls = 1
-	}
-	var brk sql.NullString
-	if r.Break != nil {
-		b, err := json.Marshal(r.Break)
-		if err != nil {
-			return fmt.Errorf("record request of %s: %w", id, err)
-		}
-		brk = sql.NullString{String: string(b), Valid: true}
-	}
-	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
-		var root string
-		q := cachedTx{db, tx}
-		err := q.QueryRowContext(ctx, usageAddSQL, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens,
-			u.APICalls, u.CostUSD, id).Scan(&root)
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("session", id)
-		}
-		if err != nil {
-			return err
-		}
-		if err := db.checkLease(ctx, tx, root, r.Lease); err != nil {
-			return err // rolls the usage back too
-		}
-		_, err = q.ExecContext(ctx, requestAddSQL, id, micros(r.At), r.Model, r.Task, u.InputTokens, u.OutputTokens,
-			u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, brk, max(r.Latency.Microseconds(), 0), r.Fallback)
-		return err
+	err = db.write(ctx, routineBudget, func(tx *sql.Tx) error {
+		return db.recordTx(ctx, tx, id, rec, r.Lease)
 	})
 	if err != nil {
 		return fmt.Errorf("record request of %s: %w", id, err)
@@ -545,12 +523,61 @@ func (db *DB) RecordRequest(ctx context.Context, id string, r store.RequestRecor
 	return nil
 }
 
+// encodedRequest is a request record with its defaults applied and its break encoded, made
+// once outside the retry loop.
+type encodedRequest struct {
+	r   store.RequestRecord
+	brk sql.NullString
+}
+
+func encodeRequest(r store.RequestRecord) (encodedRequest, error) {
+	if r.At.IsZero() {
+		r.At = time.Now()
+	}
+	if r.Task == "" {
+		r.Task = "turn"
+	}
+	if r.Usage.APICalls == 0 {
+		r.Usage.APICalls = 1
+	}
+	e := encodedRequest{r: r}
+	if r.Break != nil {
+		b, err := json.Marshal(r.Break)
+		if err != nil {
+			return e, err
+		}
+		e.brk = sql.NullString{String: string(b), Valid: true}
+	}
+	return e, nil
+}
+
+// recordTx adds one request's usage to session id and stores its row, in tx, fenced by l.
+func (db *DB) recordTx(ctx context.Context, tx *sql.Tx, id string, e encodedRequest, l *store.Lease) error {
+	var root string
+	q := cachedTx{db, tx}
+	r, u := e.r, e.r.Usage
+	err := q.QueryRowContext(ctx, usageAddSQL, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens,
+		u.APICalls, u.CostUSD, id).Scan(&root)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound("session", id)
+	}
+	if err != nil {
+		return err
+	}
+	if err := db.checkLease(ctx, tx, root, l); err != nil {
+		return err // rolls the usage back too
+	}
+	_, err = q.ExecContext(ctx, requestAddSQL, id, micros(r.At), r.Model, r.Task, u.InputTokens, u.OutputTokens,
+		u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, e.brk, max(r.Latency.Microseconds(), 0), r.Fallback)
+	return err
+}
+
 // Requests implements store.Store.
 func (db *DB) Requests(ctx context.Context, id string, limit int) ([]store.RequestRecord, error) {
 	if limit <= 0 {
 		limit = -1
 	}
-	q := db.read()
+	q := cachedReads{db} // every turn reads its session's last call (the cache forensics)
 	rows, err := q.QueryContext(ctx, `SELECT at, model, task, input_tokens, output_tokens, cache_read_tokens,
 		cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us, fallback FROM requests WHERE session_id = ?
 		ORDER BY id DESC LIMIT ?`, id, limit)

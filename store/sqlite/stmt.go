@@ -88,11 +88,13 @@ const (
 	requestAddSQL = `INSERT INTO requests (session_id, at, model, task, input_tokens, output_tokens,
 			cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us, fallback)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// modelConfigSetSQL is the session patch a turn's last commit carries (its compaction state).
+	modelConfigSetSQL = "UPDATE sessions SET model_config = ? WHERE id = ? RETURNING root_id"
 )
 
 func init() {
 	writerStatements = append(writerStatements, rootOfSQL, leaseGetSQL, leaseExtendSQL, leaseTakeSQL, leaseRenewSQL,
-		leaseReleaseSQL, leaseCheckSQL, leaseTouchSQL, usageAddSQL, requestAddSQL)
+		leaseReleaseSQL, leaseCheckSQL, leaseTouchSQL, usageAddSQL, requestAddSQL, modelConfigSetSQL)
 }
 
 // prepared is the writer's statement for query, nil when it was not prepared at open.

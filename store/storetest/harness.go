@@ -87,6 +87,7 @@ func Run(t *testing.T, h Harness) {
 		{"StatsAndCheck", testStatsAndCheck},
 		{"CompressionLocks", testCompressionLocks},
 		{"Leases", testLeases},
+		{"CommitTurn", testCommitTurn},
 		{"HeldLeases", testHeldLeases},
 		{"ListFilters", testListFilters},
 		{"ListTrees", testListTrees},
