@@ -34,6 +34,9 @@ type GatewayConfig struct {
 	Shared      int       // sessions the shared phase's clients share (8)
 	IdleStreams int       // open streams held idle for the memory figure (1000)
 	Log         io.Writer // progress; nil: none
+	// OnIdle, when set, is called while the idle streams are held, after the memory figure was
+	// read (a profile of what they hold).
+	OnIdle func()
 }
 
 // GatewayPhase is one workload's throughput and time spent in spool.
@@ -459,6 +462,9 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 	rep.IdleStreams = len(heldStreams)
 	rep.BytesPerIdleStream = grow / int64(max(len(heldStreams), 1))
 	logf("gateway idle streams: %d open, %d bytes each (both ends)", rep.IdleStreams, rep.BytesPerIdleStream)
+	if cfg.OnIdle != nil {
+		cfg.OnIdle()
+	}
 	close(model.hold)
 	for _, h := range heldStreams {
 		io.Copy(io.Discard, h.res.Body)

@@ -100,8 +100,14 @@ type Turn struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
+	// The renewer is a timer, not a goroutine (a turn waiting on a slow model holds none of its
+	// own for it): each firing renews once and re-arms it, until stopRenewing.
+	renewCtx  context.Context
 	stopRenew context.CancelFunc
-	renewDone chan struct{}
+	renewMu   sync.Mutex
+	renewOff  bool
+	renewT    *time.Timer
+	renewing  sync.WaitGroup // a firing in progress
 
 	mu     sync.Mutex
 	lease  store.Lease
@@ -137,13 +143,14 @@ func Begin(ctx context.Context, st Store, sessionID string, o Options) (*Turn, e
 	if err != nil {
 		return nil, err
 	}
-	t := &Turn{st: st, session: sessionID, o: o, lease: l, renewDone: make(chan struct{})}
+	t := &Turn{st: st, session: sessionID, o: o, lease: l}
 	t.ctx, t.cancel = context.WithCancelCause(ctx)
 	// The renewer outlives a cancelled caller context on purpose: the lease must stay ours until
 	// End has flushed and released it.
-	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	t.stopRenew = stop
-	go t.renew(rctx)
+	t.renewCtx, t.stopRenew = context.WithCancel(context.WithoutCancel(ctx))
+	t.renewMu.Lock()
+	t.renewT = time.AfterFunc(o.RenewEvery, t.renewTick)
+	t.renewMu.Unlock()
 	return t, nil
 }
 
@@ -280,38 +287,57 @@ func sleep(ctx context.Context, watch store.LeaseWatch, d time.Duration) error {
 	}
 }
 
-// renew extends the lease every RenewEvery until End stops it. A proven loss cancels the turn;
-// a busy database is retried while the lease has time left; any other failure cancels the turn,
+// renewTick is one firing of the renewer: it renews the lease and re-arms the timer for the
+// next one, unless End stopped it meanwhile.
+func (t *Turn) renewTick() {
+	t.renewMu.Lock()
+	if t.renewOff {
+		t.renewMu.Unlock()
+		return
+	}
+	t.renewing.Add(1)
+	t.renewMu.Unlock()
+	defer t.renewing.Done()
+	next, again := t.renewOnce(t.renewCtx)
+	t.renewMu.Lock()
+	if again && !t.renewOff {
+		t.renewT.Reset(next)
+	}
+	t.renewMu.Unlock()
+}
+
+// stopRenewing stops the renewer; once it returns no renewal runs or will run.
+func (t *Turn) stopRenewing() {
+	t.renewMu.Lock()
+	t.renewOff = true
+	t.renewT.Stop()
+	t.renewMu.Unlock()
+	t.stopRenew() // interrupts a renewal in progress: End is taking over
+	t.renewing.Wait()
+}
+
+// renewOnce extends the lease and says when to try next. A proven loss cancels the turn; a
+// busy database is retried while the lease has time left; any other failure cancels the turn,
 // since we can no longer vouch for the lease.
-func (t *Turn) renew(ctx context.Context) {
-	defer close(t.renewDone)
-	timer := time.NewTimer(t.o.RenewEvery)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		}
-		l := t.Lease()
-		nl, err := t.st.RenewLease(ctx, l, t.o.TTL)
-		switch {
-		case err == nil:
-			t.mu.Lock()
-			t.lease = nl
-			t.mu.Unlock()
-			timer.Reset(t.o.RenewEvery)
-		case ctx.Err() != nil:
-			return // End is stopping us; an interrupted renewal is no loss
-		case errors.Is(err, store.ErrLeaseLost):
-			t.lose(err, false)
-			return
-		case errors.Is(err, store.ErrBusy) && time.Until(l.ExpiresAt) > t.o.RenewEvery/4:
-			timer.Reset(t.o.RenewEvery / 4)
-		default:
-			t.lose(err, true)
-			return
-		}
+func (t *Turn) renewOnce(ctx context.Context) (next time.Duration, again bool) {
+	l := t.Lease()
+	nl, err := t.st.RenewLease(ctx, l, t.o.TTL)
+	switch {
+	case err == nil:
+		t.mu.Lock()
+		t.lease = nl
+		t.mu.Unlock()
+		return t.o.RenewEvery, true
+	case ctx.Err() != nil:
+		return 0, false // End is stopping us; an interrupted renewal is no loss
+	case errors.Is(err, store.ErrLeaseLost):
+		t.lose(err, false)
+		return 0, false
+	case errors.Is(err, store.ErrBusy) && time.Until(l.ExpiresAt) > t.o.RenewEvery/4:
+		return t.o.RenewEvery / 4, true
+	default:
+		t.lose(err, true)
+		return 0, false
 	}
 }
 
@@ -373,8 +399,7 @@ func (t *Turn) End(ctx context.Context) error {
 }
 
 func (t *Turn) end(ctx context.Context) error {
-	t.stopRenew()
-	<-t.renewDone
+	t.stopRenewing()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endBudget)
 	defer cancel()
 	var errs []error

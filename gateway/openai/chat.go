@@ -503,27 +503,36 @@ type stream struct {
 
 	mu     sync.Mutex
 	opened bool // headers sent
-	alive  bool // keepAlive running
+	alive  bool // keep-alives armed
 	broken bool
 	last   time.Time
-	quit   chan struct{}
-	done   chan struct{}
+	// ka fires the keep-alive check (a timer, not a goroutine: an idle stream holds no goroutine
+	// of its own for it).
+	ka    *time.Timer
+	every time.Duration
 }
 
 func (s *Server) newStream(w http.ResponseWriter, id string, created int64, model string) *stream {
 	return &stream{w: w, rc: http.NewResponseController(w), timeout: s.o.WriteTimeout, id: id, created: created, model: model,
-		began: time.Now(), quit: make(chan struct{}), done: make(chan struct{})}
+		began: time.Now()}
 }
 
 // stop silences the stream for good (its handler is returning) and ends the keep-alives.
 func (st *stream) stop() {
 	st.mu.Lock()
 	st.broken = true
-	alive := st.alive
 	st.mu.Unlock()
-	if alive {
-		close(st.quit)
-		<-st.done
+	st.stopKeepAlive()
+}
+
+// stopKeepAlive ends the keep-alives: once it returns, none is written (a check already running
+// waits for mu and then finds them off).
+func (st *stream) stopKeepAlive() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.alive {
+		st.alive = false
+		st.ka.Stop()
 	}
 }
 
@@ -547,32 +556,30 @@ func (st *stream) openSSE(sid string) {
 	st.mu.Unlock()
 }
 
-// keepAlive writes a comment whenever the stream was silent for every; it ends with finish.
+// startKeepAlive writes a comment whenever the stream was silent for every, until
+// stopKeepAlive (finish, stop).
 func (st *stream) startKeepAlive(every time.Duration) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.broken || st.alive {
 		return
 	}
-	st.alive = true
-	go st.keepAlive(every)
+	st.alive, st.every = true, every
+	st.ka = time.AfterFunc(every/2, st.keepAlive)
 }
 
-func (st *stream) keepAlive(every time.Duration) {
-	defer close(st.done)
-	t := time.NewTicker(every / 2)
-	defer t.Stop()
-	for {
-		select {
-		case <-st.quit:
-			return
-		case <-t.C:
-			st.mu.Lock()
-			if time.Since(st.last) >= every {
-				st.write([]byte(": keepalive\n\n"))
-			}
-			st.mu.Unlock()
-		}
+// keepAlive is the timer's check: a comment after a silence of every, then the next check.
+func (st *stream) keepAlive() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.alive || st.broken {
+		return
+	}
+	if time.Since(st.last) >= st.every {
+		st.write([]byte(": keepalive\n\n"))
+	}
+	if !st.broken {
+		st.ka.Reset(st.every / 2)
 	}
 }
 
@@ -637,14 +644,7 @@ func (st *stream) end(reason string, u *usage, includeUsage bool) {
 
 // finish ends a live stream with the turn's outcome.
 func (st *stream) finish(rep gateway.Reply, err error, includeUsage bool) {
-	st.mu.Lock()
-	alive := st.alive
-	st.alive = false
-	st.mu.Unlock()
-	if alive {
-		close(st.quit)
-		<-st.done
-	}
+	st.stopKeepAlive()
 	if err != nil {
 		st.frame(map[string]any{"error": errorOf(err)})
 		st.mu.Lock()

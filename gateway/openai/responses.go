@@ -455,14 +455,7 @@ func (e *events) delta(d provider.Delta) {
 }
 
 func (e *events) finish(rec gateway.ResponseRecord, reply string, calls []store.ToolCall, err error) {
-	e.st.mu.Lock()
-	alive := e.st.alive
-	e.st.alive = false
-	e.st.mu.Unlock()
-	if alive {
-		close(e.st.quit)
-		<-e.st.done
-	}
+	e.st.stopKeepAlive()
 	if err != nil {
 		rec.Status, rec.Error = "failed", errorOf(err).Msg
 		e.emit("response.failed", map[string]any{"response": responseObject(rec, "", nil)})

@@ -1,7 +1,9 @@
 package openai_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -347,5 +349,54 @@ func TestLeaseHeldByAnotherProcess(t *testing.T) {
 	}
 	if len(msgs) != 4 {
 		t.Fatalf("session holds %d messages, want 4: %+v", len(msgs), msgs)
+	}
+}
+
+// TestStreamKeepAlive: a stream silent for serve.keepalive gets ": keepalive" comments (from a
+// timer, an idle stream holds no goroutine for them), and the answer still follows whole.
+func TestStreamKeepAlive(t *testing.T) {
+	t.Parallel()
+	up := newUpstream(t)
+	s := startServe(t, t.TempDir(), up.providerConfig()+"serve:\n  keepalive: 1s\n")
+	body := `{"model":"spool","stream":true,"messages":[{"role":"user","content":"SAY after the silence\ngate:ka"}]}`
+	res, err := http.Post(s.url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	br := bufio.NewReader(res.Body)
+	up.arrived(t, "ka")
+	var before []string
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended before a keep-alive: %v (read %q)", err, before)
+		}
+		if strings.HasPrefix(line, ": keepalive") {
+			break
+		}
+		before = append(before, line)
+	}
+	up.open("ka")
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(rest)
+	var said strings.Builder
+	for _, line := range strings.Split(text, "\n") {
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if data, ok := strings.CutPrefix(line, "data: {"); ok && json.Unmarshal([]byte("{"+data), &c) == nil && len(c.Choices) > 0 {
+			said.WriteString(c.Choices[0].Delta.Content)
+		}
+	}
+	if said.String() != "after the silence" || !strings.HasSuffix(strings.TrimSpace(text), "data: [DONE]") {
+		t.Fatalf("after the keep-alive, said %q: %q", said.String(), text)
 	}
 }
