@@ -52,7 +52,7 @@ func boundSummaryBy(body string, budget, factor int, est Estimator, sessionID st
 		return body, 0
 	}
 	target := int(float64(len(body)) * float64(budget) / float64(tokens))
-	sections := parseSections(body)
+	sections, dropped := dropSections(parseSections(body), target, budget, sessionID)
 
 	// Water-filling: what is left after the fixed parts is shared equally among the trimmable
 	// sections; a section smaller than its share keeps everything and leaves the rest to others.
@@ -88,7 +88,7 @@ func boundSummaryBy(body string, budget, factor int, est Estimator, sessionID st
 		open = rest
 	}
 
-	trimmedNow := 0
+	trimmedNow := dropped
 	var b strings.Builder
 	b.Grow(target + 1024)
 	for i := range sections {
@@ -137,6 +137,72 @@ func boundSummaryBy(body string, budget, factor int, est Estimator, sessionID st
 		b.WriteString(strings.Join(lines, "\n"))
 	}
 	return strings.TrimSpace(b.String()), trimmedNow
+}
+
+// placeholderItems are what a summary writes in a section with nothing to say.
+var placeholderItems = []string{"none", "none.", "- none", "- none.", "none recorded.", "none detected.", "n/a", "- n/a"}
+
+func isPlaceholder(s summarySection) bool {
+	if len(s.items) != 1 || len(s.items[0]) != 1 || s.trimmed > 0 {
+		return false
+	}
+	t := strings.ToLower(strings.TrimSpace(s.items[0][0]))
+	for _, p := range placeholderItems {
+		if t == p {
+			return true
+		}
+	}
+	return false
+}
+
+// dropSections makes a budget too small for every section keep fewer: when the room left
+// after the whole sections and every heading cannot give each trimmable section its marker and
+// minKeptItem of its newest item, sections that only say "None." go first, then trimmable
+// sections from the end of the body, until it can. Keeping every heading with a cut item
+// under a budget of a few hundred characters wrote three times the budget (a dozen headings,
+// each with a marker and a 200-character stub) and pushed small windows off the summary rung.
+// What a dropped section said is in the original turns (session_search) and the ledger. It
+// returns the sections kept and how many items went with the dropped ones.
+func dropSections(sections []summarySection, target, budget int, sessionID string) ([]summarySection, int) {
+	need := minKeptItem + len(trimMarker(100, budget, sessionID)) + 2
+	short := func(ss []summarySection) bool {
+		avail, open := target, 0
+		for _, s := range ss {
+			avail -= len(s.heading) + 2
+			if s.whole {
+				avail -= s.size
+			} else {
+				open++
+			}
+		}
+		return open > 0 && avail < open*need
+	}
+	if !short(sections) {
+		return sections, 0
+	}
+	dropped := 0
+	out := sections[:0:0]
+	for _, s := range sections {
+		if !s.whole && s.heading != "" && isPlaceholder(s) {
+			continue
+		}
+		out = append(out, s)
+	}
+	for short(out) {
+		last := -1
+		for i := len(out) - 1; i >= 0; i-- {
+			if !out[i].whole && out[i].heading != "" {
+				last = i
+				break
+			}
+		}
+		if last < 0 {
+			break
+		}
+		dropped += len(out[last].items)
+		out = append(out[:last], out[last+1:]...)
+	}
+	return out, dropped
 }
 
 // trimMarker is one short line (it is repeated in every trimmed section, so small windows

@@ -141,14 +141,14 @@ func fallbackSummaryWithin(turns []store.Message, scans []msgScan, previous stri
 		return s == "None recorded." || s == "None detected." || strings.HasPrefix(s, "Not determined:") ||
 			strings.HasPrefix(s, "See the ") || strings.HasPrefix(s, "Unknown after a fallback")
 	}
-	var b strings.Builder
+	var parts []string
 	for _, h := range templateHeadings {
 		if compact && h != "## Historical Task Snapshot" && placeholder(sections[h]) {
 			continue
 		}
-		fmt.Fprintf(&b, "%s\n%s\n\n", h, sections[h])
+		parts = append(parts, redact(fmt.Sprintf("%s\n%s\n\n", h, sections[h])))
 	}
-	head := redact(b.String())
+	head := strings.Join(parts, "")
 
 	var dropped []string
 	start := max(0, len(turns)-fallbackTurns)
@@ -166,6 +166,15 @@ func fallbackSummaryWithin(turns []store.Message, scans []msgScan, previous stri
 	for len(head)+len(tail) > capChars && len(dropped) > 1 {
 		dropped = dropped[1:]
 		tail = "## Last Dropped Turns\n" + redact(strings.Join(dropped, "\n\n"))
+	}
+	if len(head)+len(tail) > capChars {
+		// Not even the newest dropped turn fits: whole sections go from the end (the task
+		// snapshot first in the list stays), rather than a cut through the middle of one.
+		tail = ""
+		for len(parts) > 1 && len(head) > capChars {
+			parts = parts[:len(parts)-1]
+			head = strings.Join(parts, "")
+		}
 	}
 	out := head + tail
 	if len(out) > capChars {

@@ -45,6 +45,22 @@ type candidate struct {
 	origins []int64
 	end     int
 	tokens  int
+	// ledgerFull: the rendered ledger reached its bound (it left entries out or cut lines to
+	// pointers), so more room would keep more.
+	ledgerFull bool
+}
+
+// ledgerFullSlack is how close to its bound a rendered ledger is taken as full.
+const ledgerFullSlack = 200
+
+// grownLedger is how many characters of ledger slack tokens of room left under the target
+// pay for: nine tenths of them (the estimate of a longer body is not exactly linear), nothing
+// for less than 100 tokens.
+func grownLedger(slack int) int {
+	if slack < 100 {
+		return 0
+	}
+	return slack * 4 * 9 / 10
 }
 
 // ladder assembles rungs until one reaches the target and is clearly smaller than what it
@@ -62,13 +78,15 @@ func (c *Compressor) ladder(req Request, sp *split, sum summaryResult, b Budgets
 			full = sp.withOriginal(body)
 		}
 		lc := Ledger{Entries: slices.Clone(led.Entries)}
-		if r := lc.renderWithin(sid, askChars, ledgerChars); r != "" {
+		r := lc.renderWithin(sid, askChars, ledgerChars)
+		if r != "" {
 			full = strings.TrimSpace(full + "\n\n" + r)
 		} else {
 			lc.Entries = nil
 		}
 		out, origins := c.assemble(sp.work, sp.orig, sp.start, end, summaryContentFor(full, b), sid)
-		return candidate{rung: rung, body: full, ledger: lc, trimmed: trimmed, msgs: out, origins: origins, end: end, tokens: EstimateTokens(est, out)}
+		return candidate{rung: rung, body: full, ledger: lc, trimmed: trimmed, msgs: out, origins: origins, end: end, tokens: EstimateTokens(est, out),
+			ledgerFull: len(r) > ledgerChars-ledgerFullSlack}
 	}
 	// Clearly smaller: the compaction saves at least a quarter of what it replaces.
 	fits := func(k candidate) bool {
@@ -87,6 +105,21 @@ func (c *Compressor) ladder(req Request, sp *split, sum summaryResult, b Budgets
 		}
 		return fits(k)
 	}
+	// A rung that reached its target with room to spare gives the room to the ledger when
+	// the ledger had to leave entries out (it keeps every fact or a pointer to it; see
+	// grownLedger): up to twice its budget, the verbatim asks in proportion.
+	grow := func(k candidate, rebuild func(ledgerChars, askChars int) candidate, ledgerChars, askChars int) candidate {
+		limit := b.Target - b.Target*3/100 - b.Fixed
+		extra := min(grownLedger(limit-k.tokens), ledgerChars)
+		if extra <= 0 || len(k.ledger.Entries) == 0 || !k.ledgerFull {
+			return k
+		}
+		g := rebuild(ledgerChars+extra, askChars+askChars*extra/max(ledgerChars, 1))
+		if fits(g) {
+			return g
+		}
+		return k
+	}
 
 	var fb string
 	fallback := func() string {
@@ -95,24 +128,33 @@ func (c *Compressor) ladder(req Request, sp *split, sum summaryResult, b Budgets
 		}
 		return fb
 	}
+	// rung builds one rung and, when it fits, grows its ledger into the room left.
+	rung := func(r Rung, body string, trimmed int, led Ledger, ledgerChars, askChars, end int) (candidate, bool) {
+		rebuild := func(lc, ac int) candidate { return build(r, body, trimmed, led, lc, ac, end) }
+		k := rebuild(ledgerChars, askChars)
+		if !try(k) {
+			return k, false
+		}
+		return grow(k, rebuild, ledgerChars, askChars), true
+	}
 	if !sum.fallback {
 		body, trimmed := boundSummaryBy(sum.body, budget, summaryTrimFactor, est, sid)
-		if k := build(RungSummary, body, trimmed, md.ledger, b.LedgerChars, b.AskChars, sp.end); try(k) {
+		if k, ok := rung(RungSummary, body, trimmed, md.ledger, b.LedgerChars, b.AskChars, sp.end); ok {
 			return k, nil
 		}
 		body, trimmed = boundSummaryBy(sum.body, budget/2, 1, est, sid)
 		// The ledger keeps its budget on the rungs that shorten the summary: it is the part
 		// that keeps pointers to everything compacted.
-		if k := build(RungShorter, body, trimmed, md.ledger, b.LedgerChars, b.AskChars/2, sp.end); try(k) {
+		if k, ok := rung(RungShorter, body, trimmed, md.ledger, b.LedgerChars, b.AskChars/2, sp.end); ok {
 			return k, nil
 		}
 		body, trimmed = boundSummaryBy(fallback(), budget/2, 1, est, sid)
-		if k := build(RungFallback, body, trimmed, md.ledger, b.LedgerChars, b.AskChars/2, sp.end); try(k) {
+		if k, ok := rung(RungFallback, body, trimmed, md.ledger, b.LedgerChars, b.AskChars/2, sp.end); ok {
 			return k, nil
 		}
 	} else {
 		body, trimmed := boundSummaryBy(fallback(), budget, summaryTrimFactor, est, sid)
-		if k := build(RungFallback, body, trimmed, md.ledger, b.LedgerChars, b.AskChars, sp.end); try(k) {
+		if k, ok := rung(RungFallback, body, trimmed, md.ledger, b.LedgerChars, b.AskChars, sp.end); ok {
 			return k, nil
 		}
 	}
@@ -129,7 +171,7 @@ func (c *Compressor) ladder(req Request, sp *split, sum summaryResult, b Budgets
 	}
 	small := fallbackSummaryWithin(wide.orig, wide.scans, prev, min(budget*2, FallbackSummaryCap))
 	body, trimmed := boundSummaryBy(small, budget/2, 1, est, sid)
-	if k := build(RungSmallTail, body, trimmed, wide.ledger, b.LedgerChars/2, b.AskChars/4, sp.minEnd); try(k) {
+	if k, ok := rung(RungSmallTail, body, trimmed, wide.ledger, b.LedgerChars/2, b.AskChars/4, sp.minEnd); ok {
 		return k, nil
 	}
 
@@ -139,7 +181,7 @@ func (c *Compressor) ladder(req Request, sp *split, sum summaryResult, b Budgets
 		askChars = max(b.Room, 4*minRoom) // the ask to answer left the tail: quote it whole
 	}
 	// Its ledger is pointers mostly: a quarter of the budget, no verbatim asks.
-	if k := build(RungPointer, archivePointer(sid, wide.orig, sp.orig[sp.start:sp.minEnd], askChars), 0, wide.ledger, b.LedgerChars/4, 0, sp.minEnd); try(k) {
+	if k, ok := rung(RungPointer, archivePointer(sid, wide.orig, sp.orig[sp.start:sp.minEnd], askChars), 0, wide.ledger, b.LedgerChars/4, 0, sp.minEnd); ok {
 		return k, nil
 	}
 	if best.tokens >= sp.before {

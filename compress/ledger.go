@@ -57,8 +57,11 @@ var pointerLabels = map[EntryKind]string{
 }
 
 const (
-	pathsLabel   = "paths"
-	routineLabel = "repeated errors"
+	// pathsLabel holds the pointers of side paths (see LedgerEntry.side); taskPathsLabel those
+	// of paths the user asked about that tools then read or wrote.
+	pathsLabel     = "paths"
+	taskPathsLabel = "task paths"
+	routineLabel   = "repeated errors"
 )
 
 // routineErrors is how many error lines of one shape make that shape routine.
@@ -76,7 +79,23 @@ func errorShape(text string) string {
 	}, strings.Join(f, " "))
 }
 
-// markRoutine flags the error lines whose shape at least routineErrors lines share.
+// testFailureMarks open the lines a test runner prints for a failing test. Such a line is a
+// progress report of the work (the command's entry keeps its exit status, the next run shows
+// whether it was fixed), not a fact said once: it weighs as a repeated error however few of
+// its shape one compaction sees (a small window compacts a few turns at a time).
+var testFailureMarks = []string{"--- FAIL:", "FAIL\t", "FAILED ", "FAIL: "}
+
+func isTestFailure(text string) bool {
+	for _, m := range testFailureMarks {
+		if strings.HasPrefix(text, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// markRoutine flags the error lines whose shape at least routineErrors lines share, and
+// test-failure lines.
 func (l *Ledger) markRoutine() {
 	count := map[string]int{}
 	for _, e := range l.Entries {
@@ -86,7 +105,65 @@ func (l *Ledger) markRoutine() {
 	}
 	for i := range l.Entries {
 		if e := &l.Entries[i]; e.Kind == EntryError && !e.Pointer {
-			e.routine = count[errorShape(e.Text)] >= routineErrors
+			e.routine = count[errorShape(e.Text)] >= routineErrors || isTestFailure(e.Text)
+		}
+	}
+}
+
+// markSide flags the side paths among the entries extracted from compacted messages (fresh
+// reports which; entries read back from an earlier ledger keep the flag their line or pointer
+// carried, but their lines count as asked or touched): a path the user named that no tool then read or wrote, or one a
+// tool read or wrote (or a command or the assistant named) that no user message named. A path
+// the user asked about and the tools then worked on is the subject of its turn: the ask and
+// the file entries carry it many times over, while a side path is said once or twice among
+// hundreds of the same shape, and only its own entry keeps it. Side identifiers weigh like
+// SHAs, side files read or written like commands. Paths seen only in tool output are neither
+// (they are listed, never asked about).
+// namesFile reports whether path p ends in a file name with an extension.
+func namesFile(p string) bool {
+	base := p[strings.LastIndexByte(p, '/')+1:]
+	dot := strings.LastIndexByte(base, '.')
+	return dot > 0 && dot < len(base)-1
+}
+
+// A turn can straddle two compactions: askedBefore are the paths of the ask an earlier
+// compaction took (its summary's task snapshot quotes it), touchedLater the paths tools read
+// or wrote in messages after these (the tail). Only a path that names a file can be a side
+// path: a directory a command ran on ("go test ./internal/db/...") is the scope of routine
+// work.
+func markSide(entries []LedgerEntry, fresh func(int) bool, askedBefore, touchedLater map[string]bool) {
+	asked, touched := map[string]bool{}, map[string]bool{}
+	for p := range askedBefore {
+		asked[p] = true
+	}
+	for _, e := range entries {
+		switch {
+		case e.Pointer:
+		case e.Kind == EntryIdentifier && e.pathID && e.relevance >= 3:
+			asked[e.Text] = true
+		case e.Kind == EntryRead || e.Kind == EntryWrote:
+			touched[e.Text] = true
+		}
+	}
+	for p := range touchedLater {
+		touched[p] = true
+	}
+
+	for i := range entries {
+		e := &entries[i]
+		if e.Pointer || !fresh(i) || !namesFile(e.Text) {
+			continue
+		}
+		switch {
+		case e.Kind == EntryRead || e.Kind == EntryWrote:
+			e.side = !asked[e.Text]
+		case e.Kind == EntryIdentifier && e.pathID:
+			switch {
+			case e.relevance >= 3:
+				e.side = !touched[e.Text]
+			case e.relevance == 2:
+				e.side = !asked[e.Text] && !touched[e.Text]
+			}
 		}
 	}
 }
@@ -137,6 +214,9 @@ type LedgerEntry struct {
 	// routine marks an error line whose shape many others share (a test failing now and
 	// then): it weighs less than an error seen once.
 	routine bool
+	// side marks a path that is not the subject of its turn (see markSide): it weighs more
+	// than the paths every turn names.
+	side bool
 }
 
 // Ledger is the mechanically extracted working set of a session.
@@ -182,15 +262,21 @@ func (e LedgerEntry) weight() int {
 	case EntryValue:
 		return 7
 	case EntryIdentifier:
-		if e.pathID {
+		if e.pathID && !e.side {
 			return 3
 		}
 		return 6
 	case EntryCommand:
 		return 5
-	case EntryWrote:
-		return 4
-	case EntryRead:
+	case EntryWrote, EntryRead:
+		// A file read or written that no user message named (a file the agent found or
+		// created) weighs like a command; the task's own files, which the ask names, least.
+		switch {
+		case e.side:
+			return 5
+		case e.Kind == EntryWrote:
+			return 3
+		}
 		return 2
 	case EntryAsk:
 		return 1
@@ -216,6 +302,7 @@ func (l *Ledger) merge(other []LedgerEntry) {
 			cur.relevance = max(cur.relevance, e.relevance)
 			cur.pathID = cur.pathID && e.pathID
 			cur.routine = cur.routine && e.routine
+			cur.side = cur.side || e.side
 			if e.MsgID >= cur.MsgID {
 				cur.MsgID = e.MsgID
 				if e.Status != "" {
@@ -297,6 +384,17 @@ func (l *Ledger) bound(scale int) {
 // said outranks what the agent said, which outranks what a tool printed.
 var sourceMarks = map[int]string{1: " (output)", 2: "", 3: " (user)"}
 
+// sideMarkText marks the line of a side path (see markSide), so the flag survives the next
+// compaction's reading of the ledger.
+const sideMarkText = " (side)"
+
+func (e LedgerEntry) sideMark() string {
+	if e.side && (e.Kind == EntryIdentifier || e.Kind == EntryRead || e.Kind == EntryWrote) {
+		return sideMarkText
+	}
+	return ""
+}
+
 func idTag(id int64) string { return "[m" + strconv.FormatInt(id, 10) + "]" }
 
 // render writes the ledger section within MaxLedgerChars. Asks are quoted verbatim newest
@@ -307,8 +405,11 @@ func (l *Ledger) render(sessionID string, askBudget int) string {
 
 // pointerLabel is the label of e's pointer line.
 func (e LedgerEntry) pointerLabel() string {
-	if e.Kind == EntryIdentifier && e.pathID {
+	if e.side && (e.Kind == EntryIdentifier || e.Kind == EntryRead || e.Kind == EntryWrote) {
 		return pathsLabel
+	}
+	if e.Kind == EntryIdentifier && e.pathID {
+		return taskPathsLabel
 	}
 	if e.Kind == EntryError && e.routine {
 		return routineLabel
@@ -323,7 +424,7 @@ var pointerLabelOrder = func() []string {
 		out = append(out, pointerLabels[k])
 		switch k {
 		case EntryIdentifier:
-			out = append(out, pathsLabel)
+			out = append(out, pathsLabel, taskPathsLabel)
 		case EntryError:
 			out = append(out, routineLabel)
 		}
@@ -498,7 +599,7 @@ func (l *Ledger) formatLines(askBudget int) []string {
 			}
 			switch k {
 			case EntryWrote, EntryRead:
-				lines[i] = "- `" + e.Text + "` " + idTag(e.MsgID) + "\n"
+				lines[i] = "- `" + e.Text + "`" + e.sideMark() + " " + idTag(e.MsgID) + "\n"
 			case EntryCommand:
 				lines[i] = "- `" + e.Text + "` -> exit " + cmp.Or(e.Status, "?") + " " + idTag(e.MsgID) + "\n"
 			case EntryDecision, EntryAgent:
@@ -511,7 +612,7 @@ func (l *Ledger) formatLines(askBudget int) []string {
 					e.toPointer()
 				}
 			default:
-				lines[i] = "- " + e.Text + sourceMarks[e.relevance] + " " + idTag(e.MsgID) + "\n"
+				lines[i] = "- " + e.Text + sourceMarks[e.relevance] + e.sideMark() + " " + idTag(e.MsgID) + "\n"
 			}
 		}
 	}
@@ -682,6 +783,11 @@ func parseLedger(body string) Ledger {
 			e.MsgID, _ = strconv.ParseInt(m[1], 10, 64)
 			rest = rest[:len(rest)-len(m[0])]
 		}
+		if kind == EntryIdentifier || kind == EntryRead || kind == EntryWrote {
+			if r, ok := strings.CutSuffix(rest, sideMarkText); ok {
+				rest, e.side = r, true
+			}
+		}
 		switch kind {
 		case EntryIdentifier, EntryError:
 			for rel, mark := range sourceMarks {
@@ -732,9 +838,11 @@ func parsePointerLine(line string) []LedgerEntry {
 	if !ok {
 		return nil
 	}
-	kind, path, routine := EntryKind(""), false, false
+	kind, path, routine, side := EntryKind(""), false, false, false
 	switch lab {
 	case pathsLabel:
+		kind, path, side = EntryIdentifier, true, true
+	case taskPathsLabel:
 		kind, path = EntryIdentifier, true
 	case routineLabel:
 		kind, routine = EntryError, true
@@ -757,7 +865,7 @@ func parsePointerLine(line string) []LedgerEntry {
 		if err != nil {
 			continue
 		}
-		out = append(out, LedgerEntry{Kind: kind, MsgID: id, Pointer: true, relevance: rel, pathID: path, routine: routine})
+		out = append(out, LedgerEntry{Kind: kind, MsgID: id, Pointer: true, relevance: rel, pathID: path, routine: routine, side: side})
 	}
 	return out
 }
@@ -803,11 +911,23 @@ func removeSection(body, heading string) string {
 
 // ledgerEntries reads the working set out of messages mechanically; scans[i] is ms[i]'s scan.
 func ledgerEntries(ms []store.Message, scans []msgScan) []LedgerEntry {
+	return ledgerEntriesBefore(ms, scans, nil)
+}
+
+// ledgerEntriesBefore is ledgerEntries for messages followed by others in which tools read or
+// wrote the paths touchedLater (see markSide).
+func ledgerEntriesBefore(ms []store.Message, scans []msgScan, touchedLater map[string]bool) []LedgerEntry {
 	size := 0
 	for _, sc := range scans {
 		size += 1 + len(sc.ids) + len(sc.errs) + 2*len(sc.args)
 	}
 	out := make([]LedgerEntry, 0, size)
+	var carried [][2]int // ranges of out read back from earlier ledgers
+	askedBefore := map[string]bool{}
+	carry := func(es []LedgerEntry) {
+		carried = append(carried, [2]int{len(out), len(out) + len(es)})
+		out = append(out, es...)
+	}
 	results := make(map[string]int)
 	for i, m := range ms {
 		if m.Role == store.RoleTool && m.ToolCallID != "" {
@@ -856,8 +976,8 @@ func ledgerEntries(ms []store.Message, scans []msgScan) []LedgerEntry {
 		case store.RoleUser:
 			if isSummary(m) {
 				p, _ := parseSummary(m.Content)
-				prev := parseLedger(p.Body)
-				out = append(out, prev.Entries...)
+				carry(parseLedger(p.Body).Entries)
+				snapshotPaths(p.Body, askedBefore)
 				for _, text := range []string{p.Prior, p.Trailing} {
 					if text != "" {
 						userFacts(msgScan{text: text, ids: identifiers(text), errs: errorLines(text, 2)}, m.ID)
@@ -871,7 +991,8 @@ func ledgerEntries(ms []store.Message, scans []msgScan) []LedgerEntry {
 		case store.RoleAssistant:
 			if isSummary(m) {
 				p, _ := parseSummary(m.Content)
-				out = append(out, parseLedger(p.Body).Entries...)
+				carry(parseLedger(p.Body).Entries)
+				snapshotPaths(p.Body, askedBefore)
 				if p.Prior != "" {
 					addIDs(identifiers(p.Prior), m.ID, 2)
 				}
@@ -916,7 +1037,27 @@ func ledgerEntries(ms []store.Message, scans []msgScan) []LedgerEntry {
 			}
 		}
 	}
+	markSide(out, func(i int) bool {
+		for _, r := range carried {
+			if i >= r[0] && i < r[1] {
+				return false
+			}
+		}
+		return true
+	}, askedBefore, touchedLater)
 	return out
+}
+
+// snapshotHeading quotes the newest user message an earlier compaction took.
+const snapshotHeading = "## Historical Task Snapshot"
+
+// snapshotPaths adds the paths of a summary body's task snapshot to into.
+func snapshotPaths(body string, into map[string]bool) {
+	if _, snap, ok := cutSection(body, snapshotHeading); ok {
+		for _, id := range identifiers(snap) {
+			into[id] = true
+		}
+	}
 }
 
 // decisionCues mark a user sentence as a decision or constraint.
@@ -1055,7 +1196,7 @@ func isWordByte(c byte) bool {
 	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
-var errorWords = []string{"error", "exception", "panic:", "traceback", "fatal", "fail", "segmentation fault", "undefined", "cannot ", "can't ", "permission denied", "not found", "does not exist", "no such ", "refused", "invalid "}
+var errorWords = []string{"error", "exception", "panic:", "traceback", "fatal", "fail", "segmentation fault", "undefined", "cannot ", "can't ", "permission denied", "not found", "does not exist", "no such ", "refused", "invalid ", "deadline exceeded", "timed out"}
 
 var errorWordSet = newWordSet(errorWords)
 

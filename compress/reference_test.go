@@ -167,7 +167,11 @@ func naiveRenderOnce(l *Ledger, gone []bool, sessionID string) string {
 			}
 			switch k {
 			case EntryWrote, EntryRead:
-				fmt.Fprintf(&b, "- `%s` %s\n", e.Text, idTag(e.MsgID))
+				side := ""
+				if e.side {
+					side = " (side)"
+				}
+				fmt.Fprintf(&b, "- `%s`%s %s\n", e.Text, side, idTag(e.MsgID))
 			case EntryCommand:
 				fmt.Fprintf(&b, "- `%s` -> exit %s %s\n", e.Text, cmp.Or(e.Status, "?"), idTag(e.MsgID))
 			case EntryDecision, EntryAgent:
@@ -175,7 +179,11 @@ func naiveRenderOnce(l *Ledger, gone []bool, sessionID string) string {
 			case EntryAsk:
 				fmt.Fprintf(&b, "- %s %s\n", idTag(e.MsgID), strings.ReplaceAll(e.Text, "\n", "\n  "))
 			default:
-				fmt.Fprintf(&b, "- %s%s %s\n", e.Text, sourceMarks[e.relevance], idTag(e.MsgID))
+				side := ""
+				if e.side && e.Kind == EntryIdentifier {
+					side = " (side)"
+				}
+				fmt.Fprintf(&b, "- %s%s%s %s\n", e.Text, sourceMarks[e.relevance], side, idTag(e.MsgID))
 			}
 		}
 	}
@@ -184,7 +192,10 @@ func naiveRenderOnce(l *Ledger, gone []bool, sessionID string) string {
 		if e.Pointer && !gone[i] {
 			lab := pointerLabels[e.Kind]
 			if e.Kind == EntryIdentifier && e.pathID {
-				lab = pathsLabel
+				lab = "task paths"
+			}
+			if e.side && (e.Kind == EntryIdentifier || e.Kind == EntryRead || e.Kind == EntryWrote) {
+				lab = "paths"
 			}
 			if e.Kind == EntryError && e.routine {
 				lab = routineLabel
@@ -196,7 +207,7 @@ func naiveRenderOnce(l *Ledger, gone []bool, sessionID string) string {
 	}
 	if len(byLabel) > 0 {
 		b.WriteString("\n" + PointerHeading + "\n")
-		for _, lab := range []string{"files written", "files read", "commands", "identifiers", "paths", "errors", "repeated errors", "values", "assistant decisions", "user decisions", "user messages"} {
+		for _, lab := range []string{"files written", "files read", "commands", "identifiers", "paths", "task paths", "errors", "repeated errors", "values", "assistant decisions", "user decisions", "user messages"} {
 			if ids := byLabel[lab]; len(ids) > 0 {
 				slices.Sort(ids)
 				b.WriteString("- " + lab + ":")
@@ -265,6 +276,7 @@ func TestRenderMatchesNaive(t *testing.T) {
 				Trimmed: k == EntryAsk && rapid.IntRange(0, 4).Draw(t, "trimmed") == 0,
 				pathID:  k == EntryIdentifier && rapid.Bool().Draw(t, "path"),
 				routine: k == EntryError && rapid.Bool().Draw(t, "routine"),
+				side:    (k == EntryIdentifier || k == EntryRead || k == EntryWrote) && rapid.Bool().Draw(t, "side"),
 			})
 			if e := &l.Entries[len(l.Entries)-1]; rapid.IntRange(0, 5).Draw(t, "pointer") == 0 && e.Kind != "unknown" {
 				e.toPointer()
@@ -406,6 +418,7 @@ func naiveBound(l *Ledger, scale int) {
 					merged[j].relevance = max(merged[j].relevance, p.relevance)
 					merged[j].pathID = merged[j].pathID && p.pathID
 					merged[j].routine = merged[j].routine && p.routine
+					merged[j].side = merged[j].side || p.side
 					found = true
 				}
 			}

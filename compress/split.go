@@ -263,7 +263,7 @@ func (sp *split) middleTo(end int, est Estimator) middle {
 	if sp.newest >= end {
 		md.ledger.merge(sp.prevLedger)
 	}
-	md.ledger.merge(ledgerEntries(sp.orig[sp.start:end], scans))
+	md.ledger.merge(ledgerEntriesBefore(sp.orig[sp.start:end], scans, sp.touchedFrom(end)))
 	// A head or tail message that pruning cut to a stub stays in the context without what it
 	// said: the ledger reads the original (archived by this compaction, so its pointer holds).
 	var cut []store.Message
@@ -286,4 +286,24 @@ func (sp *split) middleTo(end int, est Estimator) middle {
 	}
 	sp.mids[end] = &md
 	return md
+}
+
+// touchedFrom is the set of paths the tool calls of messages from index end on read or wrote.
+func (sp *split) touchedFrom(end int) map[string]bool {
+	out := map[string]bool{}
+	for i := end; i < len(sp.orig); i++ {
+		m := sp.orig[i]
+		if m.Role != store.RoleAssistant || len(m.ToolCalls) == 0 || isSummary(m) {
+			continue
+		}
+		args := sp.hist.scans[i].callArgs(m)
+		for j, tc := range m.ToolCalls {
+			if k := classifyTool(tc.Function.Name); k == kindRead || k == kindWrite {
+				for _, p := range args[j].Paths {
+					out[p] = true
+				}
+			}
+		}
+	}
+	return out
 }
