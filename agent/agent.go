@@ -289,7 +289,8 @@ type RunOptions struct {
 	ForceCompact bool
 	Focus        string
 	// RestrictTools limits the agent's own tools offered this turn to those named in
-	// AllowTools (none when it is empty); without it every tool of Deps.Tools is offered.
+	// AllowTools (none when it is empty; an entry ending in "*" names every tool it is a prefix
+	// of); without it every tool of Deps.Tools is offered.
 	RestrictTools bool
 	AllowTools    []string
 	// ClientTools are tools the caller declared and runs itself (an API client's function

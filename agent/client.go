@@ -39,7 +39,7 @@ func (r *run) offered() ([]provider.Tool, error) {
 	var own []provider.Tool
 	if r.a.tools != nil {
 		for _, t := range r.a.tools.Definitions() {
-			if !r.opts.RestrictTools || slices.Contains(r.opts.AllowTools, t.Name) {
+			if !r.opts.RestrictTools || allowedTool(r.opts.AllowTools, t.Name) {
 				own = append(own, t)
 			}
 		}
@@ -63,6 +63,20 @@ func (r *run) offered() ([]provider.Tool, error) {
 		r.client[t.Name] = true
 	}
 	return append(own, r.opts.ClientTools...), nil
+}
+
+// allowedTool reports whether allow names the tool: as is, or by a prefix ending in "*" (an MCP
+// server's every tool, mcp__<server>__*).
+func allowedTool(allow []string, name string) bool {
+	for _, a := range allow {
+		if a == name {
+			return true
+		}
+		if p, ok := strings.CutSuffix(a, "*"); ok && p != "" && strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // pending are the tool calls of the history's last assistant message that have no result yet.

@@ -82,14 +82,26 @@ func (a *app) agentTools(ctx context.Context, cfg config.Config, env tools.Env) 
 	if err != nil {
 		return nil, err
 	}
-	reg, err := tools.New(append(tools.Builtins(), extra...)...)
+	build := func(extra []tools.Tool) (agent.Tools, error) {
+		reg, err := tools.New(append(tools.Builtins(), extra...)...)
+		if err != nil {
+			return nil, err
+		}
+		return agent.Registry(reg, env), nil
+	}
+	return a.liveTools(extra, build)
+}
+
+// liveTools makes the tools of build(MCP tools), refreshed between turns when MCP servers run.
+func (a *app) liveTools(extra []tools.Tool, build func([]tools.Tool) (agent.Tools, error)) (agent.Tools, error) {
+	reg, err := build(extra)
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
 	if a.mcp == nil {
-		return agent.Registry(reg, env), nil
+		return reg, nil
 	}
-	return &liveTools{m: a.mcp, env: env, reg: agent.Registry(reg, env), stderr: a.stderr}, nil
+	return &liveTools{m: a.mcp, build: build, reg: reg, stderr: a.stderr}, nil
 }
 
 // liveTools offers the built-in and MCP tools and lists the MCP servers' tools again at the start
@@ -98,7 +110,7 @@ func (a *app) agentTools(ctx context.Context, cfg config.Config, env tools.Env) 
 // cache: a line on stderr names the server.
 type liveTools struct {
 	m      *mcp.Manager
-	env    tools.Env
+	build  func(mcpTools []tools.Tool) (agent.Tools, error)
 	stderr io.Writer
 
 	mu     sync.Mutex
@@ -111,11 +123,11 @@ func (l *liveTools) Definitions() []provider.Tool {
 	defer l.mu.Unlock()
 	if l.served {
 		if changed := l.m.Refresh(context.Background()); len(changed) > 0 {
-			reg, err := tools.New(append(tools.Builtins(), l.m.Tools()...)...)
+			reg, err := l.build(l.m.Tools())
 			if err != nil {
 				fmt.Fprintf(l.stderr, "spool: warning: MCP servers %s changed their tools, kept the old list: %s\n", strings.Join(changed, ", "), oneLine(err.Error()))
 			} else {
-				l.reg = agent.Registry(reg, l.env)
+				l.reg = reg
 				fmt.Fprintf(l.stderr, "spool: cache break: MCP server %s changed its tool list; the tools prefix changes once for this turn\n", strings.Join(changed, ", "))
 			}
 		}

@@ -166,22 +166,40 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	if err != nil {
 		return err
 	}
-	toolsFor, err := gateway.ParseTools(sc.Tools, keys)
+	var servers []string
+	for _, s := range cfg.MCP.Servers {
+		servers = append(servers, s.Name)
+	}
+	toolsFor, err := gateway.ParseTools(sc.Tools, keys, servers)
 	if err != nil {
 		return &usageError{err}
 	}
 	wd, _ := os.Getwd()
 	// spool's own tools for API sessions (serve.tools): session_search confined to the calling
-	// session's principal, memory in the principal's home. No file or terminal tools.
-	reg, err := tools.New(tools.SessionSearch(), tools.Memory())
-	if err != nil {
-		return fmt.Errorf("tools: %w", err)
+	// session's principal, memory in the principal's home. No file or terminal tools. MCP
+	// servers start only when serve.tools allows some key one of their tools; a call runs only
+	// for a key whose list allows that tool (never asked about: no one is there to answer).
+	var mcpTools []tools.Tool
+	if wantsMCP(toolsFor) {
+		if mcpTools, err = a.mcpTools(ctx, cfg); err != nil {
+			return err
+		}
 	}
 	aux, _ := cfg.Auxiliary.Compression.ClientFor(cfg.Provider)
-	own := gateway.OwnTools(reg, tools.Env{Home: cfg.Home, Store: st,
+	ownEnv := tools.Env{Home: cfg.Home, Store: st,
 		Summarizer:   agent.RecallSummarizer{Store: st, Models: []agent.SummaryModel{{Client: client, Model: model}}},
 		RecallDetail: cfg.Recall.Detail,
-		Secrets:      tools.NewSecrets(os.Environ(), cfg.Provider.KeyEnv(), aux.KeyEnv())}, st)
+		Secrets:      tools.NewSecrets(os.Environ(), append(fallbackKeyEnvs(cfg), cfg.Provider.KeyEnv(), aux.KeyEnv())...)}
+	own, err := a.liveTools(mcpTools, func(extra []tools.Tool) (agent.Tools, error) {
+		reg, err := tools.New(append([]tools.Tool{tools.SessionSearch(), tools.Memory()}, extra...)...)
+		if err != nil {
+			return nil, err
+		}
+		return gateway.OwnTools(reg, ownEnv, st, toolsFor), nil
+	})
+	if err != nil {
+		return err
+	}
 	newAgent := func(wait time.Duration) (*agent.Agent, error) {
 		lo := leaseOptions(cfg)
 		lo.Wait = max(wait, time.Millisecond)
@@ -309,4 +327,16 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	}
 	fmt.Fprintln(a.stderr, "spool serve: stopped")
 	return nil
+}
+
+// wantsMCP reports whether serve.tools allows any key an MCP tool.
+func wantsMCP(toolsFor map[string][]string) bool {
+	for _, list := range toolsFor {
+		for _, t := range list {
+			if strings.HasPrefix(t, gateway.MCPPrefix) {
+				return true
+			}
+		}
+	}
+	return false
 }

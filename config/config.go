@@ -281,8 +281,9 @@ type Serve struct {
 	// allows none.
 	CORSOrigins string `yaml:"cors_origins"`
 	// Tools maps a principal (a name of Keys; "local" without keys) to the spool tools its API
-	// sessions may use: session_search and/or memory, separated by spaces or commas. A principal
-	// not listed gets none. session_search reads only the principal's sessions; memory writes
+	// sessions may use: session_search and/or memory, and MCP tools (mcp__<server>__<tool>, or
+	// mcp__<server>__* for every tool of a server), separated by spaces or commas. A principal
+	// not listed gets none; an MCP call is allowed by this list or refused, never asked about. session_search reads only the principal's sessions; memory writes
 	// the principal's own memories ($SPOOL_HOME/principals/<name>/memories; the CLI's for local).
 	Tools map[string]string `yaml:"tools"`
 }

@@ -18,10 +18,17 @@ import (
 // and terminal tools act on the server's machine and are never offered over the API.
 var APITools = []string{"memory", "session_search"}
 
+// MCPPrefix starts the registry name of every MCP tool: mcp__<server>__<tool>.
+const MCPPrefix = "mcp__"
+
 // ParseTools builds Config.Tools from principal → tool names separated by commas, spaces or '+'
-// (serve.tools).
+// (serve.tools). A name is one of APITools, an MCP tool as the model sees it
+// (mcp__<server>__<tool>, `spool mcp list` shows them) or every tool of one server
+// (mcp__<server>__*, tools it adds later included); servers are the configured MCP servers'
+// names. Nothing is allowed that is not listed: MCP calls over the API are never asked about,
+// they are allowed by this list or refused.
 // With no keys configured, the entry "local" names the one principal.
-func ParseTools(m map[string]string, keys Keys) (map[string][]string, error) {
+func ParseTools(m map[string]string, keys Keys, servers []string) (map[string][]string, error) {
 	out := map[string][]string{}
 	for name, list := range m {
 		principal := name
@@ -34,8 +41,8 @@ func ParseTools(m map[string]string, keys Keys) (map[string][]string, error) {
 			return nil, fmt.Errorf("serve.tools.%s: no key in serve.keys names this principal", name)
 		}
 		for _, t := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == ' ' || r == '+' }) {
-			if !slices.Contains(APITools, t) {
-				return nil, fmt.Errorf("serve.tools.%s: %q is not one of spool's tools for API sessions (%s)", name, t, strings.Join(APITools, ", "))
+			if err := checkToolName(t, servers); err != nil {
+				return nil, fmt.Errorf("serve.tools.%s: %w", name, err)
 			}
 			if !slices.Contains(out[principal], t) {
 				out[principal] = append(out[principal], t)
@@ -43,6 +50,40 @@ func ParseTools(m map[string]string, keys Keys) (map[string][]string, error) {
 		}
 	}
 	return out, nil
+}
+
+func checkToolName(t string, servers []string) error {
+	if slices.Contains(APITools, t) {
+		return nil
+	}
+	if !strings.HasPrefix(t, MCPPrefix) {
+		return fmt.Errorf("%q is not one of spool's tools for API sessions (%s) nor an MCP tool (mcp__<server>__<tool>, mcp__<server>__*)", t, strings.Join(APITools, ", "))
+	}
+	for _, s := range servers {
+		rest, ok := strings.CutPrefix(t, MCPPrefix+s+"__")
+		if !ok || rest == "" {
+			continue
+		}
+		if strings.Contains(rest, "*") && rest != "*" {
+			return fmt.Errorf("%q: only a whole server may be allowed with * (mcp__%s__*)", t, s)
+		}
+		return nil
+	}
+	return fmt.Errorf("%q names no configured MCP server (mcp.servers: %s)", t, strings.Join(servers, ", "))
+}
+
+// ToolAllowed reports whether allow (a principal's Config.Tools) admits the tool name: listed
+// as is, or under a server's mcp__<server>__* entry.
+func ToolAllowed(allow []string, name string) bool {
+	for _, a := range allow {
+		if a == name {
+			return true
+		}
+		if p, ok := strings.CutSuffix(a, "*"); ok && strings.HasPrefix(p, MCPPrefix) && strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // PrincipalHome is where a principal's own files (its memories) live: home itself for Local
@@ -59,17 +100,20 @@ type SessionOwner interface {
 	GetSession(ctx context.Context, id string) (store.Session, error)
 }
 
-// OwnTools are spool's own tools (APITools of reg) for API sessions, confined to the calling
-// session's principal: session_search reads only that principal's sessions, memory writes in
-// PrincipalHome. env is the template of every call (its Store is the search store).
-func OwnTools(reg *tools.Registry, env tools.Env, owners SessionOwner) agent.Tools {
+// OwnTools are spool's own tools (APITools of reg) and the MCP tools of reg for API sessions,
+// confined to the calling session's principal: session_search reads only that principal's
+// sessions, memory writes in PrincipalHome, and an MCP tool runs only when allow (the
+// principal's Config.Tools, ToolAllowed) admits it, approved by that list without asking
+// anyone; any other call is refused. env is the template of every call (its Store is the
+// search store).
+func OwnTools(reg *tools.Registry, env tools.Env, owners SessionOwner, allow map[string][]string) agent.Tools {
 	var defs []provider.Tool
 	for _, d := range reg.Definitions() {
-		if slices.Contains(APITools, d.Name) {
+		if slices.Contains(APITools, d.Name) || strings.HasPrefix(d.Name, MCPPrefix) {
 			defs = append(defs, d)
 		}
 	}
-	return ownTools{reg: reg, env: env, owners: owners, defs: defs}
+	return ownTools{reg: reg, env: env, owners: owners, defs: defs, allow: allow}
 }
 
 type ownTools struct {
@@ -77,17 +121,26 @@ type ownTools struct {
 	env    tools.Env
 	owners SessionOwner
 	defs   []provider.Tool
+	allow  map[string][]string
 }
 
 func (o ownTools) Definitions() []provider.Tool { return o.defs }
 
 func (o ownTools) Call(ctx context.Context, sessionID string, c store.ToolCall) (string, bool) {
-	if !slices.Contains(APITools, c.Function.Name) {
-		return fmt.Sprintf("Error: the tool %q is not available in this session.", c.Function.Name), true
+	name := c.Function.Name
+	mcpTool := strings.HasPrefix(name, MCPPrefix)
+	if !slices.Contains(APITools, name) && !mcpTool {
+		return fmt.Sprintf("Error: the tool %q is not available in this session.", name), true
 	}
 	s, err := o.owners.GetSession(ctx, sessionID)
 	if err != nil {
 		return "Error: the calling session could not be read; try again.", true
+	}
+	allowed := ToolAllowed(o.allow[s.UserID], name)
+	if mcpTool && !allowed {
+		// The agent offers only what the key allows; a call of anything else is refused here
+		// too, before any server sees it.
+		return fmt.Sprintf("Error: the tool %q is not available in this session (serve.tools does not allow it for this key).", name), true
 	}
 	env := o.env
 	env.SessionID = sessionID
@@ -95,7 +148,14 @@ func (o ownTools) Call(ctx context.Context, sessionID string, c store.ToolCall) 
 	if env.Store != nil {
 		env.Store = scoped{Store: env.Store, principal: s.UserID}
 	}
-	res := o.reg.Call(ctx, env, c.Function.Name, c.Function.Arguments)
+	// No one is there to ask: an MCP call is approved by the key's list and nothing else.
+	env.Approver = func(_ context.Context, req tools.ApprovalRequest) error {
+		if req.Tool == name && allowed {
+			return nil
+		}
+		return fmt.Errorf("%w: serve.tools does not allow %s for this key", tools.ErrDenied, req.Tool)
+	}
+	res := o.reg.Call(ctx, env, name, c.Function.Arguments)
 	return res.Content, res.IsError
 }
 
