@@ -72,9 +72,11 @@ func TestBrowserLoginChromium(t *testing.T) {
 		chromedp.Text("body", &body, chromedp.ByQuery),
 		chromedp.Evaluate(`document.cookie`, &cookies),
 		chromedp.Click(`a.signout`, chromedp.ByQuery),            // every page links to the sign-out page
-		chromedp.WaitReady(`input[name=csrf]`, chromedp.ByQuery), // the sign-out form carries its CSRF token
-		chromedp.WaitVisible(`button[type=submit]`, chromedp.ByQuery),
-		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
+		// Selectors name the sign-out form itself: the list page's own forms carry a CSRF input
+		// and a submit button too, and matching those while the click navigates away fails.
+		chromedp.WaitReady(`form[action$="/logout"] input[name=csrf]`, chromedp.ByQuery), // the sign-out form carries its CSRF token
+		chromedp.WaitVisible(`form[action$="/logout"] button[type=submit]`, chromedp.ByQuery),
+		chromedp.Click(`form[action$="/logout"] button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible("#key", chromedp.ByID),
 		chromedp.Navigate(s.url+"/ui/"),
 		chromedp.WaitVisible("#key", chromedp.ByID),
