@@ -71,7 +71,7 @@ func TestBrowserLoginChromium(t *testing.T) {
 		chromedp.WaitNotPresent("#key", chromedp.ByID),
 		chromedp.Text("body", &body, chromedp.ByQuery),
 		chromedp.Evaluate(`document.cookie`, &cookies),
-		chromedp.Click(`a.signout`, chromedp.ByQuery),            // every page links to the sign-out page
+		chromedp.Click(`a.signout`, chromedp.ByQuery), // every page links to the sign-out page
 		// Selectors name the sign-out form itself: the list page's own forms carry a CSRF input
 		// and a submit button too, and matching those while the click navigates away fails.
 		chromedp.WaitReady(`form[action$="/logout"] input[name=csrf]`, chromedp.ByQuery), // the sign-out form carries its CSRF token
