@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -306,6 +307,184 @@ func TestBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		run(t, ctx, "badge goes", waitJS(`!document.querySelector("#live-badge").textContent.includes("live")`))
+	})
+
+	// The rest of what issue 16 names, each seen in the browser.
+	// step is run with a shorter hang guard: a selector that never appears fails this step
+	// instead of the whole browser's time.
+	step := func(t *testing.T, what string, actions ...chromedp.Action) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := chromedp.Run(sctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	check := func(t *testing.T, what, js string) {
+		t.Helper()
+		var ok bool
+		step(t, what, chromedp.Evaluate(js, &ok))
+		if !ok {
+			t.Errorf("%s: %s is false", what, shorten(js, 200))
+		}
+	}
+
+	t.Run("list filters, live badge, compression chain", func(t *testing.T) {
+		now := time.Now()
+		for _, ns := range []store.NewSession{
+			{ID: "chain-0", Title: "Chained work", Source: "slack", StartedAt: now.Add(-3 * time.Hour)},
+			{ID: "chain-1", ParentID: "chain-0", Relation: store.RelationCompression, StartedAt: now.Add(-2 * time.Hour)},
+		} {
+			if _, err := f.st.CreateSession(bg, ns); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustAppend(t, f.st, "chain-1", store.Message{Role: store.RoleUser, Content: "carry on after the rotation", Timestamp: now.Add(-time.Hour)})
+		l, err := f.st.AcquireLease(bg, "chain-1", "pid=7:host=list-runner:start=1:nonce=q", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.st.ReleaseLease(bg, l)
+		step(t, "open the list", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible("table.sessions"))
+		// The chain is one row, at its root, live (the lease is the chain's), linking to its tip.
+		check(t, "chain row", `(function(){
+			var rows = Array.prototype.filter.call(document.querySelectorAll("tr.srow"), function(r){ return r.textContent.includes("Chained work") });
+			return rows.length === 1 && rows[0].querySelector('a[href$="/sessions/chain-1"]') !== null &&
+				rows[0].querySelector(".live .holder").textContent.includes("list-runner") &&
+				document.querySelector('a.title[href$="/sessions/chain-1"]') === null})()`)
+		step(t, "filter by source", chromedp.SetValue(`input[name="source"]`, "slack"), chromedp.Submit(`input[name="source"]`),
+			waitJS(`location.search.includes("source=slack")`), chromedp.WaitVisible("table.sessions"))
+		check(t, "only slack rows", `(function(){ var r = document.querySelectorAll("tr.srow");
+			return r.length === 1 && r[0].textContent.includes("Chained work") })()`)
+		step(t, "filter by model", chromedp.Navigate(base+"/ui/?model=gpt-4o"), chromedp.WaitVisible("table.sessions"))
+		check(t, "only gpt-4o rows", `Array.prototype.every.call(document.querySelectorAll("tr.srow .model"), function(m){ return m.textContent === "gpt-4o" }) &&
+			document.querySelector('a.title[href$="/sessions/`+f.demo+`"]') !== null && !document.querySelector("table.sessions").textContent.includes("Chained work")`)
+		step(t, "filter by cwd", chromedp.Navigate(base+"/ui/?cwd=/home/dev/parser"), chromedp.WaitVisible("table.sessions"))
+		check(t, "only that cwd", `Array.prototype.every.call(document.querySelectorAll("tr.srow .cwd"), function(c){ return c.textContent === "/home/dev/parser" })`)
+		step(t, "follow the chain to its tip", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible("table.sessions"),
+			chromedp.Click(`a[href$="/sessions/chain-1"]`), waitJS(`location.pathname.endsWith("/sessions/chain-1")`),
+			chromedp.WaitVisible("#messages"))
+		check(t, "the tip shows its chain", `document.querySelector(".chain").textContent.includes("chain-0") && document.querySelector("#live-badge").textContent.includes("list-runner")`)
+	})
+
+	t.Run("search filters, highlighted hit, keyboard", func(t *testing.T) {
+		step(t, "search tool results", chromedp.Navigate(base+"/ui/search"), chromedp.WaitVisible("#search-q"),
+			chromedp.SendKeys("#search-q", "zebra"), chromedp.SetValue(`select[name="role"]`, "tool"), chromedp.Submit("#search-q"),
+			chromedp.WaitVisible("ol.hits"))
+		check(t, "only tool hits, highlighted", `(function(){ var h = document.querySelectorAll("ol.hits li");
+			return h.length > 0 && Array.prototype.every.call(h, function(li){ return li.querySelector(".role").textContent === "tool" }) &&
+				document.querySelector("ol.hits mark") !== null && document.querySelector("ol.hits mark").textContent.toLowerCase() === "zebra" })()`)
+		step(t, "search by source", chromedp.Navigate(base+"/ui/search?q=zebra&source=cli"), chromedp.WaitVisible("ol.hits"))
+		check(t, "only cli hits", `Array.prototype.every.call(document.querySelectorAll("ol.hits li .src"), function(s){ return s.textContent === "cli" })`)
+		// Keyboard: leave the search field, j selects the first hit, Enter opens it at the
+		// message, which is highlighted.
+		step(t, "keyboard to a hit", chromedp.Navigate(base+"/ui/search?q=zebra&role=user"), chromedp.WaitVisible("ol.hits"),
+			chromedp.Focus("#search-q"), chromedp.KeyEvent("\x1b"), chromedp.KeyEvent("j"), waitJS(`document.querySelector("ol.hits li.sel") !== null`),
+			chromedp.KeyEvent("\r"), waitJS(`location.pathname.includes("/sessions/") && location.hash.startsWith("#m") && document.getElementById(location.hash.slice(1)) !== null`))
+		check(t, "the hit is highlighted", `(function(){ var el = document.getElementById(location.hash.slice(1));
+			return el.matches(":target") && getComputedStyle(el).outlineStyle === "solid" })()`)
+	})
+
+	t.Run("transcript keyboard, system prompt, ledger, model calls", func(t *testing.T) {
+		step(t, "open", chromedp.Navigate(base+"/ui/sessions/"+f.demo), chromedp.WaitVisible("#messages"))
+		check(t, "ledger and calls", `document.querySelector(".ledger").textContent.includes("src/file_a.go") &&
+			document.querySelectorAll("table.reqs tbody tr:not(.breakwhy)").length === 4 &&
+			document.querySelector("table.reqs").textContent.includes("11,000") && document.querySelector("table.reqs").textContent.includes("800 ms")`)
+		// j walks the transcript; o on a tool call opens it.
+		sel := fmt.Sprintf("#m%d details.call", f.toolCall)
+		step(t, "keyboard", chromedp.KeyEvent("j"), chromedp.KeyEvent("j"), waitJS(`document.querySelector("#messages .sel") !== null`))
+		var steps int
+		step(t, "distance to the call", chromedp.Evaluate(`(function(){ var list = Array.prototype.filter.call(document.querySelectorAll("[data-nav]"), function(el){ return el.offsetParent !== null });
+			return list.indexOf(document.querySelector("`+sel+`")) - list.indexOf(document.querySelector(".sel")) })()`, &steps))
+		if steps <= 0 {
+			t.Fatalf("the tool call is %d rows from the selection, want it below", steps)
+		}
+		for i := 0; i < steps; i++ {
+			step(t, "j", chromedp.KeyEvent("j"))
+		}
+		step(t, "o opens the call", chromedp.KeyEvent("o"), waitJS(`document.querySelector("`+sel+`").open === true`))
+		step(t, "the frozen system prompt", chromedp.Click("#prompt-link"), waitJS(`location.pathname.endsWith("/prompt")`),
+			chromedp.Text("main", &text, chromedp.ByQuery))
+		if !strings.Contains(text, "You are spool, a careful coding agent.") || !strings.Contains(text, "never guess") {
+			t.Errorf("prompt page = %q", shorten(text, 200))
+		}
+	})
+
+	t.Run("branch from a chosen message", func(t *testing.T) {
+		active, err := f.st.Conversation(bg, f.demo, store.ViewActive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := active[2] // after the head and the summary: turn 4's question, not its answer
+		step(t, "branch here", chromedp.Navigate(base+"/ui/sessions/"+f.demo), chromedp.WaitVisible("#messages"),
+			chromedp.Click(fmt.Sprintf(`form.branchat input[name="at"][value="%d"] ~ button`, at.ID)),
+			waitJS(`location.pathname.startsWith("/ui/sessions/") && !location.pathname.endsWith("/`+f.demo+`")`), chromedp.WaitVisible("#messages"))
+		check(t, "the branch holds the history up to the message", `document.querySelectorAll("#messages .compaction").length === 1 &&
+			document.querySelector("#messages").textContent.includes("file D") && !document.querySelector("#messages").textContent.includes("Reading it.") &&
+			document.querySelector(".tree .current .rel").textContent === "branch"`)
+	})
+
+	t.Run("export the whole tree", func(t *testing.T) {
+		dl := t.TempDir()
+		done := make(chan string, 1)
+		chromedp.ListenTarget(ctx, func(ev any) {
+			if e, ok := ev.(*browser.EventDownloadProgress); ok && e.State == browser.DownloadProgressStateCompleted {
+				select {
+				case done <- e.GUID:
+				default:
+				}
+			}
+		})
+		step(t, "export", chromedp.Navigate(base+"/ui/sessions/"+f.demo), chromedp.WaitVisible("#actions"),
+			browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllowAndName).WithDownloadPath(dl).WithEventsEnabled(true),
+			chromedp.Click("#actions > summary"), chromedp.WaitVisible("#export-btn"),
+			chromedp.Click(`#export-form input[name="tree"]`), chromedp.Click("#export-btn"))
+		var guid string
+		select {
+		case guid = <-done:
+		case <-ctx.Done():
+			t.Fatal("the export never finished downloading")
+		}
+		b, err := os.ReadFile(filepath.Join(dl, guid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), f.branch) || !strings.Contains(string(b), "what if we rewrite it instead?") {
+			t.Errorf("the tree export lacks the branch: %s", shorten(string(b), 200))
+		}
+	})
+
+	t.Run("delete with confirmation", func(t *testing.T) {
+		s, err := f.st.CreateSession(bg, store.NewSession{Title: "Delete me"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		step(t, "open the confirmation", chromedp.Navigate(base+"/ui/sessions/"+s.ID), chromedp.WaitVisible("#actions"),
+			chromedp.Click("#actions > summary"), chromedp.Click("#actions a.danger"), chromedp.WaitVisible("#confirm-delete"))
+		if _, err := f.st.GetSession(bg, s.ID); err != nil {
+			t.Fatalf("the confirmation page deleted already: %v", err)
+		}
+		step(t, "confirm", chromedp.Click("#confirm-delete"), waitJS(`location.pathname === "/ui/"`))
+		if _, err := f.st.GetSession(bg, s.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("after confirming: %v, want not found", err)
+		}
+	})
+
+	t.Run("usage", func(t *testing.T) {
+		step(t, "open", chromedp.Navigate(base+"/ui/usage"), chromedp.WaitVisible("figure.chart"))
+		check(t, "chart and tables", `document.querySelectorAll("figure.chart svg rect").length > 0 &&
+			document.querySelector("table.usage").textContent.includes("gpt-4o")`)
+	})
+
+	t.Run("phone width and dark", func(t *testing.T) {
+		defer step(t, "reset", emulation.ClearDeviceMetricsOverride(), emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}))
+		step(t, "emulate a phone, dark", emulation.SetDeviceMetricsOverride(390, 844, 2, true),
+			emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}))
+		for _, p := range []string{"/ui/", "/ui/sessions/" + f.demo, "/ui/search?q=zebra", "/ui/usage"} {
+			step(t, "open "+p, chromedp.Navigate(base+p), chromedp.WaitReady("main", chromedp.ByQuery))
+			check(t, p+" fits the phone", `document.documentElement.scrollWidth <= window.innerWidth + 1`)
+			check(t, p+" is dark", `getComputedStyle(document.body).backgroundColor === "rgb(15, 18, 22)"`)
+		}
 	})
 
 }
