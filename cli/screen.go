@@ -33,7 +33,8 @@ type screen struct {
 	profile colorprofile.Profile
 	saved   *term.State // the terminal's mode before raw, restored by stop
 
-	buf   bytes.Buffer // the renderer writes here; draw copies it to out in one write
+	buf     bytes.Buffer // the renderer writes here; draw copies it to out in one write
+	pending bytes.Buffer // printed lines not yet written: the next draw writes them first
 	scr   *uv.TerminalRenderer
 	cells uv.ScreenBuffer
 
@@ -90,6 +91,8 @@ func (s *screen) start() error {
 // stop leaves the view's last state on the screen minus the editor line the cursor is on,
 // turns the modes off and restores the terminal's mode (the chat's goodbye follows).
 func (s *screen) stop() error {
+	s.buf.Write(s.pending.Bytes())
+	s.pending.Reset()
 	if s.drawn {
 		s.scr.MoveTo(0, max(s.cells.Height()-1, 0))
 		_ = s.scr.Flush()
@@ -202,9 +205,11 @@ func (s *screen) draw(content string, cur *tea.Cursor) error {
 	}
 	// The cursor is hidden while the view changes, so it does not fly across the screen.
 	var out bytes.Buffer
-	if s.buf.Len() > 0 || (s.cursor && !show) || !s.drawn {
+	if s.buf.Len() > 0 || s.pending.Len() > 0 || (s.cursor && !show) || !s.drawn {
 		out.WriteString(ansi.ResetModeTextCursorEnable)
 	}
+	out.Write(s.pending.Bytes())
+	s.pending.Reset()
 	out.Write(s.buf.Bytes())
 	s.buf.Reset()
 	if show {
@@ -215,45 +220,26 @@ func (s *screen) draw(content string, cur *tea.Cursor) error {
 	return err
 }
 
-// printAbove prints str (lines no wider than the terminal) above the view: it scrolls into the
-// terminal's scrollback and is the terminal's from then on; the view stays below it as drawn.
-func (s *screen) printAbove(str string) error {
+// printAbove prints str (lines no wider than the terminal) above the view: the view is erased,
+// the lines are written where it began (the terminal scrolls what does not fit into its
+// scrollback, as for any program's output) and the next draw draws the view anew below them.
+// Nothing is written until that draw, so the terminal gets both in one write and the view does
+// not flicker. (Inserting the lines above a view left in place, as Bubble Tea does, leaves a
+// copy of the view's rows in the scrollback when the lines are taller than the screen.)
+func (s *screen) printAbove(str string) {
 	if str == "" {
-		return nil
+		return
 	}
-	h := s.cells.Height()
-	lines := strings.Split(str, "\n")
-	rows := 0
-	for _, l := range lines {
-		rows += max(1, (ansi.StringWidth(l)+s.width-1)/max(s.width, 1))
+	if s.drawn && s.cells.Height() > 0 {
+		s.scr.MoveTo(0, 0) // the view's first row
+		_ = s.scr.Flush()
+		s.pending.Write(s.buf.Bytes())
+		s.buf.Reset()
 	}
-	var b strings.Builder
-	if h == 0 || !s.drawn {
-		// No view on the screen: print where the cursor is.
-		b.WriteByte('\r')
-		for _, l := range lines {
-			b.WriteString(l)
-			b.WriteString(ansi.EraseLineRight + "\r\n")
-		}
-		s.reset()
-	} else {
-		// From the view's last line, scroll up as many rows as the lines take, go back to the
-		// view's first line and insert that many blank rows there: the view moves down by
-		// them and the lines are written into the gap.
-		_, y := s.scr.Position()
-		b.WriteByte('\r')
-		if down := h - y - 1; down > 0 {
-			b.WriteString(ansi.CursorDown(down))
-		}
-		b.WriteString(strings.Repeat("\n", rows))
-		b.WriteString(ansi.CursorUp(rows + h - 1))
-		b.WriteString(ansi.InsertLine(rows))
-		for _, l := range lines {
-			b.WriteString(l)
-			b.WriteString(ansi.EraseLineRight + "\r\n")
-		}
-		s.scr.SetPosition(0, 0)
+	s.pending.WriteString("\r" + ansi.EraseScreenBelow)
+	for _, l := range strings.Split(str, "\n") {
+		s.pending.WriteString(l)
+		s.pending.WriteString(ansi.EraseLineRight + "\r\n")
 	}
-	_, err := io.WriteString(s.out, b.String())
-	return err
+	s.reset()
 }

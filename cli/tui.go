@@ -421,7 +421,7 @@ func (m *editorModel) Init() tea.Cmd { return nil }
 // Update handles msg and draws the view at once if it changed.
 func (m *editorModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if p, ok := msg.(printMsg); ok {
-		_ = m.t.scr.printAbove(string(p))
+		m.t.scr.printAbove(string(p))
 	}
 	cmd := m.update(msg)
 	content, cur := m.render()

@@ -493,3 +493,21 @@ func ansiWrap(s string, cols int) string {
 	}
 	return strings.Join(rows, "\n")
 }
+
+// TestChatPrintTallerThanTheScreen: output taller than the terminal (/help on 8 rows) scrolls
+// into the scrollback right under the echoed message, with no copy of the editor or blank rows
+// left between them.
+func TestChatPrintTallerThanTheScreen(t *testing.T) {
+	t.Parallel()
+	url := startFakeLLM(t)
+	s, cmd := startPTYSize(t, 80, 8, t.TempDir(), nil, "chat", "--provider", "openai", "--base-url", url+"/v1", "--model", fakeModelArg)
+	s.prompt()
+	s.typeLine("/help")
+	s.expect("/exit                leave")
+	s.prompt()
+	if txt := s.text(); !strings.Contains(txt, "\n› /help\nCommands:\n  /new ") || strings.Count(txt, "\n›") != 2 {
+		t.Errorf("the scrollback between the message and its output:\n%s", txt)
+	}
+	s.press(keyCtrlD)
+	waitExit(t, s, cmd)
+}
