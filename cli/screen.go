@@ -35,8 +35,8 @@ type screen struct {
 
 	buf     bytes.Buffer // the renderer writes here; draw copies it to out in one write
 	pending bytes.Buffer // printed lines not yet written: the next draw writes them first
-	scr   *uv.TerminalRenderer
-	cells uv.ScreenBuffer
+	scr     *uv.TerminalRenderer
+	cells   uv.ScreenBuffer
 
 	width, height int
 	drawn         bool // something was drawn since the last reset
