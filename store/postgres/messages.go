@@ -74,6 +74,9 @@ const (
 		tool_call_id, tool_name, reasoning, reasoning_details, finish_reason, token_count, timestamp,
 		summary, active, compacted, tsv, cjk_text) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
 		$13, $14, $15, $16::tsvector, $17) RETURNING id`
+	// appendHeadSQL is bumpSessionSQL, spool_fence and bumpRootSQL in one statement
+	// (migration 0011).
+	appendHeadSQL = `SELECT spool_append_head($1, $2, $3, $4, $5, $6, $7, $8, $9)`
 	// leaseRowSQL locks the conversation's lease row for the rest of the transaction, so a new
 	// holder cannot take it between the check and the commit.
 	leaseRowSQL = `SELECT holder, generation, expires_at <= ` + nowUS + `, ttl FROM turn_leases
@@ -98,9 +101,9 @@ func firstUserText(enc []encodedMessage) *string {
 	return nil
 }
 
-// appendMessages writes the batch in one round trip: the session's counters (which locks its
-// row and so orders appends to it), spool_fence (the closed-session and lease checks, which
-// locks the lease row), the root's activity and every insert are pipelined with SendBatch,
+// appendMessages writes the batch in one round trip: spool_append_head (the session's counters,
+// which lock its row and so order appends to it; the closed-session and lease checks, which
+// lock the lease row; the root's activity) and every insert are pipelined with SendBatch,
 // which PostgreSQL runs as one implicit transaction: a failed check aborts all of it.
 func (db *DB) appendMessages(ctx context.Context, sessionID string, ms []store.Message, w store.WriteOptions) ([]int64, error) {
 	enc, toolCalls, err := encodeMessages(ms)
@@ -108,29 +111,21 @@ func (db *DB) appendMessages(ctx context.Context, sessionID string, ms []store.M
 		return nil, fmt.Errorf("append to %s: %w", sessionID, err)
 	}
 	var ids []int64
-	last := micros(enc[len(enc)-1].m.Timestamp)
+	var conv, holder *string
+	var gen int64
+	if l := w.Lease; l != nil {
+		conv, holder, gen = &l.ConversationID, &l.Holder, l.Generation
+	}
 	b := &pgx.Batch{}
-	b.Queue(bumpSessionSQL, len(enc), toolCalls, last, firstUserText(enc), sessionID)
-	queueFence(b, sessionID, w)
-	b.Queue(bumpRootSQL, sessionID, last)
+	b.Queue(appendHeadSQL, sessionID, len(enc), toolCalls, micros(enc[len(enc)-1].m.Timestamp), firstUserText(enc),
+		w.AllowClosed, conv, holder, gen)
 	for _, e := range enc {
 		b.Queue(insertMessageSQL, insertArgs(sessionID, e, true, false)...)
 	}
 	err = db.batch(ctx, db.opts.WriteBudget, b, func(br pgx.BatchResults) error {
 		ids = ids[:0]
-		var root string
-		var closed bool
-		if err := br.QueryRow().Scan(&root, &closed); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return notFound("session", sessionID)
-			}
-			return err
-		}
-		if _, err := br.Exec(); err != nil { // the fence
-			return fenceErr(err, sessionID, w)
-		}
 		if _, err := br.Exec(); err != nil {
-			return err
+			return fenceErr(err, sessionID, w)
 		}
 		for range enc {
 			var id int64
