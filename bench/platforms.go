@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +24,8 @@ import (
 	plat "github.com/spoolhq/spool/gateway/platform"
 	"github.com/spoolhq/spool/gateway/slack"
 	"github.com/spoolhq/spool/gateway/slack/slackfake"
+	"github.com/spoolhq/spool/gateway/telegram"
+	"github.com/spoolhq/spool/gateway/telegram/telegramtest"
 	"github.com/spoolhq/spool/provider"
 	"github.com/spoolhq/spool/provider/fake"
 	"github.com/spoolhq/spool/store"
@@ -33,7 +37,9 @@ import (
 type PlatformsConfig struct {
 	Dir      string        // scratch directory (required)
 	Duration time.Duration // how long messages are sent (10m)
-	Lanes    int           // chat lanes, half Slack, half Discord (40)
+	// Platforms are the platforms soaked together: telegram, slack, discord (default all).
+	Platforms []string
+	Lanes     int // chat lanes, shared out among the platforms in turn (42)
 	Rate     float64       // messages per second over all lanes (8)
 	// FirstToken is the model's delay before its first token (50ms); the latency figure is
 	// what spool adds beyond it.
@@ -54,14 +60,24 @@ type PlatformsConfig struct {
 	NoDedup bool
 	Seed    uint64
 	Log     io.Writer
+	// Trace hears a debug log of the run (adapters' and routers' steps; nil: none).
+	Trace io.Writer
 }
+
+const tgSoakToken = "777:soak-token"
+
+// PlatformNames are the platforms the soak knows.
+var PlatformNames = []string{"telegram", "slack", "discord"}
 
 func (c PlatformsConfig) withDefaults() PlatformsConfig {
 	if c.Duration <= 0 {
 		c.Duration = 10 * time.Minute
 	}
+	if len(c.Platforms) == 0 {
+		c.Platforms = PlatformNames
+	}
 	if c.Lanes <= 0 {
-		c.Lanes = 40
+		c.Lanes = 42
 	}
 	if c.Rate <= 0 {
 		c.Rate = 8
@@ -92,6 +108,7 @@ type PlatformsReport struct {
 	Seconds  float64 `json:"seconds"`
 	Lanes    int     `json:"lanes"`
 	Messages int     `json:"messages"`
+	Telegram int     `json:"telegram_messages"`
 	Slack    int     `json:"slack_messages"`
 	Discord  int     `json:"discord_messages"`
 	NoDedup  bool    `json:"control_no_dedup,omitempty"`
@@ -114,14 +131,25 @@ type PlatformsReport struct {
 	// recovered ones for a restart).
 	AddedLatency    Latency `json:"added_latency_idle"`
 	AddedLatencyAll Latency `json:"added_latency_all"`
-	TargetsMet      bool    `json:"targets_met"`
+	// AddedByPlatform is AddedLatency per platform.
+	AddedByPlatform map[string]Latency `json:"added_latency_idle_by_platform"`
+	// Steps splits the idle messages' way to their first reply attempt (Config.Mark):
+	// intake (delivery → inbox row written: Telegram's long poll included), queue (→ the lane
+	// starts it), prepare (claim, session, hygiene, state), model (→ first delta, the model's
+	// first token included), stream (→ the first send begins), adapter (→ the request reaches
+	// the platform: pacing and HTTP).
+	Steps      map[string]Latency `json:"steps_idle"`
+	TargetsMet bool               `json:"targets_met"`
 }
 
 // soakLane is one chat lane: one session key.
 type soakLane struct {
 	name            string // in every message: "SAY <name>#<n>"
+	platform        string
 	slack           bool
 	channel, thread string
+	tgChat, tgTopic int64 // Telegram: chat and forum topic
+	tgType          string
 	dm              bool
 	users           []string
 	key             string
@@ -134,13 +162,14 @@ type soakMsg struct {
 	at time.Time // when the platform delivered it
 }
 
-var soakText = regexp.MustCompile(`SAY ([sd]\d+)#(\d+)`)
+var soakText = regexp.MustCompile(`SAY ([sdt]\d+)#(\d+)`)
 
 // firstTokens records, per prompt, the model's time to first token.
 type firstTokens struct {
-	c  provider.Client
-	mu sync.Mutex
-	t  map[string]time.Duration
+	c     provider.Client
+	mu    sync.Mutex
+	t     map[string]time.Duration
+	start map[string]time.Time // the first model call for the key
 }
 
 func (f *firstTokens) Name() string { return f.c.Name() }
@@ -156,6 +185,11 @@ func (f *firstTokens) Chat(ctx context.Context, req provider.Request, onDelta fu
 		}
 	}
 	start := time.Now()
+	f.mu.Lock()
+	if _, ok := f.start[key]; !ok {
+		f.start[key] = start
+	}
+	f.mu.Unlock()
 	var once sync.Once
 	rec := func() {
 		once.Do(func() {
@@ -181,6 +215,53 @@ func (f *firstTokens) get(key string) time.Duration {
 	return f.t[key]
 }
 
+func (f *firstTokens) started(key string) (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.start[key]
+	return t, ok
+}
+
+// marks records the router's steps per soak message (platform.Config.Mark): the first time
+// of each step.
+type marks struct {
+	mu sync.Mutex
+	m  map[string]map[string]time.Time // "name#n" → step → time
+}
+
+func (m *marks) mark(ev plat.Event, step string) {
+	now := time.Now()
+	mm := soakText.FindStringSubmatch(ev.Text)
+	if mm == nil {
+		return
+	}
+	k := mm[1] + "#" + mm[2]
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m[k] == nil {
+		m.m[k] = map[string]time.Time{}
+	}
+	if _, ok := m.m[k][step]; !ok {
+		m.m[k][step] = now
+	}
+}
+
+func (m *marks) get(k string) map[string]time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.m[k]
+}
+
+// soakFakes are the platforms' local fakes (nil: not soaked).
+type soakFakes struct {
+	tg     *telegramtest.API
+	sf     *slackfake.Server
+	df     *discordfake.Server
+	secret []byte
+	marks  *marks
+	log    *slog.Logger
+}
+
 // fresh gives every delivery a new event id (the control).
 type fresh struct {
 	h plat.Handler
@@ -201,6 +282,75 @@ func (a freshAdapter) Run(ctx context.Context, h plat.Handler) error {
 	return a.Adapter.Run(ctx, fresh{h, a.n})
 }
 
+// soakFault is one kind of injected fault: pending says how many of its method's faults
+// are still queued, queue queues one (or does the fault at once).
+type soakFault struct {
+	name    string
+	pending func() int
+	queue   func()
+}
+
+// soakFaultKinds are the faults for the fakes in the run.
+func soakFaultKinds(fk soakFakes) []soakFault {
+	var out []soakFault
+	if tg := fk.tg; tg != nil {
+		pend := func(m string) func() int { return func() int { return tg.Pending(m) } }
+		out = append(out,
+			soakFault{"telegram_429_send", pend("sendMessage"), func() { tg.Fail("sendMessage", 1, telegramtest.Fault{RetryAfter: 1}) }},
+			soakFault{"telegram_502_edit", pend("editMessageText"), func() { tg.Fail("editMessageText", 1, telegramtest.Fault{Status: 502}) }},
+			soakFault{"telegram_500_getupdates", pend("getUpdates"), func() { tg.Fail("getUpdates", 1, telegramtest.Fault{Status: 500}) }},
+			soakFault{"telegram_timeout_send", pend("sendMessage"), func() { tg.Fail("sendMessage", 1, telegramtest.Fault{Hang: true}) }})
+	}
+	if sf := fk.sf; sf != nil {
+		pend := func(m string) func() int {
+			return func() (n int) { sf.Inspect(func(v slackfake.View) { n = v.Faults(m) }); return n }
+		}
+		fail := func(m string, f slackfake.Fault) func() { return func() { sf.Fail(m, f) } }
+		out = append(out,
+			soakFault{"slack_429_post", pend("chat.postMessage"), fail("chat.postMessage", slackfake.Fault{Status: 429, RetryAfter: 1})},
+			soakFault{"slack_429_update", pend("chat.update"), fail("chat.update", slackfake.Fault{Status: 429, RetryAfter: 1})},
+			soakFault{"slack_500_post", pend("chat.postMessage"), fail("chat.postMessage", slackfake.Fault{Status: 500})},
+			soakFault{"slack_502_after_post", pend("chat.postMessage"), fail("chat.postMessage", slackfake.Fault{Status: 502, After: true})},
+			soakFault{"slack_timeout_post", pend("chat.postMessage"), fail("chat.postMessage", slackfake.Fault{Hang: true})})
+	}
+	if df := fk.df; df != nil {
+		pend := func(m string) func() int {
+			return func() (n int) { df.Inspect(func(v discordfake.View) { n = v.Faults(m) }); return n }
+		}
+		fail := func(m string, f discordfake.Fault) func() { return func() { df.Fail(m, f) } }
+		var lastDrop time.Time
+		out = append(out,
+			soakFault{"discord_429_post", pend("POST messages"), fail("POST messages", discordfake.Fault{Status: 429, RetryAfter: 1})},
+			soakFault{"discord_429_edit", pend("PATCH messages"), fail("PATCH messages", discordfake.Fault{Status: 429, RetryAfter: 1})},
+			soakFault{"discord_500_after_post", pend("POST messages"), fail("POST messages", discordfake.Fault{Status: 500, After: true})},
+			soakFault{"discord_503_post", pend("POST messages"), fail("POST messages", discordfake.Fault{Status: 503})},
+			soakFault{"discord_drop", func() int {
+				if time.Since(lastDrop) < 30*time.Second {
+					return 1
+				}
+				return 0
+			}, func() { lastDrop = time.Now(); df.Drop() }})
+	}
+	return out
+}
+
+// injectFault injects one fault of a kind picked at random, unless its method still has one
+// queued: queued faults meet the next requests of their method, so a rate that ignores the
+// traffic piles them up whenever requests pause (a restart, a client in backoff), and the
+// backlog becomes an outage no platform has (the Telegram soak's "lost" messages: getUpdates
+// failing through every retry for minutes late in long runs). It returns the kind injected.
+func injectFault(kinds []soakFault, rng *rand.Rand) string {
+	if len(kinds) == 0 {
+		return ""
+	}
+	k := kinds[rng.IntN(len(kinds))]
+	if k.pending() > 0 {
+		return ""
+	}
+	k.queue()
+	return k.name
+}
+
 // soakInstance is one gateway "process": store handle, agents, gateway, router, adapters.
 type soakInstance struct {
 	st     *sqlite.DB
@@ -211,7 +361,8 @@ type soakInstance struct {
 	done   chan error
 }
 
-func startSoakInstance(db string, model provider.Client, sf *slackfake.Server, df *discordfake.Server, secret []byte, cfg PlatformsConfig, ids *atomic.Int64) (*soakInstance, error) {
+func startSoakInstance(db string, model provider.Client, fk soakFakes, cfg PlatformsConfig, ids *atomic.Int64) (*soakInstance, error) {
+	sf, df, secret := fk.sf, fk.df, fk.secret
 	st, err := sqlite.Open(context.Background(), db, sqlite.Options{})
 	if err != nil {
 		return nil, err
@@ -235,31 +386,52 @@ func startSoakInstance(db string, model provider.Client, sf *slackfake.Server, d
 		st.Close()
 		return nil, err
 	}
-	r, err := plat.NewRouter(plat.RouterDeps{Store: st, Turns: in.g, Config: plat.Config{Model: "fake",
-		ClaimTTL: 15 * time.Second, RecoverEvery: 2 * time.Second, DrainTimeout: 300 * time.Millisecond}})
+	holder := store.NewHolder().String()
+	r, err := plat.NewRouter(plat.RouterDeps{Store: st, Turns: in.g, Log: fk.log, Config: plat.Config{Model: "fake", Holder: holder,
+		ClaimTTL: 15 * time.Second, RecoverEvery: 2 * time.Second, DrainTimeout: 300 * time.Millisecond, Mark: fk.marks.mark}})
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
 	hc := &http.Client{Timeout: 3 * time.Second}
-	sl, err := slack.New(slack.Config{Client: slack.NewClient(slack.ClientConfig{BaseURL: sf.URL, Token: sf.BotToken, HTTP: hc}),
-		SigningSecret: secret, BotUser: sf.BotUser})
-	if err != nil {
-		st.Close()
-		return nil, err
+	var adapters []plat.Adapter
+	var sl *slack.Adapter
+	if fk.tg != nil {
+		bot, err := telegram.New(telegram.Options{Token: tgSoakToken, BaseURL: fk.tg.URL, Locks: st, Holder: holder, Log: fk.log,
+			HTTP: hc, PollTimeout: 2 * time.Second, LeaseTTL: 6 * time.Second})
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		adapters = append(adapters, bot)
 	}
-	dc, err := discord.New(discord.Config{Token: df.Token, BaseURL: df.URL, HTTP: hc})
-	if err != nil {
-		st.Close()
-		return nil, err
+	if sf != nil {
+		if sl, err = slack.New(slack.Config{Client: slack.NewClient(slack.ClientConfig{BaseURL: sf.URL, Token: sf.BotToken, HTTP: hc}),
+			SigningSecret: secret, BotUser: sf.BotUser}); err != nil {
+			st.Close()
+			return nil, err
+		}
+		adapters = append(adapters, sl)
+	}
+	if df != nil {
+		dc, err := discord.New(discord.Config{Token: df.Token, BaseURL: df.URL, HTTP: hc})
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		adapters = append(adapters, dc)
 	}
 	var h plat.Handler = r
-	adapters := []plat.Adapter{sl, dc}
 	if cfg.NoDedup {
 		h = fresh{r, ids}
-		adapters = []plat.Adapter{freshAdapter{sl, ids}, freshAdapter{dc, ids}}
+		for i, a := range adapters {
+			adapters[i] = freshAdapter{a, ids}
+		}
 	}
-	_, wh := sl.Webhook(h)
+	wh := http.Handler(http.NotFoundHandler())
+	if sl != nil {
+		_, wh = sl.Webhook(h)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		st.Close()
@@ -302,28 +474,76 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 			fmt.Fprintf(cfg.Log, "bench platforms: "+format+"\n", args...)
 		}
 	}
-	sf, err := slackfake.Start()
-	if err != nil {
-		return rep, err
+	fk := soakFakes{secret: []byte("soak-signing-secret"), marks: &marks{m: map[string]map[string]time.Time{}},
+		log: slog.New(slog.DiscardHandler)}
+	if cfg.Trace != nil {
+		fk.log = slog.New(slog.NewTextHandler(cfg.Trace, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	defer sf.Close()
-	df, err := discordfake.Start()
-	if err != nil {
-		return rep, err
+	for _, p := range cfg.Platforms {
+		switch p {
+		case "telegram":
+			fk.tg = telegramtest.Start(tgSoakToken)
+			defer fk.tg.Close()
+		case "slack":
+			sf, err := slackfake.Start()
+			if err != nil {
+				return rep, err
+			}
+			defer sf.Close()
+			fk.sf = sf
+		case "discord":
+			df, err := discordfake.Start()
+			if err != nil {
+				return rep, err
+			}
+			defer df.Close()
+			fk.df = df
+		default:
+			return rep, fmt.Errorf("bench platforms: no platform %q (telegram, slack, discord)", p)
+		}
 	}
-	defer df.Close()
-	model := &firstTokens{c: fake.New(fake.Config{Latency: cfg.FirstToken}), t: map[string]time.Duration{}}
-	secret := []byte("soak-signing-secret")
+	sf, df, tg, secret := fk.sf, fk.df, fk.tg, fk.secret
+	_ = secret
+	model := &firstTokens{c: fake.New(fake.Config{Latency: cfg.FirstToken}), t: map[string]time.Duration{}, start: map[string]time.Time{}}
 	db := filepath.Join(cfg.Dir, "platforms.db")
 	var ids atomic.Int64
+	var err error
 
-	// lanes: Slack and Discord alternately; DMs, channels (two users share one: two lanes),
-	// threads (two users share one lane)
-	df.AddChannel("500000", discordfake.GuildText, "")
+	// lanes: the platforms in turn; on each, DMs, channels or groups (two users share one:
+	// two lanes), threads or forum topics (two users share one lane; Telegram: two topics
+	// share a forum)
+	if df != nil {
+		df.AddChannel("500000", discordfake.GuildText, "")
+	}
 	var lanes []*soakLane
 	for i := range cfg.Lanes {
-		l := &soakLane{slack: i%2 == 0}
-		kind := (i / 2) % 3
+		np := len(cfg.Platforms)
+		l := &soakLane{platform: cfg.Platforms[i%np]}
+		l.slack = l.platform == "slack"
+		kind := (i / np) % 3
+		if l.platform == "telegram" {
+			l.name = fmt.Sprintf("t%d", i)
+			l.users = []string{fmt.Sprint(7000 + i)}
+			a := plat.Address{Platform: "telegram", UserID: l.users[0]}
+			switch kind {
+			case 0:
+				l.tgChat, l.tgType = int64(7000+i), "private"
+				a.ChatType, a.ChatID = plat.DM, fmt.Sprint(l.tgChat)
+			case 1: // two members per group, each their own session
+				l.tgChat, l.tgType = int64(-1000-i/(6*np)), "supergroup"
+				a.ChatType, a.ChatID = plat.Group, fmt.Sprint(l.tgChat)
+			default: // two topics per forum, two users per topic
+				l.tgChat, l.tgTopic, l.tgType = int64(-2000-i/(6*np)), int64(10+i), "supergroup"
+				l.users = append(l.users, fmt.Sprint(7000+i+1))
+				a = plat.Address{Platform: "telegram", ChatType: plat.Thread, ChatID: fmt.Sprint(l.tgChat), ThreadID: fmt.Sprint(l.tgTopic)}
+			}
+			l.channel, l.thread = fmt.Sprint(l.tgChat), fmt.Sprint(l.tgTopic)
+			if l.key, err = plat.DefaultPolicy.Key(a); err != nil {
+				return rep, err
+			}
+			lanes = append(lanes, l)
+			continue
+		}
 		if l.slack {
 			l.name = fmt.Sprintf("s%d", i)
 			switch kind {
@@ -364,7 +584,7 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 	}
 
 	var cur atomic.Pointer[soakInstance]
-	in, err := startSoakInstance(db, model, sf, df, secret, cfg, &ids)
+	in, err := startSoakInstance(db, model, fk, cfg, &ids)
 	if err != nil {
 		return rep, err
 	}
@@ -381,6 +601,23 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 	send := func(l *soakLane, n int, rng *rand.Rand) {
 		text := fmt.Sprintf("SAY %s#%d", l.name, n)
 		user := l.users[n%len(l.users)]
+		if l.platform == "telegram" {
+			uid, _ := strconv.ParseInt(user, 10, 64)
+			at := time.Now()
+			tg.Push(l.tgChat, l.tgType, l.tgTopic, uid, text)
+			l.mu.Lock()
+			l.sent = append(l.sent, soakMsg{n: n, at: at})
+			l.mu.Unlock()
+			if rng.Float64() < cfg.DupShare {
+				// Telegram redelivers what was not confirmed: the updates since the last
+				// confirmed offset but one come again.
+				if c := tg.Confirmed(); c > 1 {
+					dups.Add(1)
+					tg.Unconfirm(c - 1)
+				}
+			}
+			return
+		}
 		if l.slack {
 			ct := "channel"
 			if l.dm {
@@ -459,9 +696,7 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(cfg.Seed, 1<<40))
-			lastDrop := time.Now()
-			kinds := []string{"slack_429_post", "slack_429_update", "slack_500_post", "slack_502_after_post", "slack_timeout_post",
-				"discord_429_post", "discord_429_edit", "discord_500_after_post", "discord_503_post", "discord_drop"}
+			kinds := soakFaultKinds(fk)
 			t := time.NewTicker(cfg.FaultEvery)
 			defer t.Stop()
 			for {
@@ -470,36 +705,11 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 					return
 				case <-t.C:
 				}
-				k := kinds[rng.IntN(len(kinds))]
-				switch k {
-				case "slack_429_post":
-					sf.Fail("chat.postMessage", slackfake.Fault{Status: 429, RetryAfter: 1})
-				case "slack_429_update":
-					sf.Fail("chat.update", slackfake.Fault{Status: 429, RetryAfter: 1})
-				case "slack_500_post":
-					sf.Fail("chat.postMessage", slackfake.Fault{Status: 500})
-				case "slack_502_after_post":
-					sf.Fail("chat.postMessage", slackfake.Fault{Status: 502, After: true})
-				case "slack_timeout_post":
-					sf.Fail("chat.postMessage", slackfake.Fault{Hang: true})
-				case "discord_429_post":
-					df.Fail("POST messages", discordfake.Fault{Status: 429, RetryAfter: 1})
-				case "discord_429_edit":
-					df.Fail("PATCH messages", discordfake.Fault{Status: 429, RetryAfter: 1})
-				case "discord_500_after_post":
-					df.Fail("POST messages", discordfake.Fault{Status: 500, After: true})
-				case "discord_503_post":
-					df.Fail("POST messages", discordfake.Fault{Status: 503})
-				case "discord_drop":
-					if time.Since(lastDrop) < 30*time.Second {
-						continue
-					}
-					lastDrop = time.Now()
-					df.Drop()
+				if k := injectFault(kinds, rng); k != "" {
+					faultMu.Lock()
+					rep.Faults[k]++
+					faultMu.Unlock()
 				}
-				faultMu.Lock()
-				rep.Faults[k]++
-				faultMu.Unlock()
 			}
 		}()
 	}
@@ -520,9 +730,14 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 				discordGate.Lock()
 				old := cur.Load()
 				err := old.stop()
+				if tg != nil {
+					if c := tg.Confirmed(); c > 3 {
+						tg.Unconfirm(c - 3) // the last confirmations never reached Telegram
+					}
+				}
 				var next *soakInstance
 				if err == nil {
-					next, err = startSoakInstance(db, model, sf, df, secret, cfg, &ids)
+					next, err = startSoakInstance(db, model, fk, cfg, &ids)
 				}
 				if err != nil {
 					restartErr = err
@@ -574,25 +789,38 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 	collect := func() (map[string][]posted, int) {
 		got := map[string][]posted{}
 		queued := 0
-		sf.Inspect(func(v slackfake.View) {
-			for _, p := range v.Messages("") {
-				if strings.Contains(p.Text, "Queued") {
+		if tg != nil {
+			for _, m := range tg.All() {
+				if strings.Contains(m.Text, "Queued") {
 					queued++
 					continue
 				}
-				got[p.Text] = append(got[p.Text], posted{where: p.Channel + "/" + p.ThreadTS, at: p.At})
+				got[m.Text] = append(got[m.Text], posted{where: fmt.Sprintf("%d/%d", m.Chat, m.Thread), at: m.At})
 			}
-		})
-		df.Inspect(func(v discordfake.View) {
-			for _, p := range v.Messages("") {
-				if strings.Contains(p.Content, "Queued") {
-					queued++
-					continue
+		}
+		if sf != nil {
+			sf.Inspect(func(v slackfake.View) {
+				for _, p := range v.Messages("") {
+					if strings.Contains(p.Text, "Queued") {
+						queued++
+						continue
+					}
+					got[p.Text] = append(got[p.Text], posted{where: p.Channel + "/" + p.ThreadTS, at: p.At})
 				}
-				w := p.ChannelID + "/"
-				got[p.Content] = append(got[p.Content], posted{where: w, at: p.At})
-			}
-		})
+			})
+		}
+		if df != nil {
+			df.Inspect(func(v discordfake.View) {
+				for _, p := range v.Messages("") {
+					if strings.Contains(p.Content, "Queued") {
+						queued++
+						continue
+					}
+					w := p.ChannelID + "/"
+					got[p.Content] = append(got[p.Content], posted{where: w, at: p.At})
+				}
+			})
+		}
 		return got, queued
 	}
 	// the last messages get up to two minutes to be answered (recovery after a restart waits
@@ -618,28 +846,32 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 	got, queued := collect()
 	rep.QueuedNotices = queued
 	firstTry := map[string]time.Time{}
-	sf.Inspect(func(v slackfake.View) {
-		for k := range expected {
-			if t, ok := v.FirstAttempt(k); ok {
-				firstTry[k] = t
-			}
+	for k, l := range expected {
+		var t time.Time
+		var ok bool
+		switch l.platform {
+		case "telegram":
+			t, ok = tg.FirstAttempt(k)
+		case "slack":
+			sf.Inspect(func(v slackfake.View) { t, ok = v.FirstAttempt(k) })
+		case "discord":
+			df.Inspect(func(v discordfake.View) { t, ok = v.FirstAttempt(k) })
 		}
-	})
-	df.Inspect(func(v discordfake.View) {
-		for k := range expected {
-			if t, ok := v.FirstAttempt(k); ok {
-				if _, seen := firstTry[k]; !seen {
-					firstTry[k] = t
-				}
-			}
+		if ok {
+			firstTry[k] = t
 		}
-	})
+	}
 	var idle, all []time.Duration
+	idleBy := map[string][]time.Duration{}
+	steps := map[string][]time.Duration{}
 	for _, l := range lanes {
 		rep.Messages += len(l.sent)
-		if l.slack {
+		switch l.platform {
+		case "telegram":
+			rep.Telegram += len(l.sent)
+		case "slack":
 			rep.Slack += len(l.sent)
-		} else {
+		default:
 			rep.Discord += len(l.sent)
 		}
 		var prevAnswered time.Time
@@ -677,11 +909,35 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 			all = append(all, added)
 			if i == 0 || (!prevAnswered.IsZero() && prevAnswered.Before(m.at)) {
 				idle = append(idle, added)
+				idleBy[l.platform] = append(idleBy[l.platform], added)
+				mk := fk.marks.get(k)
+				cs, called := model.started(k)
+				if mk != nil && called && !mk["recorded"].IsZero() && !mk["started"].IsZero() && !mk["prepared"].IsZero() &&
+					!mk["first_delta"].IsZero() && !mk["flush"].IsZero() {
+					for _, st := range []struct {
+						name     string
+						from, to time.Time
+					}{
+						{"intake", m.at, mk["recorded"]}, {"queue", mk["recorded"], mk["started"]},
+						{"prepare", mk["started"], mk["prepared"]}, {"agent", mk["prepared"], cs},
+						{"model_beyond_first_token", cs.Add(model.get(k)), mk["first_delta"]},
+						{"stream", mk["first_delta"], mk["flush"]}, {"adapter", mk["flush"], ft},
+					} {
+						steps[st.name] = append(steps[st.name], st.to.Sub(st.from))
+					}
+				}
 			}
 			prevAnswered = ps[0].at
 		}
 	}
 	rep.AddedLatency, rep.AddedLatencyAll = summarize(idle), summarize(all)
+	rep.AddedByPlatform, rep.Steps = map[string]Latency{}, map[string]Latency{}
+	for p, xs := range idleBy {
+		rep.AddedByPlatform[p] = summarize(xs)
+	}
+	for n, xs := range steps {
+		rep.Steps[n] = summarize(xs)
+	}
 
 	// the store: each lane's key has one session whose transcript is its own messages, each
 	// question followed by its own answer, each once

@@ -4,27 +4,55 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/spoolhq/spool/gateway/discord/discordfake"
+	"github.com/spoolhq/spool/gateway/slack/slackfake"
 	"github.com/spoolhq/spool/gateway/telegram/telegramtest"
 )
 
 // The soak's fault injector keeps no backlog: ticks while no request comes (a restart, a
-// poller waiting out a backoff) leave at most one fault queued per method. Before, every
-// tick queued one regardless, so a pause left dozens, which then failed every retry of the
-// next calls: minutes of outage late in long runs, and the last messages counted lost.
-func TestTelegramFaultsKeepNoBacklog(t *testing.T) {
+// poller waiting out a backoff) leave at most one fault queued per method. The Telegram
+// soak's injector queued one every tick regardless, so a pause left dozens, which then
+// failed every retry of the next calls: minutes of outage late in long runs, and the last
+// messages counted lost.
+func TestSoakFaultsKeepNoBacklog(t *testing.T) {
 	t.Parallel()
-	api := telegramtest.New(t, tgSoakToken)
+	tg := telegramtest.New(t, tgSoakToken)
+	sf, err := slackfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close()
+	df, err := discordfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer df.Close()
+	kinds := soakFaultKinds(soakFakes{tg: tg, sf: sf, df: df})
 	rng := rand.New(rand.NewPCG(1, 2))
-	kinds := map[string]int{}
-	for range 1000 {
-		kinds[tgInject(api, rng)]++
+	injected := map[string]int{}
+	for range 2000 {
+		injected[injectFault(kinds, rng)]++
 	}
 	for _, m := range []string{"getUpdates", "sendMessage", "editMessageText"} {
-		if n := api.Pending(m); n != 1 {
-			t.Errorf("%s: %d faults queued after 1000 idle ticks, want 1", m, n)
+		if n := tg.Pending(m); n != 1 {
+			t.Errorf("telegram %s: %d faults queued after 2000 idle ticks, want 1", m, n)
 		}
 	}
-	if kinds["5xx"] != 2 || kinds["429"]+kinds["hang"] != 1 {
-		t.Errorf("injected %v, want one of each method's kinds", kinds)
+	sf.Inspect(func(v slackfake.View) {
+		for _, m := range []string{"chat.postMessage", "chat.update"} {
+			if n := v.Faults(m); n != 1 {
+				t.Errorf("slack %s: %d faults queued, want 1", m, n)
+			}
+		}
+	})
+	df.Inspect(func(v discordfake.View) {
+		for _, m := range []string{"POST messages", "PATCH messages"} {
+			if n := v.Faults(m); n != 1 {
+				t.Errorf("discord %s: %d faults queued, want 1", m, n)
+			}
+		}
+	})
+	if injected["discord_drop"] != 1 {
+		t.Errorf("dropped the Discord socket %d times in one idle burst, want 1 (at most one per 30 s)", injected["discord_drop"])
 	}
 }

@@ -121,8 +121,9 @@ type stream struct {
 	quit chan struct{}
 	done chan struct{}
 
-	mu   sync.Mutex
-	text strings.Builder
+	mu      sync.Mutex
+	text    strings.Builder
+	flushed bool
 }
 
 func (r *Router) newStream(ctx context.Context, out Outbound, ev Event) *stream {
@@ -149,6 +150,9 @@ func (s *stream) delta(d provider.Delta) {
 		return
 	}
 	s.mu.Lock()
+	if s.text.Len() == 0 {
+		s.r.mark(s.ev, "first_delta")
+	}
 	s.text.WriteString(d.Content)
 	s.mu.Unlock()
 	select {
@@ -185,6 +189,10 @@ func (s *stream) loop() {
 		s.mu.Unlock()
 		if strings.TrimSpace(text) == "" {
 			continue
+		}
+		if !s.flushed {
+			s.flushed = true
+			s.r.mark(s.ev, "flush")
 		}
 		for i, c := range Split(text, s.lim.MaxChars) {
 			if err := s.r.put(s.ctx, s.out, s.ev.Address, s.l, i, c); err != nil {

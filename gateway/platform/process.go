@@ -19,6 +19,7 @@ func turnID(ev Event) string { return ev.Platform + ":" + ev.EventID }
 // Every step is recorded in the inbox, so a process that dies anywhere leaves the event to be
 // finished by the next one without a second turn or a second message.
 func (r *Router) process(ctx context.Context, key string, ev Event) {
+	r.mark(ev, "started")
 	in, ok, err := r.st.ClaimInbound(ctx, ev.Platform, ev.EventID, r.cfg.Holder, r.cfg.ClaimTTL)
 	if err != nil {
 		r.log.Warn("platform: claim event", "platform", ev.Platform, "event", ev.EventID, "err", err)
@@ -47,6 +48,7 @@ func (r *Router) process(ctx context.Context, key string, ev Event) {
 		if !update(store.InboundReplied, session, reply) {
 			return
 		}
+		r.mark(ev, "flush")
 		if err := r.deliver(ctx, out, ev, reply, nil); err != nil {
 			// Left replied: the next recovery delivers what is missing.
 			r.log.Warn("platform: deliver reply", "platform", ev.Platform, "event", ev.EventID, "err", err)
@@ -101,6 +103,7 @@ func (r *Router) process(ctx context.Context, key string, ev Event) {
 		return
 	}
 	r.setRunning(key, sid)
+	r.mark(ev, "prepared")
 	s := r.newStream(ctx, out, ev)
 	rep, err := r.gw.TurnSession(ctx, gateway.SessionTurn{Principal: r.cfg.Principal, SessionID: sid, Input: ev.Text,
 		Busy: gateway.BusyQueue}, gateway.Sink{OnDelta: s.delta})

@@ -76,6 +76,12 @@ type Config struct {
 	DrainTimeout time.Duration
 	// Sleep waits between two edits of a streamed reply (default: a timer); tests inject one.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Mark, when set, hears the steps of an event on its way to its reply's first message
+	// (benchmarks: where the latency goes): "recorded" (Handle's inbox write is done),
+	// "started" (its lane took it), "prepared" (claimed, session resolved, hygiene checked,
+	// state running recorded), "first_delta" (the model's first text arrived), "flush" (the
+	// reply's first send or edit begins). It must return at once.
+	Mark func(ev Event, step string)
 }
 
 func (c Config) withDefaults() Config {
@@ -291,10 +297,17 @@ func (r *Router) Handle(ctx context.Context, ev Event) error {
 	if !fresh {
 		return nil // a redelivery: the first delivery's turn answers it
 	}
+	r.mark(ev, "recorded")
 	r.log.Debug("platform: recorded", "platform", ev.Platform, "event", ev.EventID)
 	r.hold(ev)
 	r.enqueue(key, ev, false)
 	return nil
+}
+
+func (r *Router) mark(ev Event, step string) {
+	if r.cfg.Mark != nil {
+		r.cfg.Mark(ev, step)
+	}
 }
 
 func (r *Router) policy(platform string) Policy {

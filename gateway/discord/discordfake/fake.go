@@ -191,6 +191,9 @@ func (v View) Ready() int {
 // Identifies and Resumes count the handshakes seen.
 func (v View) Identifies() int { return v.s.identify }
 
+// Faults is how many faults are queued for route's next calls.
+func (v View) Faults(route string) int { return len(v.s.faults[route]) }
+
 // Refused is how many gateway connections Refuse turned away.
 func (v View) Refused() int { return v.s.refused }
 func (v View) Resumes() int { return v.s.resumes }

@@ -143,6 +143,9 @@ func (v View) FirstAttempt(text string) (time.Time, bool) {
 	return t, ok
 }
 
+// Faults is how many faults are queued for method's next calls.
+func (v View) Faults(method string) int { return len(v.s.faults[method]) }
+
 // Calls is how often method was called (faulted calls included).
 func (v View) Calls(method string) int { return v.s.calls[method] }
 

@@ -39,7 +39,8 @@ type API struct {
 	polling   int
 	conflicts int
 	webhook   map[string]any
-	chats     map[int64]chatInfo // what getChat knows: every chat pushed to, and AddChat's
+	chats     map[int64]chatInfo   // what getChat knows: every chat pushed to, and AddChat's
+	firstTry  map[string]time.Time // sendMessage's shown text → its first attempt (faulted or not)
 }
 
 type chatInfo struct {
@@ -74,7 +75,7 @@ func New(t testing.TB, token string) *API {
 // Start starts a fake Bot API for token (a soak's); Close stops it.
 func Start(token string) *API {
 	f := &API{token: token, changed: make(chan struct{}), nextUp: 1, nextMsg: map[int64]int64{},
-		faults: map[string][]Fault{}, down: map[string]Fault{}, chats: map[int64]chatInfo{}, calls: map[string]int{}}
+		faults: map[string][]Fault{}, down: map[string]Fault{}, chats: map[int64]chatInfo{}, firstTry: map[string]time.Time{}, calls: map[string]int{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	return f
 }
@@ -159,6 +160,15 @@ func (f *API) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.calls[method]++
+	if method == "sendMessage" {
+		text, _ := p["text"].(string)
+		mode, _ := p["parse_mode"].(string)
+		if vis, ok := shown(text, mode); ok {
+			if _, seen := f.firstTry[vis]; !seen {
+				f.firstTry[vis] = time.Now()
+			}
+		}
+	}
 	ft, faulted := f.down[method]
 	if q := f.faults[method]; !faulted && len(q) > 0 {
 		ft, faulted = q[0], true
@@ -446,6 +456,14 @@ func (f *API) All() []Message {
 		out[i] = *m
 	}
 	return out
+}
+
+// FirstAttempt is when a sendMessage showing text was first tried (a faulted try too).
+func (f *API) FirstAttempt(text string) (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.firstTry[text]
+	return t, ok
 }
 
 // Confirmed is the offset Telegram holds: every update below it is confirmed.
