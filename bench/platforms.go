@@ -39,8 +39,8 @@ type PlatformsConfig struct {
 	Duration time.Duration // how long messages are sent (10m)
 	// Platforms are the platforms soaked together: telegram, slack, discord (default all).
 	Platforms []string
-	Lanes     int // chat lanes, shared out among the platforms in turn (42)
-	Rate     float64       // messages per second over all lanes (8)
+	Lanes     int     // chat lanes, shared out among the platforms in turn (42)
+	Rate      float64 // messages per second over all lanes (8)
 	// FirstToken is the model's delay before its first token (50ms); the latency figure is
 	// what spool adds beyond it.
 	FirstToken time.Duration
