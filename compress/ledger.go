@@ -339,7 +339,7 @@ func (l *Ledger) bound(scale int) {
 			}
 		}
 		// The most important, then newest, lines stay; ties keep slice order.
-		slices.SortStableFunc(lines, func(a, b LedgerEntry) int {
+		sortEntries(lines, func(a, b *LedgerEntry) int {
 			if c := cmp.Compare(b.weight(), a.weight()); c != 0 {
 				return c
 			}
@@ -355,7 +355,7 @@ func (l *Ledger) bound(scale int) {
 			}
 			lines = lines[:c]
 		}
-		slices.SortStableFunc(lines, func(a, b LedgerEntry) int {
+		sortEntries(lines, func(a, b *LedgerEntry) int {
 			if k == EntryAsk {
 				return cmp.Compare(b.MsgID, a.MsgID)
 			}
@@ -364,7 +364,7 @@ func (l *Ledger) bound(scale int) {
 		var pl Ledger
 		pl.merge(ptrs)
 		ptrs = pl.Entries
-		slices.SortStableFunc(ptrs, func(a, b LedgerEntry) int {
+		sortEntries(ptrs, func(a, b *LedgerEntry) int {
 			if c := cmp.Compare(b.weight(), a.weight()); c != 0 {
 				return c
 			}
@@ -373,11 +373,29 @@ func (l *Ledger) bound(scale int) {
 		if c := maxPointers * scale; len(ptrs) > c {
 			ptrs = ptrs[:c]
 		}
-		slices.SortStableFunc(ptrs, func(a, b LedgerEntry) int { return cmp.Compare(a.MsgID, b.MsgID) })
+		sortEntries(ptrs, func(a, b *LedgerEntry) int { return cmp.Compare(a.MsgID, b.MsgID) })
 		out = append(out, lines...)
 		out = append(out, ptrs...)
 	}
 	l.Entries = out
+}
+
+// sortEntries sorts es stably by cmp. It sorts a permutation and moves each entry once: a
+// LedgerEntry is large, and a stable sort of the structs themselves moved them many times.
+func sortEntries(es []LedgerEntry, cmp func(a, b *LedgerEntry) int) {
+	if len(es) < 2 {
+		return
+	}
+	idx := make([]int32, len(es))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortStableFunc(idx, func(x, y int32) int { return cmp(&es[x], &es[y]) })
+	sorted := make([]LedgerEntry, len(es))
+	for i, j := range idx {
+		sorted[i] = es[j]
+	}
+	copy(es, sorted)
 }
 
 // sourceMarks keep the relevance of identifiers and errors across compactions: what the user
@@ -1067,22 +1085,21 @@ var decisionCues = []string{
 	"should not", "shouldn't", "only use", "avoid", "from now on", "keep ", "goal", "the plan is",
 }
 
-// decisions returns the sentences of a user message that state a decision or constraint.
-func decisions(text string, limit int) []string { return cued(text, decisionCues, limit) }
+var decisionCueSet = newWordSet(decisionCues)
 
-// cued returns up to limit sentences of text holding one of cues at the start of a word.
-func cued(text string, cues []string, limit int) []string {
+// decisions returns the sentences of a user message that state a decision or constraint.
+func decisions(text string, limit int) []string { return cued(text, decisionCueSet, limit) }
+
+// cued returns up to limit sentences of text holding one of cues at the start of a word
+// (ASCII case-insensitively), in one pass over each sentence.
+func cued(text string, cues *wordSet, limit int) []string {
 	var out []string
 	for _, s := range sentences(text) {
-		ls := strings.ToLower(s)
-		for _, cue := range cues {
-			if i := strings.Index(ls, cue); i >= 0 && (i == 0 || !isWordByte(ls[i-1])) {
-				out = append(out, s)
+		if cues.atWordStart(s) {
+			out = append(out, s)
+			if len(out) == limit {
 				break
 			}
-		}
-		if len(out) == limit {
-			break
 		}
 	}
 	return out
@@ -1094,8 +1111,10 @@ var agentCues = []string{
 	"instead of", "never", "always", "must", "from now on",
 }
 
+var agentCueSet = newWordSet(agentCues)
+
 // agentDecisions returns the sentences of an assistant message that state a decision.
-func agentDecisions(text string, limit int) []string { return cued(text, agentCues, limit) }
+func agentDecisions(text string, limit int) []string { return cued(text, agentCueSet, limit) }
 
 // maxValues is how many settings one tool result contributes.
 const maxValues = 4
@@ -1122,7 +1141,9 @@ func valueLines(text string, limit int) []string {
 }
 
 func valueLine(line string) string {
-	if len(line) < 4 || len(line) > 100 || looksLikeCode(line) || hasErrorWord(line) {
+	// The cheap shape checks first: most lines have no "key: value" shape at all, and the
+	// code and error-word scans are only worth running on those that do.
+	if len(line) < 4 || len(line) > 100 {
 		return ""
 	}
 	i := strings.IndexAny(line, ":=")
@@ -1141,6 +1162,9 @@ func valueLine(line string) string {
 		if !(isWordByte(c) || c == ' ' || c == '.' || c == '-' || c == '/') {
 			return ""
 		}
+	}
+	if looksLikeCode(line) || hasErrorWord(line) {
+		return ""
 	}
 	lk := strings.ToLower(key)
 	if lk == "exit code" || lk == "exit status" || strings.HasPrefix(lk, "author") || strings.HasPrefix(lk, "date") {

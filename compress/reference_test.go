@@ -2,6 +2,7 @@ package compress
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -470,7 +471,10 @@ func TestRedactMatchesLowered(t *testing.T) {
 	t.Parallel()
 	pieces := []string{" ", "\n", "x", "=", ": ", "\"", "sk-", "SK-", "abcdefghijklmnopqrstuvwxyz0123", "ghp_", "xoxb-", "AKIA", "ABCDEFGHIJKLMNOP",
 		"AIza", "Bearer ", "TOKEN", "token", "to\u212Aen", "api_key", "API-KEY", "secret", "Passw", "password", "access_key",
-		"\u0130", "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "—", "[REDACTED]"}
+		"\u0130", "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "—", "[REDACTED]",
+		// A word character before a hint (no boundary), and values longer than the window the
+		// anchored expressions read first.
+		"my", "_", "9", strings.Repeat("v", secretWindow-3), strings.Repeat("w", secretWindow+10)}
 	rapid.Check(t, func(t *rapid.T) {
 		var b strings.Builder
 		for range rapid.IntRange(0, 30).Draw(t, "n") {
@@ -509,6 +513,104 @@ func TestToolScanMatchesJoinedWindow(t *testing.T) {
 		}
 		if want := errorLines(joined, scanErrLines); !slices.Equal(sc.errs, want) {
 			t.Fatalf("errors %q, want %q", sc.errs, want)
+		}
+	})
+}
+
+// naiveCued is cued written plainly: every occurrence of every cue in the lowered sentence.
+func naiveCued(text string, cues []string, limit int) []string {
+	var out []string
+	for _, s := range sentences(text) {
+		ls := strings.ToLower(s)
+		hit := false
+		for _, cue := range cues {
+			for i := 0; i+len(cue) <= len(ls) && !hit; i++ {
+				hit = strings.HasPrefix(ls[i:], cue) && (i == 0 || !isWordByte(ls[i-1]))
+			}
+		}
+		if hit {
+			out = append(out, s)
+			if len(out) == limit {
+				break
+			}
+		}
+	}
+	return out
+}
+
+func TestCuedMatchesNaive(t *testing.T) {
+	t.Parallel()
+	pieces := []string{" ", ". ", "\n", "x", "_", "9", "mustard", "MUST", "Let's", "lets", "we'll", "keep", "Keep ", "decided", "I chose",
+		"instead of", "never", "Always", "goal", "From now on", "going with", "; ", "? ", "avoid"}
+	rapid.Check(t, func(t *rapid.T) {
+		var b strings.Builder
+		for range rapid.IntRange(0, 40).Draw(t, "n") {
+			b.WriteString(rapid.SampledFrom(pieces).Draw(t, "piece"))
+		}
+		text, limit := b.String(), rapid.IntRange(1, 6).Draw(t, "limit")
+		if got, want := decisions(text, limit), naiveCued(text, decisionCues, limit); !slices.Equal(got, want) {
+			t.Fatalf("decisions(%q) = %q, want %q", text, got, want)
+		}
+		if got, want := agentDecisions(text, limit), naiveCued(text, agentCues, limit); !slices.Equal(got, want) {
+			t.Fatalf("agentDecisions(%q) = %q, want %q", text, got, want)
+		}
+	})
+}
+
+// naiveParseArgs is parseArgs decoding every value.
+func naiveParseArgs(raw string) callArgs {
+	var a callArgs
+	var m map[string]any
+	if json.Unmarshal([]byte(raw), &m) != nil {
+		return a
+	}
+	for _, k := range []string{"command", "cmd", "script"} {
+		if s, ok := m[k].(string); ok && s != "" {
+			a.Command = s
+			break
+		}
+		if arr, ok := m[k].([]any); ok && len(arr) > 0 {
+			parts := make([]string, 0, len(arr))
+			for _, p := range arr {
+				if s, ok := p.(string); ok {
+					parts = append(parts, s)
+				}
+			}
+			a.Command = strings.Join(parts, " ")
+			break
+		}
+	}
+	for _, k := range pathKeys {
+		if s, ok := m[k].(string); ok && s != "" {
+			a.Paths = append(a.Paths, s)
+		}
+	}
+	if arr, ok := m["paths"].([]any); ok {
+		for _, p := range arr {
+			if s, ok := p.(string); ok && s != "" {
+				a.Paths = append(a.Paths, s)
+			}
+		}
+	}
+	return a
+}
+
+func TestParseArgsMatchesNaive(t *testing.T) {
+	t.Parallel()
+	keys := []string{"command", "cmd", "script", "path", "file_path", "paths", "content", "dir", "x"}
+	values := []string{`"a b"`, `""`, `"p\u00e9/\"q\".go"`, `["go","test"]`, `[]`, `[1,"x",null]`, `null`, `12`, `{"k":"v"}`, `true`, ` "spaced" `}
+	rapid.Check(t, func(t *rapid.T) {
+		var parts []string
+		for range rapid.IntRange(0, 6).Draw(t, "n") {
+			parts = append(parts, fmt.Sprintf(" %q :%s", rapid.SampledFrom(keys).Draw(t, "key"), rapid.SampledFrom(values).Draw(t, "value")))
+		}
+		raw := "{" + strings.Join(parts, ",") + "}"
+		if rapid.IntRange(0, 9).Draw(t, "broken") == 0 {
+			raw = raw[:len(raw)-1]
+		}
+		got, want := parseArgs(raw), naiveParseArgs(raw)
+		if got.Command != want.Command || !slices.Equal(got.Paths, want.Paths) {
+			t.Fatalf("parseArgs(%s) = %+v, want %+v", raw, got, want)
 		}
 	})
 }

@@ -86,8 +86,11 @@ func (c *Compressor) splitHistory(req Request, st *State, b Budgets) (*split, er
 	// Each message is decoded and scanned at most once, by whichever phase needs it first.
 	sp.hist = newHistory(orig)
 	pruneHistory(sp.work, sp.hist, sp.tok, b.Tail, protectLastN, req.SessionID)
-	for i, m := range sp.work {
-		sp.tok[i] = est.Message(m)
+	for i := range sp.work {
+		// Only what pruning rewrote is estimated again.
+		if w, o := &sp.work[i], &orig[i]; w.Content != o.Content || w.APIContent != o.APIContent || !sameCalls(w.ToolCalls, o.ToolCalls) {
+			sp.tok[i] = est.Message(*w)
+		}
 	}
 	sp.unmerge(est)
 
@@ -238,6 +241,8 @@ func (sp *split) middleTo(end int, est Estimator) middle {
 	}
 	var md middle
 	scans := sp.hist.scanRange(sp.start, end)
+	n := max(end-sp.start, 0)
+	md.orig, md.pruned, md.scans = make([]store.Message, 0, n), make([]store.Message, 0, n), make([]msgScan, 0, n)
 	for i := sp.start; i < end; i++ {
 		o := sp.orig[i]
 		if isSummary(o) {
@@ -306,4 +311,10 @@ func (sp *split) touchedFrom(end int) map[string]bool {
 		}
 	}
 	return out
+}
+
+// sameCalls reports whether a and b are the same slice of tool calls (pruning copies a slice
+// before it cuts an argument).
+func sameCalls(a, b []store.ToolCall) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

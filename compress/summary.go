@@ -123,22 +123,45 @@ func truncateTurn(s string) string {
 	return headRunes(s, turnHeadChars) + "\n...[truncated]...\n" + tailRunes(s, turnTailChars)
 }
 
-// secretRules find credentials. Each has lowercase hints, one of which must occur for the
-// (comparatively slow) expression to run at all.
-var secretRules = []struct {
+// secretRule is one kind of credential. Its expression starts at one of its lowercase hints
+// (found ASCII case-insensitively) after a word boundary, except for the private-key block,
+// whose hint is inside it.
+type secretRule struct {
 	re    *regexp.Regexp
 	hints []string
 	repl  string
-}{
-	{regexp.MustCompile(`\b(sk|pk|rk)-[A-Za-z0-9_\-]{16,}`), []string{"sk-", "pk-", "rk-"}, "[REDACTED]"},
-	{regexp.MustCompile(`\b(ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}`), []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, "[REDACTED]"},
-	{regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9\-]{10,}`), []string{"xox"}, "[REDACTED]"},
-	{regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`), []string{"akia"}, "[REDACTED]"},
-	{regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{30,}`), []string{"aiza"}, "[REDACTED]"},
-	{regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9._\-+/=]{16,}`), []string{"bearer"}, "$1 [REDACTED]"},
-	{regexp.MustCompile(`(?i)\b(api[_-]?key|secret|password|passwd|token|access[_-]?key)(["']?\s*[:=]\s*["']?)[^\s"',;]{6,}`),
-		[]string{"api_key", "api-key", "apikey", "secret", "passw", "token", "access_key", "access-key", "accesskey"}, "$1$2[REDACTED]"},
-	{regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`), []string{"private key-----"}, "[REDACTED]"},
+	// at is re anchored at a hint (its leading \b checked by hand): redact runs it on a
+	// window at each hint instead of running re over the whole text, which cost half a
+	// compaction (8 ms on a 400 KB middle that says "secret" once). nil for the private key.
+	at    *regexp.Regexp
+	words *wordSet
+}
+
+// secretWindow is how much text after a hint the anchored expression reads first; a match
+// that reaches the end of the window is tried again on the rest of the text.
+const secretWindow = 4096
+
+func newSecretRule(flags, pattern string, hints []string, repl string) secretRule {
+	r := secretRule{re: regexp.MustCompile(flags + pattern), hints: hints, repl: repl}
+	if rest, ok := strings.CutPrefix(pattern, `\b`); ok {
+		r.at = regexp.MustCompile(flags + `^(?:` + rest + `)`)
+		r.words = newWordSet(hints)
+	}
+	return r
+}
+
+// secretRules find credentials. Each has lowercase hints, one of which must occur for the
+// (comparatively slow) expression to run at all.
+var secretRules = []secretRule{
+	newSecretRule("", `\b(sk|pk|rk)-[A-Za-z0-9_\-]{16,}`, []string{"sk-", "pk-", "rk-"}, "[REDACTED]"),
+	newSecretRule("", `\b(ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}`, []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, "[REDACTED]"),
+	newSecretRule("", `\bxox[abposr]-[A-Za-z0-9\-]{10,}`, []string{"xox"}, "[REDACTED]"),
+	newSecretRule("", `\bAKIA[0-9A-Z]{16}\b`, []string{"akia"}, "[REDACTED]"),
+	newSecretRule("", `\bAIza[0-9A-Za-z_\-]{30,}`, []string{"aiza"}, "[REDACTED]"),
+	newSecretRule("(?i)", `\b(bearer)\s+[A-Za-z0-9._\-+/=]{16,}`, []string{"bearer"}, "$1 [REDACTED]"),
+	newSecretRule("(?i)", `\b(api[_-]?key|secret|password|passwd|token|access[_-]?key)(["']?\s*[:=]\s*["']?)[^\s"',;]{6,}`,
+		[]string{"api_key", "api-key", "apikey", "secret", "passw", "token", "access_key", "access-key", "accesskey"}, "$1$2[REDACTED]"),
+	newSecretRule("", `-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`, []string{"private key-----"}, "[REDACTED]"),
 }
 
 // secretHints are the hints of all secretRules, found in one pass by redact.
@@ -168,11 +191,50 @@ func redact(s string) string {
 		return s
 	}
 	for i, r := range secretRules {
-		if found&secretHintMasks[i] != 0 && r.re.MatchString(s) {
-			s = r.re.ReplaceAllString(s, r.repl)
+		if found&secretHintMasks[i] == 0 {
+			continue
 		}
+		if r.at == nil {
+			if r.re.MatchString(s) {
+				s = r.re.ReplaceAllString(s, r.repl)
+			}
+			continue
+		}
+		s = r.replaceAtHints(s)
 	}
 	return s
+}
+
+// replaceAtHints is r.re.ReplaceAllString(s, r.repl) for a rule whose matches start at a hint:
+// the anchored expression runs at each hint that follows a word boundary.
+func (r secretRule) replaceAtHints(s string) string {
+	var b strings.Builder
+	last := 0
+	for p := r.words.next(s, 0); p >= 0; p = r.words.next(s, p+1) {
+		if p < last || p > 0 && isWordByte(s[p-1]) {
+			continue
+		}
+		text := s[p:min(len(s), p+secretWindow)]
+		loc := r.at.FindStringSubmatchIndex(text)
+		if loc != nil && loc[1] == len(text) && len(text) < len(s)-p {
+			text = s[p:]
+			loc = r.at.FindStringSubmatchIndex(text)
+		}
+		if loc == nil {
+			continue
+		}
+		if b.Len() == 0 {
+			b.Grow(len(s))
+		}
+		b.WriteString(s[last:p])
+		b.Write(r.at.ExpandString(nil, r.repl, text, loc))
+		last = p + loc[1]
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // redactLowered is redact checking the hints in a Unicode-lowered copy.

@@ -47,37 +47,58 @@ type callArgs struct {
 
 var pathKeys = []string{"path", "file_path", "filepath", "file", "filename", "target", "target_file", "source", "destination", "dir", "directory"}
 
+// parseArgs decodes the command and paths of a tool call's arguments. Only those keys are
+// decoded (a write_file call's content is skipped, not unquoted).
 func parseArgs(raw string) callArgs {
 	var a callArgs
-	var m map[string]any
+	var m map[string]json.RawMessage
 	if json.Unmarshal([]byte(raw), &m) != nil {
 		return a
 	}
+	str := func(k string) (string, bool) {
+		v, ok := m[k]
+		if !ok || len(v) == 0 || v[0] != '"' {
+			return "", false
+		}
+		var s string
+		return s, json.Unmarshal(v, &s) == nil
+	}
+	strs := func(k string) ([]string, bool) {
+		v, ok := m[k]
+		if !ok || len(v) == 0 || v[0] != '[' {
+			return nil, false
+		}
+		var arr []any
+		if json.Unmarshal(v, &arr) != nil {
+			return nil, false
+		}
+		var out []string
+		for _, p := range arr {
+			if s, ok := p.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out, len(arr) > 0
+	}
 	for _, k := range []string{"command", "cmd", "script"} {
-		if s, ok := m[k].(string); ok && s != "" {
+		if s, ok := str(k); ok && s != "" {
 			a.Command = s
 			break
 		}
-		if arr, ok := m[k].([]any); ok && len(arr) > 0 {
-			parts := make([]string, 0, len(arr))
-			for _, p := range arr {
-				if s, ok := p.(string); ok {
-					parts = append(parts, s)
-				}
-			}
+		if parts, ok := strs(k); ok {
 			a.Command = strings.Join(parts, " ")
 			break
 		}
 	}
 	for _, k := range pathKeys {
-		if s, ok := m[k].(string); ok && s != "" {
+		if s, ok := str(k); ok && s != "" {
 			a.Paths = append(a.Paths, s)
 		}
 	}
-	if arr, ok := m["paths"].([]any); ok {
-		for _, p := range arr {
-			if s, ok := p.(string); ok && s != "" {
-				a.Paths = append(a.Paths, s)
+	if ps, ok := strs("paths"); ok {
+		for _, p := range ps {
+			if p != "" {
+				a.Paths = append(a.Paths, p)
 			}
 		}
 	}

@@ -45,6 +45,35 @@ func (ws *wordSet) find(text string, firstOnly bool) uint32 {
 	return found
 }
 
+// next returns the first position at or after from where one of the words starts (ASCII
+// case-insensitively), or -1.
+func (ws *wordSet) next(text string, from int) int {
+	for i := from; i+1 < len(text); i++ {
+		for m := ws.first[text[i]] & ws.second[text[i+1]]; m != 0; m &= m - 1 {
+			if hasPrefixLowerASCII(text[i:], ws.words[bits.TrailingZeros32(m)]) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// atWordStart reports whether one of the words occurs in text at the start of a word (at the
+// start of text or after a byte that is not a letter, digit or underscore).
+func (ws *wordSet) atWordStart(text string) bool {
+	for i := 0; i+1 < len(text); i++ {
+		if i > 0 && isWordByte(text[i-1]) {
+			continue
+		}
+		for m := ws.first[text[i]] & ws.second[text[i+1]]; m != 0; m &= m - 1 {
+			if hasPrefixLowerASCII(text[i:], ws.words[bits.TrailingZeros32(m)]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func upperASCII(c byte) byte {
 	if c >= 'a' && c <= 'z' {
 		return c - 'a' + 'A'
