@@ -9,6 +9,7 @@ import (
 	"github.com/spoolhq/spool/compress"
 	"github.com/spoolhq/spool/provider"
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/tokens"
 	"github.com/spoolhq/spool/wire"
 )
 
@@ -102,6 +103,7 @@ func (e *providerEngine) Compress(ctx context.Context, req compress.Request) (co
 		return fallback(err)
 	}
 	row := &plan.Messages[summary]
+	was := tokens.EstimateMessage(*row)
 	row.ReasoningDetails = win
 	if !strings.Contains(row.Content, providerSummaryBody) {
 		// Whatever rung the compressor took, the row says where the context went, first.
@@ -115,6 +117,11 @@ func (e *providerEngine) Compress(ctx context.Context, req compress.Request) (co
 				break
 			}
 		}
+	}
+	plan.TokensAfter += tokens.EstimateMessage(*row) - was // the window is sent too
+	if req.Threshold != nil && req.Threshold.Tokens > 0 && plan.ActiveTokens() >= req.Threshold.Tokens {
+		// A window that leaves the next request over the trigger would compact again at once.
+		return fallback(fmt.Errorf("its window leaves the request at ~%d tokens, over the trigger of %d", plan.ActiveTokens(), req.Threshold.Tokens))
 	}
 	plan.SummaryModel = "provider compaction (" + comp.Model + ")"
 	return plan, nil
@@ -131,4 +138,11 @@ func providerEngineFor(cfg compress.Config, m *model, local *compress.Compressor
 		return nil
 	}
 	return &providerEngine{local: local, compactor: c, model: m.id}
+}
+
+// NewProviderEngine is the engine compression.engine "provider" gives a model on client c:
+// the provider compacts what local's split chooses, and local compacts when it cannot.
+// Callers that wrap or measure the engine (benchmarks) build it here to run what users run.
+func NewProviderEngine(local *compress.Compressor, c provider.Compactor, model string) compress.Engine {
+	return &providerEngine{local: local, compactor: c, model: model}
 }

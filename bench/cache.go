@@ -59,7 +59,12 @@ var CacheScenarios = []string{ScenarioSteady, ScenarioPause5m, ScenarioPause1h, 
 // CacheProviders are the provider cache models: OpenAI Chat Completions and Anthropic Messages
 // accounting, and the OpenAI Responses API (stateless, reasoning items replayed; its cache holds
 // what the model generated, so a replayed answer is read back from it).
-var CacheProviders = []string{"openai", "anthropic", "responses"}
+var CacheProviders = []string{"openai", "anthropic", "responses", StyleResponsesCompact}
+
+// StyleResponsesCompact is the Responses API with compression.engine provider: every
+// compaction is the provider's own (POST /responses/compact), its window replayed on the
+// summary row.
+const StyleResponsesCompact = "responses-compact"
 
 // CacheTarget is the efficiency spool must reach against the ideal ceiling (issue 10).
 const CacheTarget = 0.99
@@ -110,6 +115,8 @@ type CacheRun struct {
 	Efficiency    float64 `json:"efficiency"`
 	CachedShare   float64 `json:"cached_share"`
 	Compactions   int     `json:"compactions"`
+	// ProviderCompactions counts the compactions the provider wrote (POST /responses/compact).
+	ProviderCompactions int `json:"provider_compactions,omitempty"`
 	// AfterPause counts the calls that came after a pause longer than the lifetime (their
 	// ceiling is 0).
 	AfterPause  int     `json:"calls_after_long_pause"`
@@ -141,6 +148,8 @@ var cacheRules = map[string]string{
 		"the previous call's prompt plus the previous answer, counted with the reasoning items, rounded down to whole 128-token " +
 		"blocks, 0 below 1024 tokens; the Responses API's cache holds what the model generated, so a byte-identical replay reads " +
 		"it back; no-replay is measured against the same ceiling",
+	"responses-compact": "as responses; the compaction is the provider's (compression.engine provider): after one the ideal agent " +
+		"keeps the head, and the window the provider returned counts where the agent replays it",
 	"mcp-tools": "a changed tool list comes first in the request and changes every byte after it: the ceiling of that call is 0",
 	"naive":     "the naive agent appends the current time to the system prompt every turn",
 	"rebuild":   "the rebuild agent heads its system prompt with the time of its last build and builds it again at every compaction",
@@ -274,7 +283,7 @@ func runCacheSession(ctx context.Context, spec cacheRunSpec, dbPath string, log 
 	switch spec.style {
 	case "openai":
 		raw, err = openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: "bench"})
-	case "responses":
+	case "responses", StyleResponsesCompact:
 		name = "gpt-5-mini"
 		raw, err = openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: "bench", API: openai.APIResponses})
 	default:
@@ -294,8 +303,13 @@ func runCacheSession(ctx context.Context, spec cacheRunSpec, dbPath string, log 
 	cc := compress.DefaultConfig()
 	cc.ThresholdTokens = 24_000
 	comp := agent.NewCompressor(cc, compress.ClientSummarizer{Client: raw}, clock.Now)
+	var engine compress.Engine = comp
+	if spec.style == StyleResponsesCompact {
+		cc.Engine = agent.ProviderEngineName
+		engine = agent.NewProviderEngine(comp, raw.(provider.Compactor), name)
+	}
 	ag, err := agent.New(agent.Deps{
-		Store: db, Client: m, Tools: tools, Compressor: markingEngine{Engine: comp, m: m},
+		Store: db, Client: m, Tools: tools, Compressor: markingEngine{Engine: engine, m: m},
 		Config: agent.Config{Model: name, ContextLength: 32_000, Compression: cc, CacheTTL: spec.ttl,
 			Prompt: prompt.Env{Platform: "cli", SystemMessage: cacheProjectRules}, Source: "bench"},
 		Now: clock.Now,
@@ -345,6 +359,7 @@ func runCacheSession(ctx context.Context, spec cacheRunSpec, dbPath string, log 
 		}
 	}
 	fig.Efficiency, fig.CachedShare = ratio(fig.CachedTokens, fig.CeilingTokens), ratio(fig.CachedTokens, fig.PromptTokens)
+	fig.ProviderCompactions = int(model.Stats().Compactions)
 	return fig, name, nil
 }
 
@@ -447,6 +462,9 @@ func WriteCacheText(w io.Writer, r *CacheReport) {
 		}
 		fmt.Fprintf(w, "  %-7s %d of %d prompt tokens cached (%.1f%%), ideal ceiling %d: efficiency %.3f%%; %d calls, %d compactions, %d after a long pause, %d cache breaks %v, $%.2f\n",
 			name, c.CachedTokens, c.PromptTokens, 100*c.CachedShare, c.CeilingTokens, 100*c.Efficiency, c.Requests, c.Compactions, c.AfterPause, c.CacheBreaks.Count, c.CacheBreaks.Reasons, c.CostUSD)
+		if c.ProviderCompactions > 0 {
+			fmt.Fprintf(w, "          %d compactions written by the provider (POST /responses/compact)\n", c.ProviderCompactions)
+		}
 		for _, d := range slices.Sorted(maps.Keys(c.CacheBreaks.Details)) {
 			fmt.Fprintf(w, "          %d× %s\n", c.CacheBreaks.Details[d], d)
 		}

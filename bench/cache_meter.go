@@ -170,7 +170,7 @@ func idealCeiling(style string, calls []metered, i int, lifetime time.Duration) 
 	// The benchmark's prompt inputs (rules, platform, tools) never change, so the ideal agent
 	// sends its system prompt byte for byte all session long, and the messages up to the first
 	// one a compaction had to change.
-	if style == "responses" {
+	if style == "responses" || style == StyleResponsesCompact {
 		// The Responses API caches what the model generated too: an ideal agent replays the
 		// previous answer's items, reasoning included, byte for byte, so its ceiling is the
 		// previous prompt as spool built it (reasoning replayed) plus that answer.

@@ -216,3 +216,21 @@ func TestCacheBenchControlFails(t *testing.T) {
 		t.Errorf("control efficiency %.4f: the rewrite did not break the cache", p.Spool.Efficiency)
 	}
 }
+
+// The Responses run with compression.engine provider: every compaction is the provider's
+// (the fake's /responses/compact), its window replayed on the summary row, and spool stays
+// within the target of the ideal ceiling.
+func TestCacheBenchProviderCompaction(t *testing.T) {
+	t.Parallel()
+	rep, err := RunCache(context.Background(), CacheConfig{Turns: 120, Providers: []string{StyleResponsesCompact}, Scenarios: []string{ScenarioSteady}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rep.Scenarios[ScenarioSteady][StyleResponsesCompact]
+	if p == nil || p.Spool.Compactions == 0 || p.Spool.ProviderCompactions != p.Spool.Compactions {
+		t.Fatalf("figures %+v: want every compaction written by the provider", p)
+	}
+	if p.Spool.Efficiency < CacheTarget {
+		t.Errorf("efficiency %.4f < %.2f: %+v", p.Spool.Efficiency, CacheTarget, p.Spool)
+	}
+}

@@ -345,8 +345,8 @@ func compactionSegment(id, encrypted string) segment {
 // encryptedCompactionBytes is the size of the fake's compaction item (07a's is 3.5 kB).
 const encryptedCompactionBytes = 2400
 
-// serveCompact is POST /v1/responses/compact as the recording 07a shows it: the input's user
-// messages are retained (content as input_text parts, status completed) and a compaction item
+// serveCompact is POST /v1/responses/compact as the recording 07a shows it: the input's newest
+// user message is retained (content as input_text parts, status completed) and a compaction item
 // with a deterministic encrypted_content stands for everything; object "response.compaction",
 // usage with cached and reasoning tokens, keys sorted. An input message containing COMPACTFAIL
 // answers a 500, so the local compressor's fallback can be tested.
@@ -381,12 +381,15 @@ func (m *Model) serveCompact(w http.ResponseWriter, r *http.Request) {
 	m.stats.Compactions++
 	m.mu.Unlock()
 	seed := shortHash(string(body), 32)
+	// 07a retains the one user message it was given; how many a real server keeps of a longer
+	// input is not recorded. The fake keeps the newest, so a window stays bounded.
 	var output []any
-	for i, it := range items {
-		if (it.Type == "message" || it.Type == "") && it.Role == "user" {
+	for i := len(items) - 1; i >= 0; i-- {
+		if it := items[i]; (it.Type == "message" || it.Type == "") && it.Role == "user" {
 			text, _ := rsText(it.Content)
 			output = append(output, map[string]any{"id": fmt.Sprintf("msg_%s%02d", seed[:30], i), "type": "message", "role": "user",
 				"status": "completed", "content": []any{map[string]any{"type": "input_text", "text": text}}})
+			break
 		}
 	}
 	var enc strings.Builder
