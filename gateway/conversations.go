@@ -175,15 +175,30 @@ func (g *Gateway) DeleteItem(ctx context.Context, principal, id string, mid int6
 		return err
 	}
 	defer g.releaseSlot(tip, sl)
-	hide := func(ctx context.Context, opts ...store.WriteOption) error {
-		if id != tip {
+	hideIn := func(ctx context.Context, sid string, row int64, opts ...store.WriteOption) error {
+		if sid != tip {
 			// An item listed under an earlier, compacted part of the conversation.
 			opts = append(opts, store.AllowClosed())
 		}
 		start := time.Now()
-		_, err := g.st.HideMessage(ctx, id, mid, opts...)
+		_, err := g.st.HideMessage(ctx, sid, row, opts...)
 		g.observe("hide_message", start)
 		return err
+	}
+	hide := func(ctx context.Context, opts ...store.WriteOption) error {
+		// A rotation copied the item into the newer sessions of the conversation (and the item
+		// may itself be such a copy): every copy goes first, the named row last, so a retry after
+		// a failure still finds the item and finishes the job.
+		copies, err := g.copiesOf(ctx, id, mid)
+		if err != nil {
+			return err
+		}
+		for _, c := range copies {
+			if err := hideIn(ctx, c.SessionID, c.ID, opts...); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		return hideIn(ctx, id, mid, opts...)
 	}
 	ts, ok := g.st.(turn.Store)
 	if !ok {
@@ -209,4 +224,59 @@ func (g *Gateway) DeleteItem(ctx context.Context, principal, id string, mid int6
 		return badRequest("item_id", "%s", err.Error())
 	}
 	return g.classify(tip, err)
+}
+
+// copiesOf finds the verbatim copies of message mid of session id in the other sessions of its
+// compression chain: a rotation re-inserts the messages it keeps into the continuation as new
+// rows (same role, text, time and call), which HideMessage, confined to one session, cannot know
+// of. Each other session's first shown row that matches is its copy. A mid that session id does
+// not show has no copies (HideMessage then answers ErrNotFound).
+func (g *Gateway) copiesOf(ctx context.Context, id string, mid int64) ([]store.Message, error) {
+	ms, err := g.st.ConversationPage(ctx, id, store.PageQuery{View: store.ViewDisplay, AfterID: mid - 1, Limit: 1})
+	if err != nil || len(ms) == 0 || ms[0].ID != mid {
+		return nil, err
+	}
+	orig := ms[0]
+	chain, err := g.st.Chain(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("chain of %s: %w", id, err)
+	}
+	var out []store.Message
+	for _, s := range chain {
+		if s.ID == id {
+			continue
+		}
+		q := store.PageQuery{View: store.ViewDisplay, Limit: 1000}
+		for found := false; !found; {
+			page, err := g.st.ConversationPage(ctx, s.ID, q)
+			if err != nil {
+				return nil, fmt.Errorf("copies of %d in %s: %w", mid, s.ID, err)
+			}
+			for _, m := range page {
+				if sameMessage(m, orig) {
+					out, found = append(out, m), true
+					break
+				}
+			}
+			if len(page) < q.Limit {
+				break
+			}
+			q.AfterID = page[len(page)-1].ID
+		}
+	}
+	return out, nil
+}
+
+// sameMessage reports whether a is a verbatim copy of b (or b of a).
+func sameMessage(a, b store.Message) bool {
+	if a.Summary || a.Role != b.Role || a.Content != b.Content || !a.Timestamp.Equal(b.Timestamp) ||
+		a.ToolCallID != b.ToolCallID || len(a.ToolCalls) != len(b.ToolCalls) {
+		return false
+	}
+	for i := range a.ToolCalls {
+		if a.ToolCalls[i].ID != b.ToolCalls[i].ID {
+			return false
+		}
+	}
+	return true
 }

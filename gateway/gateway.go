@@ -30,6 +30,7 @@ type Store interface {
 	ConversationPage(ctx context.Context, sessionID string, q store.PageQuery) ([]store.Message, error)
 	DeleteSession(ctx context.Context, id string) error
 	HideMessage(ctx context.Context, sessionID string, id int64, opts ...store.WriteOption) (int, error)
+	Chain(ctx context.Context, id string) ([]store.Session, error)
 }
 
 // Runner runs one turn (an *agent.Agent).

@@ -88,3 +88,69 @@ func TestDeleteItemFenced(t *testing.T) {
 		t.Fatalf("deleting a lone tool result: %v, want *BadRequestError", err)
 	}
 }
+
+// TestDeleteItemAfterRotation: a rotation copies the messages it keeps into the continuation;
+// deleting the item (by the older session's conversation id or by the tip's) hides every copy,
+// so neither listing shows it and the tip's history, what the model is sent, no longer holds it.
+func TestDeleteItemAfterRotation(t *testing.T) {
+	t.Parallel()
+	bg := context.Background()
+	for _, via := range []string{"root", "tip"} {
+		t.Run(via, func(t *testing.T) {
+			t.Parallel()
+			g, _, st := newTestGateway(t, Config{})
+			root, err := g.CreateConversation(bg, "p", []Message{
+				{Role: "user", Content: "old question"}, {Role: "assistant", Content: "old answer"},
+				{Role: "user", Content: "the door code is zebra-4711"}, {Role: "assistant", Content: "noted"}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms, err := st.Conversation(bg, root.ID, store.ViewActive)
+			if err != nil || len(ms) != 4 {
+				t.Fatalf("conversation: %+v %v", ms, err)
+			}
+			// The rotation keeps the last exchange verbatim (same role, text and time) after a summary.
+			kept := []store.Message{{Role: store.RoleUser, Summary: true, Content: "summary of the old exchange", Timestamp: ms[1].Timestamp}}
+			for _, m := range ms[2:] {
+				m.ID, m.SessionID = 0, ""
+				kept = append(kept, m)
+			}
+			tip, err := st.RotateCompaction(bg, store.RotateRequest{ParentID: root.ID, Messages: kept, Watermark: ms[3].ID,
+				Child: store.NewSession{ID: root.ID + "-cont", UserID: "p", Source: Source}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tipRows, err := st.Conversation(bg, tip.ID, store.ViewActive)
+			if err != nil || len(tipRows) != 3 || tipRows[1].Content != "the door code is zebra-4711" {
+				t.Fatalf("tip after the rotation: %+v %v", tipRows, err)
+			}
+			conv, mid := root.ID, ms[2].ID
+			if via == "tip" {
+				conv, mid = tip.ID, tipRows[1].ID
+			}
+			if err := g.DeleteItem(bg, "p", conv, mid); err != nil {
+				t.Fatal(err)
+			}
+			for _, sid := range []string{root.ID, tip.ID} {
+				for _, v := range []store.View{store.ViewActive, store.ViewDisplay} {
+					rows, err := st.Conversation(bg, sid, v)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, m := range rows {
+						if m.Content == "the door code is zebra-4711" {
+							t.Fatalf("deleted via %s, still shown in %s (view %d): %+v", via, sid, v, rows)
+						}
+					}
+				}
+			}
+			// Only the item's copies went: the rest of the tip stays.
+			if rows, _ := st.Conversation(bg, tip.ID, store.ViewActive); len(rows) != 2 || rows[1].Content != "noted" {
+				t.Fatalf("tip after the delete: %+v", rows)
+			}
+			if err := g.DeleteItem(bg, "p", conv, mid); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("deleting twice: %v, want ErrNotFound", err)
+			}
+		})
+	}
+}

@@ -2,10 +2,12 @@ package openai
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -143,38 +145,84 @@ func (s *Server) itemsAdd(w http.ResponseWriter, r *http.Request, principal stri
 }
 
 func itemList(ms []store.Message, more bool) map[string]any {
-	data := make([]any, 0, len(ms))
+	var items []convItem
 	for _, m := range ms {
-		data = append(data, messageItem(m))
+		items = append(items, convItem{row: m.ID, obj: messageItem(m)})
+	}
+	return convItemList(items, more)
+}
+
+func convItemList(items []convItem, more bool) map[string]any {
+	data := make([]any, 0, len(items))
+	for _, it := range items {
+		data = append(data, it.obj)
 	}
 	list := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
 	if len(data) > 0 {
-		list["first_id"] = data[0].(map[string]any)["id"]
-		list["last_id"] = data[len(data)-1].(map[string]any)["id"]
+		list["first_id"] = items[0].obj["id"]
+		list["last_id"] = items[len(items)-1].obj["id"]
 	}
 	return list
 }
 
-// itemMessageID reads the message id out of an item id ("msg_<session>_<id>").
+// itemMessageID reads the message id out of an item id: "msg_<session>_<id>" (a message) or
+// "fco_<session>_<id>" (a function_call_output).
 func itemMessageID(sessionID, itemID string) (int64, bool) {
 	rest, ok := strings.CutPrefix(itemID, "msg_"+sessionID+"_")
 	if !ok {
-		return 0, false
+		if rest, ok = strings.CutPrefix(itemID, "fco_"+sessionID+"_"); !ok {
+			return 0, false
+		}
 	}
 	n, err := strconv.ParseInt(rest, 10, 64)
 	return n, err == nil && n > 0
 }
 
-// visibleItems keeps what a conversation shows as items: user and assistant text.
-func visibleItems(ms []store.Message) []store.Message {
-	out := ms[:0:0]
+// convItem is one conversation item and the stored row it comes from.
+type convItem struct {
+	row int64
+	obj map[string]any
+}
+
+// ownTool says whether a tool call is spool's own (run server-side, not an item of the client's).
+func ownTool(name string) bool { return slices.Contains(gateway.APITools, name) }
+
+// conversationItems are a conversation's rows as the Responses API lists items: user and
+// assistant text as message items, each client tool call as a function_call item (after the
+// text of the assistant message that made it, "fc_<call id>" as in the response's output) and
+// each answer to one as a function_call_output item. Summaries, spool's own tool calls and
+// their results are spool's and not items.
+func conversationItems(ms []store.Message) []convItem {
+	var out []convItem
 	for _, m := range ms {
-		if m.Summary || (m.Role != store.RoleUser && m.Role != store.RoleAssistant) || (m.Role == store.RoleAssistant && m.Content == "") {
+		if m.Summary {
 			continue
 		}
-		out = append(out, m)
+		switch m.Role {
+		case store.RoleUser:
+			out = append(out, convItem{m.ID, messageItem(m)})
+		case store.RoleAssistant:
+			if m.Content != "" {
+				out = append(out, convItem{m.ID, messageItem(m)})
+			}
+			for _, c := range m.ToolCalls {
+				if !ownTool(c.Function.Name) {
+					out = append(out, convItem{m.ID, callItem(c, "completed")})
+				}
+			}
+		case store.RoleTool:
+			if !ownTool(m.ToolName) {
+				out = append(out, convItem{m.ID, callOutputItem(m)})
+			}
+		}
 	}
 	return out
+}
+
+// callOutputItem is a stored answer to a client tool call as a function_call_output item.
+func callOutputItem(m store.Message) map[string]any {
+	return map[string]any{"id": fmt.Sprintf("fco_%s_%d", m.SessionID, m.ID), "type": "function_call_output", "status": "completed",
+		"call_id": m.ToolCallID, "output": m.Content}
 }
 
 func (s *Server) itemsList(w http.ResponseWriter, r *http.Request, principal string) {
@@ -201,31 +249,44 @@ func (s *Server) itemsList(w http.ResponseWriter, r *http.Request, principal str
 	if order == "desc" {
 		pq.BeforeID = 1 << 62 // newest first: the window ends at the last row
 	}
+	cursor := ""
 	if after := q.Get("after"); after != "" {
-		mid, ok := itemMessageID(id, after)
+		mid, ok := s.itemRow(r.Context(), principal, id, after)
 		if !ok {
 			writeError(w, badParam("after", "after is not an item of this conversation"))
 			return
 		}
+		// The window starts at the cursor's row (a row may hold several items: an assistant
+		// message's text and its calls); the items up to the cursor are dropped below.
+		cursor = after
 		if order == "asc" {
-			pq.AfterID = mid
+			pq.AfterID = mid - 1
 		} else {
-			pq.BeforeID = mid
+			pq.BeforeID = mid + 1
 		}
 	}
-	// Pages of stored rows are read until limit+1 visible items are found (tool rows and
-	// summaries are spool's own and not items).
-	var items []store.Message
+	// Pages of stored rows are read until limit+1 items are found (spool's own tool rows and
+	// summaries are not items).
+	var items []convItem
 	for {
 		ms, err := s.g.Items(r.Context(), principal, id, pq)
 		if err != nil {
 			writeError(w, errorOf(err))
 			return
 		}
-		vis := visibleItems(ms)
+		vis := conversationItems(ms)
 		if order == "desc" {
-			for i, j := 0, len(vis)-1; i < j; i, j = i+1, j-1 {
-				vis[i], vis[j] = vis[j], vis[i]
+			slices.Reverse(vis)
+		}
+		if cursor != "" {
+			for i, it := range vis {
+				if it.obj["id"] == cursor {
+					vis, cursor = vis[i+1:], ""
+					break
+				}
+			}
+			if cursor != "" {
+				vis = nil // not reached yet (cannot happen: the window starts at its row)
 			}
 		}
 		items = append(items, vis...)
@@ -242,14 +303,49 @@ func (s *Server) itemsList(w http.ResponseWriter, r *http.Request, principal str
 	if more {
 		items = items[:limit]
 	}
-	writeJSON(w, http.StatusOK, itemList(items, more))
+	writeJSON(w, http.StatusOK, convItemList(items, more))
+}
+
+// itemRow is the stored row an item id of conversation id names: msg_ and fco_ ids carry it, a
+// function_call item ("fc_<call id>") is found by its call among the conversation's rows.
+func (s *Server) itemRow(ctx context.Context, principal, id, itemID string) (int64, bool) {
+	if mid, ok := itemMessageID(id, itemID); ok {
+		return mid, true
+	}
+	call, ok := strings.CutPrefix(itemID, "fc_")
+	if !ok || call == "" {
+		return 0, false
+	}
+	pq := store.PageQuery{Limit: 1000}
+	for {
+		ms, err := s.g.Items(ctx, principal, id, pq)
+		if err != nil {
+			return 0, false
+		}
+		for _, m := range ms {
+			for _, c := range m.ToolCalls {
+				if c.ID == call && m.Role == store.RoleAssistant && !ownTool(c.Function.Name) {
+					return m.ID, true
+				}
+			}
+		}
+		if len(ms) < pq.Limit {
+			return 0, false
+		}
+		pq.AfterID = ms[len(ms)-1].ID
+	}
 }
 
 func (s *Server) itemGet(w http.ResponseWriter, r *http.Request, principal string) {
-	id := r.PathValue("id")
-	mid, ok := itemMessageID(id, r.PathValue("item_id"))
+	id, itemID := r.PathValue("id"), r.PathValue("item_id")
+	notFound := newError(http.StatusNotFound, "invalid_request_error", "not_found", "no such item in this conversation").noRetry()
+	mid, ok := s.itemRow(r.Context(), principal, id, itemID)
 	if !ok {
-		writeError(w, newError(http.StatusNotFound, "invalid_request_error", "not_found", "no such item in this conversation").noRetry())
+		if _, err := s.g.Items(r.Context(), principal, id, store.PageQuery{Limit: 1}); err != nil {
+			writeError(w, errorOf(err)) // another principal's or a missing conversation
+			return
+		}
+		writeError(w, notFound)
 		return
 	}
 	ms, err := s.g.Items(r.Context(), principal, id, store.PageQuery{AfterID: mid - 1, Limit: 1})
@@ -257,11 +353,17 @@ func (s *Server) itemGet(w http.ResponseWriter, r *http.Request, principal strin
 		writeError(w, errorOf(err))
 		return
 	}
-	if len(ms) == 0 || ms[0].ID != mid || len(visibleItems(ms)) == 0 {
-		writeError(w, newError(http.StatusNotFound, "invalid_request_error", "not_found", "no such item in this conversation").noRetry())
+	if len(ms) == 0 || ms[0].ID != mid {
+		writeError(w, notFound)
 		return
 	}
-	writeJSON(w, http.StatusOK, messageItem(ms[0]))
+	for _, it := range conversationItems(ms) {
+		if it.obj["id"] == itemID {
+			writeJSON(w, http.StatusOK, it.obj)
+			return
+		}
+	}
+	writeError(w, notFound)
 }
 
 // itemDelete removes one item from a conversation and returns the conversation (the OpenAI
@@ -269,8 +371,14 @@ func (s *Server) itemGet(w http.ResponseWriter, r *http.Request, principal strin
 // with it (gateway.DeleteItem).
 func (s *Server) itemDelete(w http.ResponseWriter, r *http.Request, principal string) {
 	id := r.PathValue("id")
-	mid, ok := itemMessageID(id, r.PathValue("item_id"))
+	// A function_call item is deleted with the assistant message that made the call (and the
+	// results answering it, as gateway.DeleteItem does).
+	mid, ok := s.itemRow(r.Context(), principal, id, r.PathValue("item_id"))
 	if !ok {
+		if _, err := s.g.Items(r.Context(), principal, id, store.PageQuery{Limit: 1}); err != nil {
+			writeError(w, errorOf(err))
+			return
+		}
 		writeError(w, newError(http.StatusNotFound, "invalid_request_error", "not_found", "no such item in this conversation").noRetry())
 		return
 	}

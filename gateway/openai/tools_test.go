@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/conversations"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
@@ -205,6 +206,42 @@ func TestResponsesClientTools(t *testing.T) {
 	_, _, _, msgs := transcript(t, home, sid)
 	if got := shownRoles(msgs); got != "user assistant(1) tool assistant user assistant(1) tool assistant" {
 		t.Fatalf("the session holds %s", got)
+	}
+
+	// The conversation's items list the calls and their outputs as the Responses API does, with
+	// the function_call items' ids those of the responses' output; paging and GET work on them.
+	items, err := c.Conversations.Items.List(bg, sid, conversations.ItemListParams{Order: conversations.ItemListParamsOrderAsc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, it := range items.Data {
+		kinds = append(kinds, it.Type)
+	}
+	want := "message function_call function_call_output message message function_call function_call_output message"
+	if got := strings.Join(kinds, " "); got != want || items.Data[1].ID != call.ID || items.Data[1].CallID != call.CallID ||
+		items.Data[1].Name != "get_weather" || !strings.Contains(items.Data[1].RawJSON(), `"arguments":"{\"city\":\"Oslo\"}"`) ||
+		items.Data[2].CallID != call.CallID || !strings.Contains(items.Data[2].RawJSON(), "sunny, 21 C") || items.Data[5].ID != call2.ID {
+		t.Fatalf("items %q, want %q:\n%s", got, want, items.RawJSON())
+	}
+	page, err := c.Conversations.Items.List(bg, sid, conversations.ItemListParams{Order: conversations.ItemListParamsOrderAsc,
+		After: sdk.String(call.ID), Limit: sdk.Int(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Data) != 2 || page.Data[0].Type != "function_call_output" || page.Data[1].Type != "message" || !page.HasMore {
+		t.Fatalf("the page after %s: %s", call.ID, page.RawJSON())
+	}
+	desc, err := c.Conversations.Items.List(bg, sid, conversations.ItemListParams{After: sdk.String(items.Data[2].ID), Limit: sdk.Int(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(desc.Data) != 2 || desc.Data[0].ID != call.ID || desc.Data[1].Type != "message" || desc.HasMore {
+		t.Fatalf("newest first after %s: %s", items.Data[2].ID, desc.RawJSON())
+	}
+	got, err := c.Conversations.Items.Get(bg, sid, call2.ID, conversations.ItemGetParams{})
+	if err != nil || got.Type != "function_call" || got.CallID != call2.CallID {
+		t.Fatalf("GET %s: %v %v", call2.ID, got, err)
 	}
 }
 
