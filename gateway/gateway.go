@@ -214,16 +214,17 @@ type Reply struct {
 	// BranchedFrom is the session a divergent history was branched from ("" otherwise).
 	BranchedFrom string
 	Result       agent.Result
-	// Detached is set when the caller's context ended first: the turn runs on and stores its
-	// reply, Result is empty.
+	// Detached is set when the caller's context ended during the turn: the sink heard nothing
+	// more from then on, the turn ran on and stored its reply, Result is empty.
 	Detached bool
 	// MessageID is the stored id of the turn's final assistant message and UserMessageID that
 	// of its user message (with Request.Locate).
 	MessageID, UserMessageID int64
 }
 
-// Turn resolves the request's session and runs one turn on it. When ctx ends first (the client
-// went away), the sink is detached and Turn returns with Reply.Detached; the turn goes on.
+// Turn resolves the request's session and runs one turn on it, on the caller's goroutine. When
+// ctx ends first (the client went away), the sink is detached at once and the turn goes on to
+// its end (it runs on the gateway's own context, not ctx); Turn then returns Reply.Detached.
 func (g *Gateway) Turn(ctx context.Context, req Request, sink Sink) (Reply, error) {
 	release, err := g.admit(req.Principal)
 	if err != nil {
@@ -254,17 +255,15 @@ func (g *Gateway) Turn(ctx context.Context, req Request, sink Sink) (Reply, erro
 	tctx, cancel := context.WithTimeoutCause(g.turnCtx, g.cfg.TurnTimeout, fmt.Errorf("turn exceeded serve.turn_timeout %s", g.cfg.TurnTimeout))
 	icx, interrupt := context.WithCancelCause(tctx)
 	sl.setCancel(interrupt)
-	guard := &guarded{s: sink}
+	guard := &guarded{s: sink, caller: ctx}
 	runner := g.run
 	if req.Busy == BusyQueue || req.Busy == BusyInterrupt {
 		runner = g.queue
 	}
-	type outcome struct {
-		rep Reply
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
+	// The turn runs on the caller's goroutine (an idle stream holds one goroutine for its request
+	// and its turn, not two); a caller that goes away only detaches the sink.
+	detach := context.AfterFunc(ctx, guard.detach)
+	r, err := func() (Reply, error) {
 		defer g.turns.Done()
 		defer cancel()
 		defer g.releaseSlot(p.sessionID, sl)
@@ -285,16 +284,14 @@ func (g *Gateway) Turn(ctx context.Context, req Request, sink Sink) (Reply, erro
 		if sink.OnDone != nil {
 			sink.OnDone(r, err)
 		}
-		done <- outcome{r, err}
+		return r, err
 	}()
-	select {
-	case o := <-done:
-		return o.rep, o.err
-	case <-ctx.Done():
-		guard.detach()
+	if !detach() {
+		// The caller went away during the turn: it was told nothing, the turn's reply is stored.
 		reply.Detached = true
 		return reply, nil
 	}
+	return r, err
 }
 
 func (g *Gateway) runTurn(ctx context.Context, r Runner, p plan, guard *guarded) (agent.Result, error) {
@@ -407,12 +404,17 @@ type guarded struct {
 	mu  sync.Mutex
 	off bool
 	s   Sink
+	// caller is the caller's context: once it ended nothing more reaches the sink, even before
+	// detach has run.
+	caller context.Context
 }
+
+func (g *guarded) live() bool { return !g.off && (g.caller == nil || g.caller.Err() == nil) }
 
 func (g *guarded) start(id string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.off && g.s.OnStart != nil {
+	if g.live() && g.s.OnStart != nil {
 		g.s.OnStart(id)
 	}
 }
@@ -420,7 +422,7 @@ func (g *guarded) start(id string) {
 func (g *guarded) delta(d provider.Delta) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.off && g.s.OnDelta != nil {
+	if g.live() && g.s.OnDelta != nil {
 		g.s.OnDelta(d)
 	}
 }

@@ -115,11 +115,7 @@ func TestDetachAndDrain(t *testing.T) {
 		replied <- rep
 	}()
 	<-r.started
-	cancel()
-	rep := <-replied
-	if !rep.Detached {
-		t.Fatalf("Turn after the caller left: %+v, want Detached", rep)
-	}
+	cancel() // the caller leaves; the turn goes on (Turn returns when it ends)
 	// Draining now waits for the detached turn, refusing new ones.
 	drained := make(chan error, 1)
 	go func() { drained <- g.Drain(bg) }()
@@ -132,6 +128,9 @@ func TestDetachAndDrain(t *testing.T) {
 	close(r.release)
 	if err := <-drained; err != nil {
 		t.Fatal(err)
+	}
+	if rep := <-replied; !rep.Detached || rep.Result.Reply != "" {
+		t.Fatalf("Turn after the caller left: %+v, want Detached with nothing", rep)
 	}
 	final := <-doneReply
 	if final.Result.Reply != "re: keep going" {
