@@ -17,8 +17,11 @@
 //     a renderer that builds its own tags (no raw HTML, links only to http, https and mailto),
 //     control characters are made visible, and a strict Content-Security-Policy forbids inline
 //     script and style.
-//   - Every state-changing request is a POST carrying a CSRF token bound to the viewer, from the
-//     same origin.
+//   - Every state-changing request is a POST from the same origin carrying the CSRF token of
+//     package web/signin: bound to the request's sign-in (spool ui's one-time link and spool
+//     serve's key login issue into one web/signin table and one cookie), else to its principal.
+//   - The sessions list pages over branch trees (store.ListOptions.Trees): a root comes with all
+//     its branches, and a filter that matches only a branch shows it under its root.
 //   - A session outside the request's principal answers 404, exactly like a missing one.
 //   - Live views (server-sent events) poll the store; each stream ends with its request or when
 //     the Server is closed.
