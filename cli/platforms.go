@@ -63,6 +63,7 @@ func setupPlatforms(cfg config.Config, st store.Store, g *gateway.Gateway, model
 	byName := map[string]platform.Adapter{}
 	for _, a := range adapters {
 		byName[a.Platform()] = a
+		r.Attach(a) // before the webhooks are mounted: an event posted before Serve runs is recorded, not refused
 	}
 	r.Command("handoff", platform.HandoffCommand(r, st, byName, policies))
 	p := &platforms{router: r, adapters: adapters, mounts: map[string]http.Handler{}}

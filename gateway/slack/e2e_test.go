@@ -38,6 +38,7 @@ func serveSlack(t *testing.T, fake *slackfake.Server, o platformtest.Options, so
 		t.Fatal(err)
 	}
 	_, h := s.ad.Webhook(env.Router)
+	env.Router.Attach(s.ad) // as spool serve does: events posted before Serve's goroutine runs are recorded (was a 503 race)
 	srv := httptest.NewServer(h)
 	s.url = srv.URL
 	ctx, cancel := context.WithCancel(context.Background())
