@@ -69,6 +69,8 @@ Configuration ($SPOOL_HOME/config.yaml, section serve:, or SPOOL_SERVE_* variabl
   tools:                     principal ("local" without keys): spool tools its sessions may use
     alice: session_search memory   (none by default); session_search reads only that
                              principal's sessions, memory writes $SPOOL_HOME/principals/NAME/memories
+    carol: mcp__fs__read_file mcp__web__*   MCP tools (mcp.servers): one tool, or every tool of a
+                             server; allowed by this list or refused, never asked about
 The model is provider.* as for spool run (or --provider/--model/--base-url).
 
 Tools: function tools the client declares (Chat Completions tools / Responses tools of type
