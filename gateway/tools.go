@@ -67,6 +67,14 @@ func checkToolName(t string, servers []string) error {
 		if strings.Contains(rest, "*") && rest != "*" {
 			return fmt.Errorf("%q: only a whole server may be allowed with * (mcp__%s__*)", t, s)
 		}
+		if rest == "*" {
+			for _, o := range servers {
+				if o != s && strings.HasPrefix(o, s+"__") {
+					// mcp__s__* would also cover every tool of server o.
+					return fmt.Errorf("%q would also allow the tools of MCP server %s; list server %s's tools one by one", t, o, s)
+				}
+			}
+		}
 		return nil
 	}
 	return fmt.Errorf("%q names no configured MCP server (mcp.servers: %s)", t, strings.Join(servers, ", "))

@@ -194,3 +194,23 @@ func TestChatAPICannotCompact(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// A provider compaction's window is the Responses API's alone: on Chat Completions (a fallback
+// model, or the session moved to another API) the summary row goes out as its text only.
+func TestChatSendsSummaryRowAsText(t *testing.T) {
+	t.Parallel()
+	win, err := provider.CompactedWindow(json.RawMessage(`[{"type":"compaction","id":"cmp_1","encrypted_content":"gAAAAABxyz"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := replay.Serve(t, replay.Load(t, "01-chat-nonstream-cached-tokens.json"))
+	req := userReq("go on")
+	req.Messages = append([]provider.Message{{Role: "user", Content: "[summary text]", ReasoningDetails: win}}, req.Messages...)
+	if _, err := newClient(t, srv, "sk-test").Chat(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := srv.Requests()[0].Body
+	if bytes.Contains(b, []byte("compaction")) || bytes.Contains(b, []byte("gAAAAABxyz")) || !bytes.Contains(b, []byte(`"[summary text]"`)) {
+		t.Errorf("chat request: %s", b)
+	}
+}
