@@ -7,7 +7,9 @@
 // input. The store is opened in one place (app.openStore).
 //
 // spool chat on a terminal (tui.go) runs one Bubble Tea program for the whole chat: a line
-// editor and a live view at the bottom, everything finished printed above it. The chat's worker
+// editor and a live view at the bottom, everything finished printed above it. The view is drawn
+// by screen.go (ultraviolet's cell renderer) right after each message the program handles, not
+// on Bubble Tea's frame clock; screen also owns raw mode and the terminal modes. The chat's worker
 // goroutine talks to it only through tui's methods (read, ask, pick, live, spin, println), which
 // keep their order; with piped input the chat reads lines as they come (lineReader), unchanged.
 package cli

@@ -25,7 +25,7 @@ var errInterrupted = errors.New("interrupted")
 
 // tui is spool chat on a terminal: one Bubble Tea program owns the bottom of the screen for the
 // whole chat. Its view is the reply's unfinished line (rendered as markdown and re-wrapped to the
-// width at every frame, so a resize re-flows it), a spinner or a question, and the line editor;
+// width at every draw, so a resize re-flows it), a spinner or a question, and the line editor;
 // everything finished is printed above the view into the terminal's scrollback and stays there.
 //
 // The chat's worker goroutine (loop, turns, commands) talks to the program only through the

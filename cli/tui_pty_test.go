@@ -357,13 +357,17 @@ func TestChatResumePicker(t *testing.T) {
 
 // TestChatEditorEscapes: Shift-Enter (as a terminal with the kitty keyboard protocol sends it)
 // and a trailing backslash make line breaks, /paste collects lines until Ctrl-D, and Ctrl-G
-// edits the message in $EDITOR; each ends as one message.
+// edits the message in $EDITOR (which gets the terminal in its ordinary mode); each ends as one
+// message.
 func TestChatEditorEscapes(t *testing.T) {
 	t.Parallel()
 	url := startFakeLLM(t)
 	home := t.TempDir()
 	editor := filepath.Join(home, "editor.sh")
-	if err := os.WriteFile(editor, []byte("#!/bin/sh\nprintf 'written in the editor\\nsecond line\\n' > \"$1\"\n"), 0o755); err != nil {
+	// The editor also notes the terminal's mode it got: the chat gives it back cooked (line
+	// editing and echo on), not in the chat's raw mode.
+	modes := filepath.Join(home, "stty.txt")
+	if err := os.WriteFile(editor, []byte("#!/bin/sh\nstty -a > "+modes+" 2>&1\nprintf 'written in the editor\\nsecond line\\n' > \"$1\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	s, cmd := startPTY(t, home, []string{"EDITOR=" + editor, "VISUAL="}, "chat", "--provider", "openai", "--base-url", url+"/v1", "--model", fakeModelArg)
@@ -386,6 +390,11 @@ func TestChatEditorEscapes(t *testing.T) {
 
 	s.press("draft", "\x07") // Ctrl-G
 	s.editorShows("› written in the editor\n  second line")
+	if b, err := os.ReadFile(modes); err != nil {
+		t.Errorf("the editor did not run stty: %v", err)
+	} else if m := string(b); !regexp.MustCompile(`(^|\s)icanon\b`).MatchString(m) || !regexp.MustCompile(`(^|\s)echo\b`).MatchString(m) {
+		t.Errorf("the editor got the terminal in raw mode:\n%s", m)
+	}
 	s.press(keyEnter)
 	s.expect("› written in the editor\n  second line")
 	s.prompt()
