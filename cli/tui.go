@@ -420,6 +420,12 @@ func (m *editorModel) Init() tea.Cmd { return nil }
 
 // Update handles msg and draws the view at once if it changed.
 func (m *editorModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	// The terminal's size is read before every message (one ioctl): output drawn for the old
+	// width after the terminal changed, before SIGWINCH is handled, would land on rows the
+	// terminal has already moved and the next redraw would leave pieces of them behind.
+	if w, h, ok := m.t.scr.size(); ok && (max(w, 10) != m.width || max(h, 4) != m.height) {
+		m.update(tea.WindowSizeMsg{Width: w, Height: h})
+	}
 	if p, ok := msg.(printMsg); ok {
 		m.t.scr.printAbove(string(p))
 	}
@@ -436,7 +442,9 @@ func (m *editorModel) update(msg tea.Msg) tea.Cmd {
 		m.t.width.Store(int32(m.width))
 		m.t.height.Store(int32(m.height))
 		m.ed.SetWidth(m.width)
-		m.t.scr.resize(m.width, m.height)
+		if m.width != m.t.scr.width || m.height != m.t.scr.height {
+			m.t.scr.resize(m.width, m.height)
+		}
 		return nil
 	case stateMsg:
 		m.idle = msg.idle
