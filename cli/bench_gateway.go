@@ -19,7 +19,8 @@ func (a *app) benchGatewayCommand() *cobra.Command {
 		Long: "Run --clients concurrent clients over real HTTP on 127.0.0.1 against spool's gateway with the\n" +
 			"in-process fake model (no delay) on a scratch SQLite file: each on a session of its own, then\n" +
 			"sharing --shared sessions (queued turns). Reports turns/s, the client round trip and the time\n" +
-			"in spool (round trip minus model time) p50/p99, a stream's time to first byte, memory per\n" +
+			"in spool (round trip minus model time) p50/p99 and what it is made of (in_spool_parts: before\n" +
+			"the turn, lease, store writes, store reads, agent, after the turn), a stream's time to first byte, memory per\n" +
 			"idle open stream, and the ratio of turns/s to the store-bound limit (W1 appends/s measured in\n" +
 			"the same run over the store writes one turn makes). Exits 1 if any turn interleaved, was\n" +
 			"duplicated or lost. The report is JSON with or without --json.",
