@@ -175,6 +175,8 @@ type RetentionRun struct {
 	UserAsksPresent     int          `json:"user_asks_present"`
 	UserAsksRecoverable int          `json:"user_asks_recoverable"`
 	UserAsksLost        int          `json:"user_asks_lost"`
+	// UserAsksLostTurns are the turns (0-based) whose ask was lost.
+	UserAsksLostTurns []int `json:"user_asks_lost_turns,omitempty"`
 	// OrphanToolPairs counts tool results without their call and calls without their result in
 	// every request sent (each such request is refused).
 	OrphanToolPairs int `json:"orphan_tool_pairs"`

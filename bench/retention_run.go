@@ -577,6 +577,7 @@ func scoreRetention(ctx context.Context, db store.Store, sid string, probe provi
 			out.UserAsksRecoverable++
 		default:
 			out.UserAsksLost++
+			out.UserAsksLostTurns = append(out.UserAsksLostTurns, a.Turn)
 		}
 	}
 	return nil

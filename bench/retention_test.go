@@ -117,7 +117,7 @@ func TestRetentionScoring(t *testing.T) {
 		t.Fatal(err)
 	}
 	fact := Fact{Kind: FactValue, Text: "max_open_conns: 37", Key: "max_open_conns"}
-	ask := UserAsk{Sentence: "Task 1: tune the pool in internal/db/pool_1.go.", Key: "internal/db/pool_1.go"}
+	ask := UserAsk{Turn: 7, Sentence: "Task 1: tune the pool in internal/db/pool_1.go.", Key: "internal/db/pool_1.go"}
 	ids, err := db.AppendBatch(ctx, sid, []store.Message{
 		{Role: store.RoleUser, Content: ask.Sentence, Timestamp: t0},
 		{Role: store.RoleAssistant, Content: "The config says max_open_conns: 37 for production.", Timestamp: t0.Add(time.Second)},
@@ -159,6 +159,10 @@ func TestRetentionScoring(t *testing.T) {
 		}
 		if out.Facts[0].Status != tc.fact || askStatus != tc.ask {
 			t.Errorf("%s: fact %s, ask %s; want %s and %s", tc.name, out.Facts[0].Status, askStatus, tc.fact, tc.ask)
+		}
+		// The report names the turn of every lost ask.
+		if lost := tc.ask == StatusLost; lost != (len(out.UserAsksLostTurns) == 1 && out.UserAsksLostTurns[0] == 7) || !lost && len(out.UserAsksLostTurns) > 0 {
+			t.Errorf("%s: lost ask turns %v", tc.name, out.UserAsksLostTurns)
 		}
 	}
 }

@@ -178,7 +178,7 @@ var entryCaps = map[EntryKind]int{
 }
 
 // maxPointers bounds the pointer entries of one kind (times the ledger's scale).
-const maxPointers = 400
+const maxPointers = 1000
 
 // MaxLedgerChars bounds the rendered ledger (the window's budget, Budgets.LedgerChars, is
 // usually smaller).
@@ -217,6 +217,9 @@ type LedgerEntry struct {
 	// side marks a path that is not the subject of its turn (see markSide): it weighs more
 	// than the paths every turn names.
 	side bool
+	// covered marks an entry whose pointer would repeat another's (see markCovered): when its
+	// line no longer fits, it goes without a pointer.
+	covered bool
 }
 
 // Ledger is the mechanically extracted working set of a session.
@@ -290,7 +293,8 @@ func (e *LedgerEntry) toPointer() {
 }
 
 // merge adds entries, merging each into an equal one (same kind and text, or the same kind's
-// pointer to the same message) by keeping the newest message id and the highest relevance.
+// pointer to the same message) by keeping the highest relevance and the newest message id of
+// that relevance.
 func (l *Ledger) merge(other []LedgerEntry) {
 	pos := make(map[entryKey]int, len(l.Entries)+len(other))
 	for i, e := range l.Entries {
@@ -299,11 +303,15 @@ func (l *Ledger) merge(other []LedgerEntry) {
 	for _, e := range other {
 		if i, ok := pos[e.key()]; ok {
 			cur := &l.Entries[i]
+			// The message the entry points at is the newest of those with the highest
+			// relevance: a path the user named points at the user's message (which recovers
+			// the ask too), not at the tool result that printed it last.
+			take := e.relevance > cur.relevance || e.relevance == cur.relevance && e.MsgID >= cur.MsgID
 			cur.relevance = max(cur.relevance, e.relevance)
 			cur.pathID = cur.pathID && e.pathID
 			cur.routine = cur.routine && e.routine
 			cur.side = cur.side || e.side
-			if e.MsgID >= cur.MsgID {
+			if take {
 				cur.MsgID = e.MsgID
 				if e.Status != "" {
 					cur.Status = e.Status
@@ -324,6 +332,7 @@ func (l *Ledger) merge(other []LedgerEntry) {
 func (l *Ledger) bound(scale int) {
 	scale = max(scale, 1)
 	l.markRoutine()
+	l.markCovered()
 	byKind := map[EntryKind][]int{}
 	for i, e := range l.Entries {
 		byKind[e.Kind] = append(byKind[e.Kind], i)
@@ -350,6 +359,9 @@ func (l *Ledger) bound(scale int) {
 		})
 		if c := entryCaps[k] * scale; len(lines) > c {
 			for _, e := range lines[c:] {
+				if e.covered {
+					continue // the entry it repeats keeps the pointer
+				}
 				e.toPointer()
 				ptrs = append(ptrs, e)
 			}
@@ -363,7 +375,12 @@ func (l *Ledger) bound(scale int) {
 		})
 		var pl Ledger
 		pl.merge(ptrs)
-		ptrs = pl.Entries
+		ptrs = pl.Entries[:0]
+		for _, e := range pl.Entries {
+			if !e.covered {
+				ptrs = append(ptrs, e)
+			}
+		}
 		sortEntries(ptrs, func(a, b *LedgerEntry) int {
 			if c := cmp.Compare(b.weight(), a.weight()); c != 0 {
 				return c
@@ -378,6 +395,56 @@ func (l *Ledger) bound(scale int) {
 		out = append(out, ptrs...)
 	}
 	l.Entries = out
+}
+
+// isPathEntry reports whether e is a path: a file read or written, or a path identifier.
+func (e LedgerEntry) isPathEntry() bool {
+	return e.Kind == EntryRead || e.Kind == EntryWrote || e.Kind == EntryIdentifier && e.pathID
+}
+
+// markCovered keeps one pointer per fact. A path is written in many messages of its turn (the
+// ask, the assistant's words, the tool call, the listing, the write): one pointer to any of
+// them recovers it, so only one entry per path, the one in the user's message if there is one
+// (it also recovers the ask), else the one the agent wrote, else the newest, keeps a pointer
+// when its line goes; it takes the side mark of any of them. An ask whose message a path entry
+// already points at needs no pointer of its own.
+func (l *Ledger) markCovered() {
+	best := map[string]int{}
+	for i, e := range l.Entries {
+		l.Entries[i].covered = false
+		if e.Pointer || !e.isPathEntry() {
+			continue
+		}
+		j, ok := best[e.Text]
+		if !ok {
+			best[e.Text] = i
+			continue
+		}
+		if b := l.Entries[j]; e.relevance > b.relevance || e.relevance == b.relevance && e.MsgID > b.MsgID {
+			best[e.Text] = i
+		}
+	}
+	pointed := map[int64]bool{}
+	for i := range l.Entries {
+		e := &l.Entries[i]
+		if e.Pointer || !e.isPathEntry() {
+			continue
+		}
+		if b := best[e.Text]; b != i {
+			e.covered = true
+			l.Entries[b].side = l.Entries[b].side || e.side
+		}
+	}
+	for _, e := range l.Entries {
+		if e.Kind == EntryIdentifier && !e.covered {
+			pointed[e.MsgID] = true
+		}
+	}
+	for i := range l.Entries {
+		if e := &l.Entries[i]; e.Kind == EntryAsk && pointed[e.MsgID] {
+			e.covered = true
+		}
+	}
 }
 
 // sortEntries sorts es stably by cmp. It sorts a permutation and moves each entry once: a
@@ -516,6 +583,8 @@ func (l *Ledger) renderWithin(sessionID string, askBudget, maxChars int) string 
 	gone := make([]bool, len(l.Entries))
 	for i, e := range l.Entries {
 		switch {
+		case e.Pointer && e.covered:
+			gone[i] = true // an ask over its budget whose message another pointer names
 		case e.Pointer && pointerLabels[e.Kind] != "":
 			addPtr(e)
 		case lines[i] != "":
@@ -529,11 +598,18 @@ func (l *Ledger) renderWithin(sessionID string, askBudget, maxChars int) string 
 		for _, st := range l.trimSequence(gone) {
 			i := st.i
 			e := &l.Entries[i]
+			if gone[i] {
+				continue // a covered line that went with its demotion
+			}
 			if st.demote {
 				dropLine(i)
-				e.toPointer()
 				lines[i] = ""
-				addPtr(*e)
+				if e.covered {
+					gone[i] = true
+				} else {
+					e.toPointer()
+					addPtr(*e)
+				}
 			} else {
 				dropPtr(*e)
 				gone[i] = true

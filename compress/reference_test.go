@@ -73,6 +73,14 @@ func naiveRender(l *Ledger, sessionID string, askBudget, maxChars int) string {
 			}
 		}
 	}
+	// A covered pointer is not written (its message has another pointer).
+	kept = nil
+	for _, e := range l.Entries {
+		if !(e.Pointer && e.covered) {
+			kept = append(kept, e)
+		}
+	}
+	l.Entries = kept
 	// The steps, by brute force: every (entry, action) with its key, sorted.
 	type step struct {
 		e      LedgerEntry
@@ -135,8 +143,15 @@ func naiveRender(l *Ledger, sessionID string, askBudget, maxChars int) string {
 			break
 		}
 		i := ids[o]
+		if gone[i] {
+			continue
+		}
 		if steps[o].demote {
-			l.Entries[i].toPointer()
+			if l.Entries[i].covered {
+				gone[i] = true
+			} else {
+				l.Entries[i].toPointer()
+			}
 		} else {
 			gone[i] = true
 		}
@@ -268,6 +283,9 @@ func TestRenderMatchesNaive(t *testing.T) {
 		for i := range n {
 			k := rapid.SampledFrom(kinds).Draw(t, "kind")
 			text := fmt.Sprintf("%s-%d %s", k, i, strings.Repeat("y", rapid.IntRange(0, 300).Draw(t, "len")))
+			if rapid.IntRange(0, 3).Draw(t, "shared") == 0 {
+				text = fmt.Sprintf("src/p%d.go", rapid.IntRange(0, 9).Draw(t, "path")) // a path several entries name
+			}
 			if k == EntryAsk && rapid.Bool().Draw(t, "multiline") {
 				text += "\nsecond line\n"
 			}
@@ -373,6 +391,7 @@ func TestIdentifiersAndExitStatusMatchNaive(t *testing.T) {
 
 func naiveBound(l *Ledger, scale int) {
 	l.markRoutine()
+	naiveMarkCovered(l)
 	byKind := map[EntryKind][]LedgerEntry{}
 	for _, e := range l.Entries {
 		byKind[e.Kind] = append(byKind[e.Kind], e)
@@ -398,8 +417,10 @@ func naiveBound(l *Ledger, scale int) {
 		})
 		if len(lines) > entryCaps[k]*scale {
 			for _, e := range lines[entryCaps[k]*scale:] {
-				e.toPointer()
-				ptrs = append(ptrs, e)
+				if !e.covered {
+					e.toPointer()
+					ptrs = append(ptrs, e)
+				}
 			}
 			lines = lines[:entryCaps[k]*scale]
 		}
@@ -427,6 +448,7 @@ func naiveBound(l *Ledger, scale int) {
 				merged = append(merged, p)
 			}
 		}
+		merged = slices.DeleteFunc(merged, func(e LedgerEntry) bool { return e.covered })
 		slices.SortStableFunc(merged, func(a, b LedgerEntry) int {
 			if c := cmp.Compare(b.weight(), a.weight()); c != 0 {
 				return c
@@ -449,8 +471,15 @@ func TestBoundMatchesNaive(t *testing.T) {
 		var l Ledger
 		kinds := append(slices.Clone(entryOrder), EntryKind("unknown"))
 		for i := range rapid.IntRange(0, 300).Draw(t, "entries") {
-			l.Entries = append(l.Entries, LedgerEntry{Kind: rapid.SampledFrom(kinds).Draw(t, "kind"), Text: fmt.Sprint(i),
-				MsgID: int64(rapid.IntRange(1, 20).Draw(t, "id")), relevance: rapid.IntRange(1, 3).Draw(t, "rel")})
+			k := rapid.SampledFrom(kinds).Draw(t, "kind")
+			text := fmt.Sprint(i)
+			if rapid.Bool().Draw(t, "shared") {
+				text = fmt.Sprintf("p%d.go", rapid.IntRange(0, 15).Draw(t, "path")) // a path several entries name
+			}
+			l.Entries = append(l.Entries, LedgerEntry{Kind: k, Text: text,
+				MsgID: int64(rapid.IntRange(1, 20).Draw(t, "id")), relevance: rapid.IntRange(1, 3).Draw(t, "rel"),
+				pathID: k == EntryIdentifier && rapid.Bool().Draw(t, "pathID"),
+				side:   (k == EntryIdentifier || k == EntryRead || k == EntryWrote) && rapid.IntRange(0, 3).Draw(t, "side") == 0})
 		}
 		for i := range l.Entries {
 			if rapid.IntRange(0, 3).Draw(t, "pointer") == 0 {
@@ -613,4 +642,51 @@ func TestParseArgsMatchesNaive(t *testing.T) {
 			t.Fatalf("parseArgs(%s) = %+v, want %+v", raw, got, want)
 		}
 	})
+}
+
+// naiveMarkCovered is markCovered by brute force: an entry is covered when another line of the
+// same path text ranks above it (relevance, then the newer message, then the earlier entry).
+func naiveMarkCovered(l *Ledger) {
+	isPath := func(e LedgerEntry) bool {
+		return !e.Pointer && (e.Kind == EntryRead || e.Kind == EntryWrote || e.Kind == EntryIdentifier && e.pathID)
+	}
+	for i := range l.Entries {
+		l.Entries[i].covered = false
+	}
+	bestOf := func(i int) int {
+		b := -1
+		for j, x := range l.Entries {
+			if !isPath(x) || x.Text != l.Entries[i].Text {
+				continue
+			}
+			if b < 0 || x.relevance > l.Entries[b].relevance || x.relevance == l.Entries[b].relevance && x.MsgID > l.Entries[b].MsgID {
+				b = j
+			}
+		}
+		return b
+	}
+	var side []int
+	for i, e := range l.Entries {
+		if isPath(e) {
+			if b := bestOf(i); b != i {
+				l.Entries[i].covered = true
+				if e.side {
+					side = append(side, b)
+				}
+			}
+		}
+	}
+	for _, b := range side {
+		l.Entries[b].side = true
+	}
+	for i, e := range l.Entries {
+		if e.Kind != EntryAsk {
+			continue
+		}
+		for _, x := range l.Entries {
+			if x.Kind == EntryIdentifier && !x.covered && x.MsgID == e.MsgID {
+				l.Entries[i].covered = true
+			}
+		}
+	}
 }

@@ -115,3 +115,47 @@ func TestSidePathsOutlastTaskPaths(t *testing.T) {
 		}
 	}
 }
+
+// One pointer per path: a task path named in its ask, the assistant's words, the read call,
+// the write call and the write's result keeps one pointer, to the ask (which it recovers too),
+// so a ledger of a few thousand characters still points at most of 200 asks, and no ask has a
+// second pointer of its own.
+func TestOnePointerPerPathPointsAtTheAsk(t *testing.T) {
+	t.Parallel()
+	ms := sidePathTurns(200)
+	asks := map[int64]bool{}
+	for _, m := range ms {
+		if m.Role == store.RoleUser {
+			asks[m.ID] = true
+		}
+	}
+	var l Ledger
+	l.merge(extractLedger(ms))
+	l.bound(1)
+	text := l.renderWithin("sess", 0, 3000)
+	_, ptrs, ok := strings.Cut(text, PointerHeading)
+	if !ok {
+		t.Fatalf("no pointer section:\n%s", text)
+	}
+	pointed := map[int64]int{}
+	for _, m := range pointerRe.FindAllStringSubmatch(ptrs, -1) {
+		var id int64
+		fmt.Sscan(m[1], &id)
+		pointed[id]++
+	}
+	n := 0
+	for id := range asks {
+		if pointed[id] > 0 {
+			n++
+		}
+		if pointed[id] > 1 {
+			t.Errorf("ask [m%d] has %d pointers", id, pointed[id])
+		}
+	}
+	if n < 150 {
+		t.Fatalf("%d of 200 asks have a pointer in a 3,000-character ledger, want at least 150:\n%s", n, text)
+	}
+	if strings.Contains(ptrs, "- files read:") {
+		t.Errorf("task files read kept pointers of their own (their asks point at the same paths):\n%s", text)
+	}
+}
