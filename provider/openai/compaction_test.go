@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -212,5 +213,62 @@ func TestChatSendsSummaryRowAsText(t *testing.T) {
 	b := srv.Requests()[0].Body
 	if bytes.Contains(b, []byte("compaction")) || bytes.Contains(b, []byte("gAAAAABxyz")) || !bytes.Contains(b, []byte(`"[summary text]"`)) {
 		t.Errorf("chat request: %s", b)
+	}
+}
+
+// The streamed form of 07b (its 284 kB twin was not copied; SOURCES.md says its compaction item
+// arrives through response.output_item.added/done only): a stream built from 07b's own items,
+// in 7-byte chunks, keeps the compaction item exactly as the non-streamed answer does.
+func TestResponsesStreamedCompactionItem(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(filepath.Join("testdata", "responses", "07b-response-with-compaction-item.RESERIALIZED.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var full map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &full); err != nil {
+		t.Fatal(err)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(full["output"], &items); err != nil {
+		t.Fatal(err)
+	}
+	var sse bytes.Buffer
+	seq := 0
+	event := func(typ string, fields map[string]any) {
+		fields["type"], fields["sequence_number"] = typ, seq
+		seq++
+		b, _ := json.Marshal(fields)
+		sse.WriteString("event: " + typ + "\ndata: " + string(b) + "\n\n")
+	}
+	for i, it := range items {
+		var c bytes.Buffer
+		_ = json.Compact(&c, it)
+		event("response.output_item.added", map[string]any{"output_index": i, "item": json.RawMessage(c.Bytes())})
+		event("response.output_item.done", map[string]any{"output_index": i, "item": json.RawMessage(c.Bytes())})
+	}
+	final := map[string]json.RawMessage{}
+	for k, v := range full {
+		final[k] = v
+	}
+	final["output"] = json.RawMessage("[]")
+	event("response.completed", map[string]any{"response": final})
+	wantItem, enc := fixtureItem(t, "07b-response-with-compaction-item.RESERIALIZED.json", 1)
+
+	srv := replay.Serve(t, replay.Response{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream; charset=utf-8"}}, Body: sse.Bytes(), ChunkSize: 7})
+	var deltas int
+	got, err := newResponsesClient(t, srv).Chat(context.Background(), userReq("testing strategies"), func(provider.Delta) { deltas++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Compacted || got.Usage.InputTokens != 51097 {
+		t.Errorf("compacted %v, usage %+v", got.Compacted, got.Usage)
+	}
+	kept := reasoningItems(t, got.ReasoningDetails)
+	if len(kept) != 2 || kept[1]["type"] != "compaction" || kept[1]["encrypted_content"] != enc {
+		t.Fatalf("kept %d items", len(kept))
+	}
+	if !bytes.Contains(got.ReasoningDetails, wantItem) {
+		t.Error("the streamed compaction item is not kept byte for byte")
 	}
 }
