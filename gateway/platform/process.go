@@ -20,10 +20,14 @@ func turnID(ev Event) string { return ev.Platform + ":" + ev.EventID }
 // finished by the next one without a second turn or a second message.
 func (r *Router) process(ctx context.Context, key string, ev Event) {
 	r.mark(ev, "started")
-	in, ok, err := r.st.ClaimInbound(ctx, ev.Platform, ev.EventID, r.cfg.Holder, r.cfg.ClaimTTL)
-	if err != nil {
-		r.log.Warn("platform: claim event", "platform", ev.Platform, "event", ev.EventID, "err", err)
-		return
+	in, ok := store.InboundEvent{State: store.InboundPending}, true
+	if !r.ownFresh(ev) {
+		var err error
+		in, ok, err = r.st.ClaimInbound(ctx, ev.Platform, ev.EventID, r.cfg.Holder, r.cfg.ClaimTTL)
+		if err != nil {
+			r.log.Warn("platform: claim event", "platform", ev.Platform, "event", ev.EventID, "err", err)
+			return
+		}
 	}
 	if !ok {
 		r.unhold(ev)

@@ -137,10 +137,11 @@ type Router struct {
 	mu       sync.Mutex
 	out      map[string]Outbound
 	lanes    map[string]*lane
-	inflight map[string]bool  // platform/event ids queued or running here
-	held     map[string]Event // events this router claimed and has not finished
-	streak   map[string]int   // hygiene failures per key
-	work     context.Context  // lanes' context: ends DrainTimeout after Serve's
+	inflight map[string]bool      // platform/event ids queued or running here
+	held     map[string]Event     // events this router claimed and has not finished
+	fresh    map[string]time.Time // events Handle recorded here (claimed until then + ClaimTTL), not yet started
+	streak   map[string]int       // hygiene failures per key
+	work     context.Context      // lanes' context: ends DrainTimeout after Serve's
 	stopWork context.CancelFunc
 	lanesWG  sync.WaitGroup
 	closing  bool
@@ -166,7 +167,7 @@ func NewRouter(d RouterDeps) (*Router, error) {
 	}
 	r := &Router{st: d.Store, gw: d.Turns, log: d.Log, cfg: d.Config.withDefaults(),
 		cmds: map[string]CommandFunc{}, out: map[string]Outbound{}, lanes: map[string]*lane{},
-		inflight: map[string]bool{}, held: map[string]Event{}, streak: map[string]int{}, idle: make(chan struct{})}
+		inflight: map[string]bool{}, held: map[string]Event{}, fresh: map[string]time.Time{}, streak: map[string]int{}, idle: make(chan struct{})}
 	close(r.idle)
 	r.work, r.stopWork = context.WithCancel(context.Background())
 	return r, nil
@@ -289,8 +290,9 @@ func (r *Router) Handle(ctx context.Context, ev Event) error {
 	if err != nil {
 		return fmt.Errorf("encode event: %w", err)
 	}
+	recorded := time.Now()
 	_, fresh, err := r.st.RecordInbound(ctx, store.InboundEvent{Platform: ev.Platform, EventID: ev.EventID, SessionKey: key,
-		Payload: payload, Holder: r.cfg.Holder, ClaimedUntil: time.Now().Add(r.cfg.ClaimTTL), ReceivedAt: ev.At})
+		Payload: payload, Holder: r.cfg.Holder, ClaimedUntil: recorded.Add(r.cfg.ClaimTTL), ReceivedAt: ev.At})
 	if err != nil {
 		return err
 	}
@@ -299,6 +301,9 @@ func (r *Router) Handle(ctx context.Context, ev Event) error {
 	}
 	r.mark(ev, "recorded")
 	r.log.Debug("platform: recorded", "platform", ev.Platform, "event", ev.EventID)
+	r.mu.Lock()
+	r.fresh[inflightID(ev)] = recorded
+	r.mu.Unlock()
 	r.hold(ev)
 	r.enqueue(key, ev, false)
 	return nil
@@ -420,7 +425,19 @@ func (r *Router) drive(l *lane) {
 func (r *Router) forget(ev Event) {
 	r.mu.Lock()
 	delete(r.inflight, inflightID(ev))
+	delete(r.fresh, inflightID(ev))
 	r.mu.Unlock()
+}
+
+// ownFresh reports whether Handle recorded ev here and its claim (from the recording) still
+// has most of its ClaimTTL left: then it is pending and ours, and claiming it again would
+// only repeat a store write on the way to the reply.
+func (r *Router) ownFresh(ev Event) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.fresh[inflightID(ev)]
+	delete(r.fresh, inflightID(ev))
+	return ok && time.Since(at) < r.cfg.ClaimTTL/2
 }
 
 func (r *Router) setRunning(key, session string) {

@@ -63,9 +63,22 @@ type Bot struct {
 	log  *slog.Logger
 	name string // the poller lease's name
 
-	mu   sync.Mutex
-	last map[string]time.Time // the last call per chat, for the per-chat cadence
+	mu    sync.Mutex
+	chats map[string]*bucket // the per-chat cadence
+	now   func() time.Time   // the cadence's clock (tests fix it)
 }
+
+// bucket is one chat's allowance of calls: Burst at most, one more every EditEvery.
+type bucket struct {
+	tokens float64 // may go negative: calls waiting for their turn
+	at     time.Time
+}
+
+// Burst is how many calls to one chat go at once before the cadence applies: a reply's first
+// message does not wait behind the last edits of the reply before it (another user's in a
+// group, the queued notice of a double text). Telegram tolerates short bursts and answers a
+// sustained excess with 429 retry_after, which Send and Edit wait out.
+const Burst = 3
 
 // MaxChars is Telegram's message limit.
 const MaxChars = 4096
@@ -117,7 +130,7 @@ func New(o Options) (*Bot, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	sum := sha256.Sum256([]byte(o.Token))
-	b := &Bot{o: o, log: o.Log, last: map[string]time.Time{}, name: "platform-poller:telegram:" + hex.EncodeToString(sum[:8]),
+	b := &Bot{o: o, log: o.Log, chats: map[string]*bucket{}, now: time.Now, name: "platform-poller:telegram:" + hex.EncodeToString(sum[:8]),
 		c: &Client{base: o.BaseURL, token: o.Token, http: o.HTTP, sleep: o.Sleep, retries: o.Retries}}
 	return b, nil
 }
@@ -220,27 +233,34 @@ func badMarkup(err error) bool {
 	return errors.As(err, &api) && api.Code == 400 && strings.Contains(strings.ToLower(api.Description), "parse entities")
 }
 
-// pace keeps the calls to one chat at least EditEvery apart (Telegram allows about one
-// message a second per chat): a streamed reply, a queued notice and another user's reply in
-// the same group share the chat's cadence.
+// pace keeps the calls to one chat at one per EditEvery on average, in bursts of at most
+// Burst (Telegram allows about one message a second per chat): a streamed reply, a queued
+// notice and another user's reply in the same group share the chat's allowance.
 func (b *Bot) pace(ctx context.Context, chat string) error {
 	b.mu.Lock()
-	now := time.Now()
-	next := b.last[chat].Add(b.o.EditEvery)
-	if next.Before(now) {
-		next = now
+	now := b.now()
+	k := b.chats[chat]
+	if k == nil {
+		k = &bucket{tokens: Burst, at: now}
+		b.chats[chat] = k
 	}
-	b.last[chat] = next
-	if len(b.last) > 10000 {
-		for k, t := range b.last {
-			if t.Before(now) {
-				delete(b.last, k)
+	k.tokens = min(Burst, k.tokens+float64(now.Sub(k.at))/float64(b.o.EditEvery))
+	k.at = now
+	k.tokens--
+	var wait time.Duration
+	if k.tokens < 0 {
+		wait = time.Duration(-k.tokens * float64(b.o.EditEvery))
+	}
+	if len(b.chats) > 10000 {
+		for c, x := range b.chats {
+			if x.tokens+float64(now.Sub(x.at))/float64(b.o.EditEvery) >= Burst {
+				delete(b.chats, c) // full again: as good as new
 			}
 		}
 	}
 	b.mu.Unlock()
-	if d := next.Sub(now); d > 0 {
-		return b.o.Sleep(ctx, d)
+	if wait > 0 {
+		return b.o.Sleep(ctx, wait)
 	}
 	return nil
 }

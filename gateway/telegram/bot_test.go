@@ -490,3 +490,32 @@ func TestResolve(t *testing.T) {
 		}
 	}
 }
+
+// The per-chat cadence lets a burst of Burst calls go at once (a reply's first message does
+// not wait behind the edits before it), then one per EditEvery; another chat has its own
+// allowance, and a quiet second refills one call.
+func TestPaceBurst(t *testing.T) {
+	t.Parallel()
+	sl := &sleeps{}
+	b, err := New(Options{Token: token, Mode: "webhook", WebhookURL: "https://x", WebhookSecret: "s", EditEvery: time.Second, Sleep: sl.sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Unix(1_800_000_000, 0)
+	b.now = func() time.Time { return clock }
+	for range Burst + 2 {
+		if err := b.pace(bg, "-100"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := sl.all(); len(got) != 2 || got[0] != time.Second || got[1] != 2*time.Second {
+		t.Fatalf("waits %v, want %d calls at once, then 1 s and 2 s", got, Burst)
+	}
+	_ = b.pace(bg, "777")
+	clock = clock.Add(3 * time.Second) // the two waiting calls went at +1 s and +2 s; one more refilled
+	_ = b.pace(bg, "-100")
+	_ = b.pace(bg, "-100")
+	if got := sl.all(); len(got) != 3 || got[2] != time.Second {
+		t.Fatalf("waits %v: another chat waits for nothing; after 3 quiet seconds one call goes at once, the next waits 1 s", got)
+	}
+}
