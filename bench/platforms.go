@@ -881,7 +881,17 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 			if len(ps) == 0 {
 				rep.Lost++
 				if len(rep.Samples) < 10 {
-					rep.Samples = append(rep.Samples, k+" lost")
+					var seen []string
+					mk := fk.marks.get(k)
+					for _, st := range []string{"recorded", "started", "prepared", "first_delta", "flush"} {
+						if t, ok := mk[st]; ok {
+							seen = append(seen, fmt.Sprintf("%s +%s", st, t.Sub(m.at).Round(time.Millisecond)))
+						}
+					}
+					if len(seen) == 0 {
+						seen = []string{"never recorded"}
+					}
+					rep.Samples = append(rep.Samples, fmt.Sprintf("%s lost (sent at %s; %s)", k, m.at.Sub(start).Round(time.Millisecond), strings.Join(seen, ", ")))
 				}
 				prevAnswered = time.Time{}
 				continue
