@@ -18,7 +18,7 @@ func (a *app) benchCommand() *cobra.Command {
 	cmd.AddCommand(a.benchStoreCommand(), a.benchStoreWorkerCommand(), a.benchLeaseCommand(), a.benchLeaseWorkerCommand())
 	cmd.AddCommand(a.benchRetentionCommand())
 	cmd.AddCommand(a.benchCacheCommand())
-	cmd.AddCommand(a.benchGatewayCommand(), a.benchPlatformsCommand())
+	cmd.AddCommand(a.benchGatewayCommand(), a.benchReplicasCommand(), a.benchPlatformsCommand())
 	cmd.AddCommand(a.benchReliabilityCommand(), a.benchReliabilityWorkerCommand())
 	return cmd
 }
