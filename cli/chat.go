@@ -804,15 +804,15 @@ func (c *chat) startUI(root context.Context) (stop func()) {
 
 // pickSession opens the /resume picker and switches to the session chosen there.
 func (c *chat) pickSession(ctx context.Context) error {
-	ls, err := c.st.ListSessions(ctx, store.ListOptions{Limit: 500})
+	items, err := listPickItems(ctx, c.st, c.sid)
 	if err != nil {
 		return err
 	}
-	if len(ls) == 0 {
+	if len(items) == 0 {
 		fmt.Fprintln(c.a.stdout, "No sessions yet.")
 		return nil
 	}
-	id, err := c.ui.pick(ctx, pickItems(ls, c.sid))
+	id, err := c.ui.pick(ctx, items)
 	if err != nil || id == "" {
 		return err
 	}

@@ -2,8 +2,8 @@ package cli
 
 import (
 	"cmp"
+	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -17,41 +17,45 @@ type pickItem struct {
 	ID, Title, Preview, GitBranch, Cwd string
 	Messages                           int
 	LastActive                         time.Time
-	Depth                              int // 0 a root, 1 a branch shown under its root
+	Depth                              int    // 0 a root, 1 a branch shown under its root, ... (at most 4)
+	Parent                             string // the item this one nests under; "" for a root
 	Current                            bool
+	Context                            bool // shown only because an item under it matches the filter
 }
 
-// pickItems orders a session listing for the picker: roots newest first, each followed by its
-// branches (newest first, indented); a branch whose root is not listed stands as a root.
+// pickLimit is how many branch trees the picker lists (each root with all its branches).
+const pickLimit = 500
+
+// sessionLister is what the picker needs of the store.
+type sessionLister interface {
+	ListSessions(ctx context.Context, o store.ListOptions) ([]store.SessionListing, error)
+}
+
+// listPickItems reads the picker's sessions: the pickLimit newest branch trees, each root with
+// every branch under it however old the branch's activity (store.ListOptions.Trees).
+func listPickItems(ctx context.Context, st sessionLister, current string) ([]pickItem, error) {
+	ls, err := st.ListSessions(ctx, store.ListOptions{Trees: true, Limit: pickLimit})
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	return pickItems(ls, current), nil
+}
+
+// pickItems turns a tree listing (store.ListOptions.Trees: roots newest first, each followed
+// by its branches depth first) into the picker's items, keeping its order; a row whose
+// TreeParent is not listed before it stands as a root.
 func pickItems(ls []store.SessionListing, current string) []pickItem {
-	listed := map[string]bool{}
+	depth := make(map[string]int, len(ls))
+	out := make([]pickItem, 0, len(ls))
 	for _, l := range ls {
-		listed[l.ID] = true
-	}
-	children := map[string][]store.SessionListing{}
-	var roots []store.SessionListing
-	for _, l := range ls {
-		if l.Relation == store.RelationBranch && l.ParentID != "" && listed[l.ParentID] {
-			children[l.ParentID] = append(children[l.ParentID], l)
-			continue
+		d, parent := 0, ""
+		if pd, ok := depth[l.TreeParent]; ok && l.TreeParent != "" && l.TreeParent != l.ID {
+			d, parent = pd+1, l.TreeParent
 		}
-		roots = append(roots, l)
-	}
-	newest := func(a, b store.SessionListing) int { return b.LastActive.Compare(a.LastActive) }
-	slices.SortStableFunc(roots, newest)
-	var out []pickItem
-	var walk func(l store.SessionListing, depth int)
-	walk = func(l store.SessionListing, depth int) {
+		depth[l.ID] = d
 		out = append(out, pickItem{ID: l.ID, Title: l.Title, Preview: l.Preview, GitBranch: l.GitBranch, Cwd: l.Cwd,
-			Messages: l.MessageCount, LastActive: l.LastActive, Depth: min(depth, 4), Current: l.ID == current || l.TipID == current && current != ""})
-		kids := children[l.ID]
-		slices.SortStableFunc(kids, newest)
-		for _, k := range kids {
-			walk(k, depth+1)
-		}
-	}
-	for _, r := range roots {
-		walk(r, 0)
+			Messages: l.MessageCount, LastActive: l.LastActive, Depth: min(d, 4), Parent: parent,
+			Current: l.ID == current || l.TipID == current && current != ""})
 	}
 	return out
 }
@@ -59,11 +63,13 @@ func pickItems(ls []store.SessionListing, current string) []pickItem {
 // picker is the /resume picker's state: type to filter (title, first prompt, git branch, id),
 // arrows to move, Enter to open, Esc to close.
 type picker struct {
-	all    []pickItem
-	shown  []pickItem
-	query  string
-	cursor int
-	now    func() time.Time
+	all      []pickItem
+	shown    []pickItem
+	matches  int // shown items that match the query (the rest are their roots and parents)
+	query    string
+	filtered string // the query shown now
+	cursor   int
+	now      func() time.Time
 }
 
 func newPicker(items []pickItem) *picker {
@@ -72,14 +78,49 @@ func newPicker(items []pickItem) *picker {
 	return p
 }
 
+// filter shows the items that match the query, each with the items it nests under (its root
+// and the branches on the way), marked Context, so a match is always seen in its tree. After a
+// change of query the cursor goes to the first match.
 func (p *picker) filter() {
 	q := strings.ToLower(p.query)
-	p.shown = p.shown[:0]
-	for _, it := range p.all {
+	index := make(map[string]int, len(p.all))
+	for i, it := range p.all {
+		index[it.ID] = i
+	}
+	match := make([]bool, len(p.all))
+	show := make([]bool, len(p.all))
+	for i, it := range p.all {
 		hay := strings.ToLower(it.Title + "\x00" + it.Preview + "\x00" + it.GitBranch + "\x00" + it.ID)
-		if q == "" || strings.Contains(hay, q) {
-			p.shown = append(p.shown, it)
+		if q != "" && !strings.Contains(hay, q) {
+			continue
 		}
+		match[i], show[i] = true, true
+		for par := it.Parent; par != ""; {
+			j, ok := index[par]
+			if !ok || show[j] {
+				break // listed already, with the items above it
+			}
+			show[j] = true
+			par = p.all[j].Parent
+		}
+	}
+	p.shown, p.matches = p.shown[:0], 0
+	first := -1
+	for i, it := range p.all {
+		if !show[i] {
+			continue
+		}
+		it.Context = !match[i]
+		if match[i] {
+			p.matches++
+			if first < 0 {
+				first = len(p.shown)
+			}
+		}
+		p.shown = append(p.shown, it)
+	}
+	if p.query != p.filtered {
+		p.filtered, p.cursor = p.query, max(first, 0)
 	}
 	p.cursor = min(p.cursor, max(len(p.shown)-1, 0))
 }
@@ -111,7 +152,6 @@ func (p *picker) key(k, text string) (id string, done bool) {
 	default:
 		if text != "" {
 			p.query += text
-			p.cursor = 0
 			p.filter()
 		}
 	}
@@ -122,7 +162,7 @@ func (p *picker) key(k, text string) (id string, done bool) {
 func (p *picker) view(width, rows int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Resume a session: %s▏  (%d of %d · ↑/↓ move · type to filter · Enter opens · Esc closes)\n",
-		visible(p.query), len(p.shown), len(p.all))
+		visible(p.query), p.matches, len(p.all))
 	if len(p.shown) == 0 {
 		b.WriteString("  no session matches\n")
 		return b.String()
@@ -157,8 +197,11 @@ func (p *picker) view(width, rows int) string {
 		}
 		line := fmt.Sprintf("%s%s%s  %s · %d msgs · %s%s%s", mark, indent, visible(name), it.ID, it.Messages, relTime(now, it.LastActive), visible(extra), cur)
 		line = ansi.Truncate(line, width, "…")
-		if i == p.cursor {
+		switch {
+		case i == p.cursor:
 			line = ansiBold + line + ansiBoldOff
+		case it.Context:
+			line = ansiDim + line + ansiDimOff
 		}
 		b.WriteString(line)
 		b.WriteByte('\n')
