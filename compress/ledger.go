@@ -521,7 +521,7 @@ var pointerLabelOrder = func() []string {
 // become pointers in trimSequence order, then pointers go, until it fits; l.Entries is left
 // holding what was written. A bound too small for the header and one pointer renders nothing.
 func (l *Ledger) renderWithin(sessionID string, askBudget, maxChars int) string {
-	header := ledgerHeader(sessionID)
+	header := ledgerHeaderWithin(sessionID, maxChars)
 	if maxChars < len(header)+len(PointerHeading)+32 {
 		l.Entries = nil
 		return ""
@@ -669,6 +669,21 @@ func (l *Ledger) renderWithin(sessionID string, askBudget, maxChars int) string 
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// shortHeaderBelow is the ledger bound under which the header leaves out its first sentence:
+// at a 4K window those 60 characters are seven pointers.
+const shortHeaderBelow = 2_000
+
+// ledgerHeaderWithin is the ledger's header for a ledger bounded by maxChars.
+func ledgerHeaderWithin(sessionID string, maxChars int) string {
+	if maxChars >= shortHeaderBelow {
+		return ledgerHeader(sessionID)
+	}
+	if sessionID != "" {
+		return LedgerHeading + "\n" + fmt.Sprintf("Open any [mN] with session_search(session_id=%q, around_message_id=N).\n", sessionID)
+	}
+	return LedgerHeading + "\nOpen any [mN] with session_search(around_message_id=N).\n"
 }
 
 func ledgerHeader(sessionID string) string {

@@ -49,7 +49,7 @@ func naiveErrorLines(text string, limit int) []string {
 }
 
 func naiveRender(l *Ledger, sessionID string, askBudget, maxChars int) string {
-	if maxChars < len(ledgerHeader(sessionID))+len(PointerHeading)+32 {
+	if maxChars < len(ledgerHeaderWithin(sessionID, maxChars))+len(PointerHeading)+32 {
 		l.Entries = nil
 		return ""
 	}
@@ -137,7 +137,7 @@ func naiveRender(l *Ledger, sessionID string, askBudget, maxChars int) string {
 		return cmp.Compare(ids[x], ids[y])
 	})
 	gone := make([]bool, len(l.Entries))
-	s := naiveRenderOnce(l, gone, sessionID)
+	s := naiveRenderOnce(l, gone, sessionID, maxChars)
 	for _, o := range order {
 		if len(s) <= maxChars {
 			break
@@ -155,7 +155,7 @@ func naiveRender(l *Ledger, sessionID string, askBudget, maxChars int) string {
 		} else {
 			gone[i] = true
 		}
-		s = naiveRenderOnce(l, gone, sessionID)
+		s = naiveRenderOnce(l, gone, sessionID, maxChars)
 	}
 	var out []LedgerEntry
 	for i, e := range l.Entries {
@@ -167,9 +167,16 @@ func naiveRender(l *Ledger, sessionID string, askBudget, maxChars int) string {
 	return s
 }
 
-func naiveRenderOnce(l *Ledger, gone []bool, sessionID string) string {
+func naiveRenderOnce(l *Ledger, gone []bool, sessionID string, maxChars int) string {
 	var b strings.Builder
-	b.WriteString(ledgerHeader(sessionID))
+	header := ledgerHeader(sessionID)
+	if maxChars < 2000 {
+		header = LedgerHeading + "\nOpen any [mN] with session_search(around_message_id=N).\n"
+		if sessionID != "" {
+			header = LedgerHeading + "\nOpen any [mN] with session_search(session_id=\"" + sessionID + "\", around_message_id=N).\n"
+		}
+	}
+	b.WriteString(header)
 	for _, k := range entryOrder {
 		first := true
 		for i := range l.Entries {

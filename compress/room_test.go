@@ -77,3 +77,27 @@ func TestLedgerGrowsIntoTheRoomLeft(t *testing.T) {
 		t.Fatal(why)
 	}
 }
+
+// Under 2,000 characters the ledger's header keeps only how to open a pointer: its first
+// sentence is worth seven pointers there.
+func TestSmallLedgerShortHeader(t *testing.T) {
+	t.Parallel()
+	var l Ledger
+	for i := range 400 {
+		l.Entries = append(l.Entries, LedgerEntry{Kind: EntryValue, Text: fmt.Sprintf("key_%d: %d", i, i), MsgID: int64(i + 1), relevance: 1})
+	}
+	l.bound(1)
+	small := Ledger{Entries: append([]LedgerEntry(nil), l.Entries...)}
+	text := small.renderWithin("sess", 0, 1_500)
+	if strings.Contains(text, "Extracted mechanically") || !strings.Contains(text, `session_search(session_id="sess", around_message_id=N)`) || len(text) > 1_500 {
+		t.Fatalf("small ledger header:\n%s", text)
+	}
+	big := Ledger{Entries: append([]LedgerEntry(nil), l.Entries...)}
+	if text := big.renderWithin("sess", 0, 8_000); !strings.Contains(text, "Extracted mechanically (no model)") {
+		t.Fatalf("large ledger lost its header:\n%s", text[:200])
+	}
+	// Read back, the short ledger keeps its entries.
+	if back := parseLedger(text); len(back.Entries) != len(small.Entries) {
+		t.Fatalf("read back %d entries of %d", len(back.Entries), len(small.Entries))
+	}
+}

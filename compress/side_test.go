@@ -159,3 +159,34 @@ func TestOnePointerPerPathPointsAtTheAsk(t *testing.T) {
 		t.Errorf("task files read kept pointers of their own (their asks point at the same paths):\n%s", text)
 	}
 }
+
+// A turn can straddle two compactions: the ask an earlier compaction took (its summary's task
+// snapshot quotes it) and the files read in the tail still make a path a task path, not a
+// side path.
+func TestSidePathsAcrossCompactions(t *testing.T) {
+	t.Parallel()
+	ms := []store.Message{
+		{ID: 1, Role: store.RoleUser, Summary: true, Content: summaryContent("## Historical Task Snapshot\n> Task 9: fix internal/x/a_9.go.\n\n## Goal\nx")},
+		{ID: 2, Role: store.RoleAssistant, ToolCalls: []store.ToolCall{{ID: "w", Type: "function", Function: store.ToolFunction{Name: "write_file", Arguments: `{"path":"internal/x/a_9.go","content":"x"}`}}}},
+		{ID: 3, Role: store.RoleTool, ToolCallID: "w", ToolName: "write_file", Content: "ok"},
+		{ID: 4, Role: store.RoleAssistant, Content: "Done."},
+		{ID: 5, Role: store.RoleUser, Content: "Task 10: tidy internal/x/b_10.go."},
+	}
+	side := func(es []LedgerEntry) map[string]bool {
+		out := map[string]bool{}
+		for _, e := range es {
+			if e.side {
+				out[e.Text] = true
+			}
+		}
+		return out
+	}
+	alone := side(ledgerEntries(ms[1:], scanMessages(ms[1:])))
+	if !alone["internal/x/a_9.go"] || !alone["internal/x/b_10.go"] {
+		t.Fatalf("without the snapshot and the tail both paths look like side paths: %v", alone)
+	}
+	got := side(ledgerEntriesBefore(ms, scanMessages(ms), map[string]bool{"internal/x/b_10.go": true}))
+	if got["internal/x/a_9.go"] || got["internal/x/b_10.go"] {
+		t.Fatalf("task paths marked side across a compaction: %v", got)
+	}
+}
