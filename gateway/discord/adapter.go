@@ -55,6 +55,7 @@ type Adapter struct {
 	retries int
 	limits  platform.Limits
 
+	inflight sync.RWMutex // held for reading while a message is handed on; Run waits for it
 	mu       sync.Mutex
 	h        platform.Handler
 	threads  map[string]chanInfo
@@ -164,14 +165,21 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	}
 	a.h, a.runCtx = h, ctx
 	a.mu.Unlock()
-	if err := a.open(ctx); err != nil {
+	opened, err := a.open(ctx)
+	if err != nil || !opened {
 		return err
 	}
-	if ctx.Err() != nil {
-		return nil
-	}
 	<-ctx.Done()
-	if err := a.s.Close(); err != nil && !errors.Is(err, discordgo.ErrWSNotFound) {
+	err = a.s.Close()
+	// A message read off the socket before the close is still being handed on: Run returns
+	// after it was (the router records it before its store closes; Discord never delivers it
+	// again), and hands on nothing after.
+	a.inflight.Lock()
+	a.mu.Lock()
+	a.h = nil
+	a.mu.Unlock()
+	a.inflight.Unlock()
+	if err != nil && !errors.Is(err, discordgo.ErrWSNotFound) {
 		return fmt.Errorf("discord: close: %w", err)
 	}
 	return nil
@@ -181,19 +189,19 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 // from GET /gateway, a refused handshake) with backoff from 500 ms to a minute until it
 // connects or ctx ends. Errors no retry can fix end it at once: a refused token or intents
 // (close codes 4004, 4010-4014) and a 401/403 from the REST API.
-func (a *Adapter) open(ctx context.Context) error {
+func (a *Adapter) open(ctx context.Context) (bool, error) {
 	backoff := 500 * time.Millisecond
 	for {
 		err := a.s.Open()
 		if err == nil {
-			return nil
+			return true, nil
 		}
 		if permanent(err) {
-			return fmt.Errorf("discord: open the gateway: %w", err)
+			return false, fmt.Errorf("discord: open the gateway: %w", err)
 		}
 		a.count("open_retries")
 		if a.sleep(ctx, backoff) != nil {
-			return nil // stopped while Discord was away: not a failure
+			return false, nil // stopped while Discord was away: not a failure
 		}
 		backoff = min(2*backoff, time.Minute)
 	}
@@ -213,6 +221,8 @@ func permanent(err error) bool {
 }
 
 func (a *Adapter) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
+	a.inflight.RLock()
+	defer a.inflight.RUnlock()
 	a.mu.Lock()
 	h, ctx := a.h, a.runCtx
 	a.mu.Unlock()

@@ -362,3 +362,61 @@ func TestStartStoppedWhileAway(t *testing.T) {
 		t.Fatalf("refused %d connections, want 5 (one per attempt until stopped)", refused)
 	}
 }
+
+// blocking is a Handler that holds every event until released.
+type blocking struct {
+	got     chan platform.Event
+	release chan struct{}
+}
+
+func (b blocking) Handle(_ context.Context, ev platform.Event) error {
+	b.got <- ev
+	<-b.release
+	return nil
+}
+
+// TestStopWaitsForHandOn: a message read off the socket while the bot stops is handed on
+// before Run returns (so the router records it while its store is open: Discord does not
+// deliver it again to the next process); Run waits for the hand-on, and nothing is handed on
+// after it returned.
+func TestStopWaitsForHandOn(t *testing.T) {
+	t.Parallel()
+	fake, err := discordfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	fake.AddChannel("600", discordfake.DMChannel, "")
+	ad, err := discord.New(discord.Config{Token: fake.Token, BaseURL: fake.URL, HTTP: &http.Client{Timeout: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := blocking{got: make(chan platform.Event, 1), release: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ad.Run(ctx, h) }()
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	if err := fake.Wait(wctx, func(v discordfake.View) bool { return v.Ready() == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	fake.Say(discordfake.UserMessage{ChannelID: "600", DM: true, AuthorID: "41", Username: "ann", Content: "sent as the bot stops"})
+	select {
+	case <-h.got:
+	case <-wctx.Done():
+		t.Fatal("the message never reached the handler")
+	}
+	cancel()
+	if err := fake.Wait(wctx, func(v discordfake.View) bool { return v.Ready() == 0 }); err != nil {
+		t.Fatal(err) // the socket is closed: Run is in its stop
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned (%v) while the message was still being handed on", err)
+	default:
+	}
+	close(h.release)
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
