@@ -209,8 +209,14 @@ func acquire(ctx context.Context, st Store, sessionID string, o Options) (store.
 			}
 			notices.setHolder(held.Holder)
 		}
-		// Any return of the watch is worth an attempt: a wake-up, or the (jittered) poll.
-		if err := sleep(ctx, watch, min(jitter(o.Poll), deadline.Sub(now))); err != nil {
+		// Any return of the watch is worth an attempt: a wake-up, or the (jittered) poll, or
+		// the holder's expiry: a crashed holder on another host releases nothing and sends no
+		// wake-up, so waiting for the next poll after its lease ran out would add up to a poll.
+		wait := min(jitter(o.Poll), deadline.Sub(now))
+		if d := time.Until(held.ExpiresAt) + 10*time.Millisecond; d > 0 {
+			wait = min(wait, d)
+		}
+		if err := sleep(ctx, watch, wait); err != nil {
 			return store.Lease{}, fmt.Errorf("wait for the turn lease of %s: %w", sessionID, context.Cause(ctx))
 		}
 	}
