@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -402,6 +403,33 @@ type RequestRecord struct {
 	// stores nothing. A turn that lost its lease (a paused process resumed after another holder
 	// took over) so leaves no request row and adds no usage, though the call it made was real.
 	Lease *Lease
+}
+
+// Normalized is r with the defaults every backend stores: At is now when zero, Task is "turn"
+// when empty, and a call counts as one API call when Usage counts none.
+func (r RequestRecord) Normalized() RequestRecord {
+	if r.At.IsZero() {
+		r.At = time.Now()
+	}
+	if r.Task == "" {
+		r.Task = "turn"
+	}
+	if r.Usage.APICalls == 0 {
+		r.Usage.APICalls = 1
+	}
+	return r
+}
+
+// BreakJSON is r.Break as stored: its JSON, or ok false when r has no cache break.
+func (r RequestRecord) BreakJSON() (doc string, ok bool, err error) {
+	if r.Break == nil {
+		return "", false, nil
+	}
+	b, err := json.Marshal(r.Break)
+	if err != nil {
+		return "", false, fmt.Errorf("encode cache break: %w", err)
+	}
+	return string(b), true, nil
 }
 
 // CacheBreak explains a prompt-cache miss: the first layer of the request whose bytes changed.

@@ -552,25 +552,12 @@ type encodedRequest struct {
 }
 
 func encodeRequest(r store.RequestRecord) (encodedRequest, error) {
-	if r.At.IsZero() {
-		r.At = time.Now()
+	e := encodedRequest{r: r.Normalized()}
+	doc, ok, err := r.BreakJSON()
+	if ok {
+		e.brk = &doc
 	}
-	if r.Task == "" {
-		r.Task = "turn"
-	}
-	if r.Usage.APICalls == 0 {
-		r.Usage.APICalls = 1
-	}
-	e := encodedRequest{r: r}
-	if r.Break != nil {
-		b, err := json.Marshal(r.Break)
-		if err != nil {
-			return e, err
-		}
-		s := string(b)
-		e.brk = &s
-	}
-	return e, nil
+	return e, err
 }
 
 func (e encodedRequest) usageArgs(id string) []any {

@@ -531,24 +531,10 @@ type encodedRequest struct {
 }
 
 func encodeRequest(r store.RequestRecord) (encodedRequest, error) {
-	if r.At.IsZero() {
-		r.At = time.Now()
-	}
-	if r.Task == "" {
-		r.Task = "turn"
-	}
-	if r.Usage.APICalls == 0 {
-		r.Usage.APICalls = 1
-	}
-	e := encodedRequest{r: r}
-	if r.Break != nil {
-		b, err := json.Marshal(r.Break)
-		if err != nil {
-			return e, err
-		}
-		e.brk = sql.NullString{String: string(b), Valid: true}
-	}
-	return e, nil
+	e := encodedRequest{r: r.Normalized()}
+	doc, ok, err := r.BreakJSON()
+	e.brk = sql.NullString{String: doc, Valid: ok}
+	return e, err
 }
 
 // recordTx adds one request's usage to session id and stores its row, in tx, fenced by l.
