@@ -202,7 +202,6 @@ func TestSlackBusyAndRestart(t *testing.T) {
 	if got := s2.env.Transcript(t, ss[0].ID); len(got) != 6 || got[5] != "a: after the restart" {
 		t.Fatalf("transcript after the restart %q", got)
 	}
-	_ = platform.DefaultPolicy
 }
 
 // TestSlackHandoffCommand: /handoff in a DM moves its session to a thread: the thread's key is
