@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolhq/spool/internal/testbin"
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/sqlite"
 )
@@ -20,22 +21,7 @@ import (
 var spoolBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "spool-cli-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	spoolBin = filepath.Join(dir, "spool")
-	build := exec.Command("go", "build", "-o", spoolBin, "github.com/spoolhq/spool/cmd/spool")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build spool:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbin.Main(m, map[string]*string{"github.com/spoolhq/spool/cmd/spool": &spoolBin})
 }
 
 // result is one finished spool process.

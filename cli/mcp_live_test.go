@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spoolhq/spool/config"
+	"github.com/spoolhq/spool/internal/testbin"
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/tools"
 )
@@ -18,10 +17,7 @@ import (
 // server on stderr.
 func TestMCPToolListRefreshBetweenTurns(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "testserver")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/spoolhq/spool/tools/mcp/internal/testserver").CombinedOutput(); err != nil {
-		t.Fatalf("build the MCP test server: %v\n%s", err, out)
-	}
+	bin := testbin.Path(t, "github.com/spoolhq/spool/tools/mcp/internal/testserver")
 	var stderr bytes.Buffer
 	a := &app{stderr: &stderr}
 	defer a.closeMCP()

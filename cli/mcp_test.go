@@ -3,17 +3,11 @@ package cli_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-)
 
-var (
-	mcpServerOnce sync.Once
-	mcpServerBin  string
-	mcpServerErr  error
+	"github.com/spoolhq/spool/internal/testbin"
 )
 
 // mcpHome is a spool home whose config names the test MCP server (a real process built from
@@ -31,17 +25,7 @@ func mcpHome(t *testing.T, extra string) string {
 // mcpServer builds the test MCP server once and returns its path.
 func mcpServer(t *testing.T) string {
 	t.Helper()
-	mcpServerOnce.Do(func() {
-		mcpServerBin = filepath.Join(filepath.Dir(spoolBin), "mcp-testserver")
-		out, err := exec.Command("go", "build", "-o", mcpServerBin, "github.com/spoolhq/spool/tools/mcp/internal/testserver").CombinedOutput()
-		if err != nil {
-			mcpServerErr = fmt.Errorf("build the MCP test server: %v\n%s", err, out)
-		}
-	})
-	if mcpServerErr != nil {
-		t.Fatal(mcpServerErr)
-	}
-	return mcpServerBin
+	return testbin.Path(t, "github.com/spoolhq/spool/tools/mcp/internal/testserver")
 }
 
 func TestMCPList(t *testing.T) {

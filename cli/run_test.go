@@ -9,32 +9,17 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-)
 
-var (
-	fakellmOnce sync.Once
-	fakellmBin  string
-	fakellmErr  error
+	"github.com/spoolhq/spool/internal/testbin"
 )
 
 // startFakeLLM builds cmd/fakellm once and runs it as a real process on a free port; it returns
 // the base URL (without /v1).
 func startFakeLLM(t testing.TB, extra ...string) string {
 	t.Helper()
-	fakellmOnce.Do(func() {
-		fakellmBin = filepath.Join(filepath.Dir(spoolBin), "fakellm")
-		out, err := exec.Command("go", "build", "-o", fakellmBin, "github.com/spoolhq/spool/cmd/fakellm").CombinedOutput()
-		if err != nil {
-			fakellmErr = fmt.Errorf("build fakellm: %v\n%s", err, out)
-		}
-	})
-	if fakellmErr != nil {
-		t.Fatal(fakellmErr)
-	}
-	cmd := exec.Command(fakellmBin, append([]string{"-addr", "127.0.0.1:0"}, extra...)...)
+	cmd := exec.Command(testbin.Path(t, "github.com/spoolhq/spool/cmd/fakellm"), append([]string{"-addr", "127.0.0.1:0"}, extra...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -7,36 +7,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/spoolhq/spool/gateway"
-)
-
-var (
-	mcpBinOnce sync.Once
-	mcpBin     string
-	mcpBinErr  error
+	"github.com/spoolhq/spool/internal/testbin"
 )
 
 // mcpTestServer builds the MCP test server (tools/mcp/internal/testserver, a real stdio MCP
 // server process) once and returns its path.
 func mcpTestServer(t *testing.T) string {
 	t.Helper()
-	mcpBinOnce.Do(func() {
-		mcpBin = filepath.Join(filepath.Dir(spoolBin), "mcp-testserver")
-		out, err := exec.Command("go", "build", "-o", mcpBin, "github.com/spoolhq/spool/tools/mcp/internal/testserver").CombinedOutput()
-		if err != nil {
-			mcpBinErr = fmt.Errorf("build the MCP test server: %v\n%s", err, out)
-		}
-	})
-	if mcpBinErr != nil {
-		t.Fatal(mcpBinErr)
-	}
-	return mcpBin
+	return testbin.Path(t, "github.com/spoolhq/spool/tools/mcp/internal/testserver")
 }
 
 // TestMCPToolsPerKey: MCP tools in `spool serve`, approved per key by serve.tools and never

@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spoolhq/spool/internal/testbin"
 	"github.com/spoolhq/spool/tools"
 	"github.com/spoolhq/spool/tools/mcp"
 )
@@ -22,21 +22,7 @@ import (
 var testServer string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mcp-testserver")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	testServer = filepath.Join(dir, "testserver")
-	build := exec.Command("go", "build", "-o", testServer, "./internal/testserver")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build testserver:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbin.Main(m, map[string]*string{"github.com/spoolhq/spool/tools/mcp/internal/testserver": &testServer})
 }
 
 func start(t *testing.T, opts mcp.Options, servers ...mcp.Server) (*mcp.Manager, *tools.Registry) {
