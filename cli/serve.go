@@ -65,6 +65,10 @@ Configuration ($SPOOL_HOME/config.yaml, section serve:, or SPOOL_SERVE_* variabl
   turn_timeout: 10m          one turn's limit
   drain_timeout: 30s         on SIGTERM: no new turns; running ones get this long, then stop
   keepalive: 15s             silence before a ": keepalive" comment in a stream
+  stream_buffer_bytes: 1048576  what one stream may hold for a client that has not read it
+                             yet: a client that stops reading mid-answer has its stream cut
+                             there (the connection closes; logged once, without content); its
+                             turn goes on and is stored (GET /v1/responses/{id}, the conversation)
   cors_origins: ""           comma-separated browser origins allowed (none by default)
   tools:                     principal ("local" without keys): spool tools its sessions may use
     alice: session_search memory   (none by default); session_search reads only that
@@ -262,7 +266,8 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 		}
 	}
 	api := openai.New(g, openai.Options{Keys: keys, Models: []string{model}, MaxBodyBytes: int64(sc.MaxRequestBytes),
-		CORSOrigins: origins, KeepAlive: sc.KeepAlive, Mount: mounts})
+		CORSOrigins: origins, KeepAlive: sc.KeepAlive, StreamBuffer: sc.StreamBufferBytes, Mount: mounts,
+		Log: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", listen, err)

@@ -277,6 +277,10 @@ type Serve struct {
 	DrainTimeout time.Duration `yaml:"drain_timeout" min:"0"`
 	// KeepAlive is the silence after which a stream gets a keep-alive comment.
 	KeepAlive time.Duration `yaml:"keepalive" min:"1"`
+	// StreamBufferBytes bounds what one stream holds for a client that has not taken it yet
+	// (beyond the event in hand): a client that stops reading has its stream cut there, logged
+	// once; its turn goes on and is stored (GET /v1/responses/{id}, the conversation).
+	StreamBufferBytes int `yaml:"stream_buffer_bytes" min:"4096"`
 	// CORSOrigins lists the browser origins allowed to call the API, comma-separated; empty
 	// allows none.
 	CORSOrigins string `yaml:"cors_origins"`
@@ -316,6 +320,7 @@ func Default(home string) Config {
 		Serve: Serve{
 			Listen: "127.0.0.1:8642", BusyWait: 2 * time.Second, RetryAfter: time.Second, MaxConcurrent: 8,
 			MaxRequestBytes: 4 << 20, TurnTimeout: 10 * time.Minute, DrainTimeout: 30 * time.Second, KeepAlive: 15 * time.Second,
+			StreamBufferBytes: 1 << 20,
 		},
 		Provider:   Provider{FallbackCooldown: 5 * time.Minute},
 		MCP:        MCP{ConnectTimeout: 30 * time.Second, CallTimeout: 2 * time.Minute, MaxRestarts: 3},

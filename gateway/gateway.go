@@ -195,7 +195,7 @@ type Request struct {
 }
 
 // Sink hears a turn's events. Its functions run on the turn's goroutine; they must not block
-// for long (the HTTP layer bounds its writes with deadlines).
+// for long (the HTTP layer queues a stream's writes, bounded, and never waits for its client).
 type Sink struct {
 	// OnStart is called once the turn holds its session's slot and the conversation's lease
 	// (also across processes) and its input was accepted, before the model is called (a

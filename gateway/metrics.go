@@ -18,6 +18,7 @@ type Metrics struct {
 
 	Requests       *prometheus.CounterVec   // by route and status code
 	StreamDuration *prometheus.HistogramVec // by route
+	StreamsCut     prometheus.Counter       // streams cut at the buffer bound (a client not reading)
 	turns          *prometheus.CounterVec
 	turnDuration   prometheus.Histogram
 	compactions    prometheus.Counter
@@ -37,6 +38,7 @@ func NewMetrics() *Metrics {
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
 	m.Requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spool_http_requests_total", Help: "HTTP requests by route and status code."}, []string{"route", "code"})
 	m.StreamDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "spool_stream_duration_seconds", Help: "Duration of streamed responses.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}, []string{"route"})
+	m.StreamsCut = prometheus.NewCounter(prometheus.CounterOpts{Name: "spool_streams_cut_total", Help: "Streams cut because their client stopped reading and serve.stream_buffer_bytes was reached (the turns went on)."})
 	m.turns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spool_turns_total", Help: "Turns run, by outcome (ok, interrupted, busy, error)."}, []string{"outcome"})
 	m.turnDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "spool_turn_duration_seconds", Help: "Duration of turns, model calls included.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)})
 	m.compactions = prometheus.NewCounter(prometheus.CounterOpts{Name: "spool_compactions_total", Help: "Compactions committed during gateway turns."})
@@ -48,7 +50,7 @@ func NewMetrics() *Metrics {
 	m.limited = prometheus.NewCounter(prometheus.CounterOpts{Name: "spool_limited_requests_total", Help: "Requests refused by the per-principal concurrency limit (429)."})
 	m.replays = prometheus.NewCounter(prometheus.CounterOpts{Name: "spool_idempotent_replays_total", Help: "Requests answered from a stored Idempotency-Key outcome."})
 	m.branches = prometheus.NewCounter(prometheus.CounterOpts{Name: "spool_history_branches_total", Help: "Resent histories that diverged from the stored one and became a branch."})
-	for _, c := range []prometheus.Collector{m.Requests, m.StreamDuration, m.turns, m.turnDuration, m.compactions, m.promptTokens,
+	for _, c := range []prometheus.Collector{m.Requests, m.StreamDuration, m.StreamsCut, m.turns, m.turnDuration, m.compactions, m.promptTokens,
 		m.cachedTokens, m.leaseWait, m.storeLatency, m.busy, m.limited, m.replays, m.branches,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)

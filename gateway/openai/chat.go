@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -323,6 +322,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, principal string) 
 	var st *stream
 	if req.Stream {
 		st = s.newStream(w, id, created, model)
+		defer st.close()
 	}
 	var started atomic.Bool
 	sink := gateway.Sink{
@@ -464,6 +464,7 @@ func (s *Server) replay(w http.ResponseWriter, e *store.IdempotencyEntry, stream
 // replayStream sends a finished completion as a stream.
 func (s *Server) replayStream(w http.ResponseWriter, c completion, includeUsage bool) {
 	st := s.newStream(w, c.ID, c.Created, c.Model)
+	defer st.close()
 	sid := ""
 	if c.Spool != nil {
 		sid = c.Spool.SessionID
@@ -488,129 +489,6 @@ func (s *Server) replayStream(w http.ResponseWriter, c completion, includeUsage 
 		reason = *c.Choices[0].FinishReason
 	}
 	st.end(reason, c.Usage, includeUsage)
-}
-
-// stream is one open SSE answer. Its writes are serialized and bounded by a deadline; after a
-// failed write it stays silent (the client is gone, the turn is not).
-type stream struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	timeout time.Duration
-	id      string
-	created int64
-	model   string
-	began   time.Time
-
-	mu     sync.Mutex
-	opened bool // headers sent
-	alive  bool // keep-alives armed
-	broken bool
-	last   time.Time
-	// ka fires the keep-alive check (a timer, not a goroutine: an idle stream holds no goroutine
-	// of its own for it).
-	ka    *time.Timer
-	every time.Duration
-}
-
-func (s *Server) newStream(w http.ResponseWriter, id string, created int64, model string) *stream {
-	return &stream{w: w, rc: http.NewResponseController(w), timeout: s.o.WriteTimeout, id: id, created: created, model: model,
-		began: time.Now()}
-}
-
-// stop silences the stream for good (its handler is returning) and ends the keep-alives.
-func (st *stream) stop() {
-	st.mu.Lock()
-	st.broken = true
-	st.mu.Unlock()
-	st.stopKeepAlive()
-}
-
-// stopKeepAlive ends the keep-alives: once it returns, none is written (a check already running
-// waits for mu and then finds them off).
-func (st *stream) stopKeepAlive() {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.alive {
-		st.alive = false
-		st.ka.Stop()
-	}
-}
-
-func (st *stream) open(sid string) {
-	st.openSSE(sid)
-	st.chunk(choice{Delta: &choiceMessage{Role: "assistant", Content: ptr("")}}, nil)
-}
-
-// openSSE sends the stream's headers.
-func (st *stream) openSSE(sid string) {
-	h := st.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	if sid != "" {
-		h.Set("X-Spool-Session-Id", sid)
-	}
-	st.w.WriteHeader(http.StatusOK)
-	st.mu.Lock()
-	st.opened = true
-	st.mu.Unlock()
-}
-
-// startKeepAlive writes a comment whenever the stream was silent for every, until
-// stopKeepAlive (finish, stop).
-func (st *stream) startKeepAlive(every time.Duration) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.broken || st.alive {
-		return
-	}
-	st.alive, st.every = true, every
-	st.ka = time.AfterFunc(every/2, st.keepAlive)
-}
-
-// keepAlive is the timer's check: a comment after a silence of every, then the next check.
-func (st *stream) keepAlive() {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if !st.alive || st.broken {
-		return
-	}
-	if time.Since(st.last) >= st.every {
-		st.write([]byte(": keepalive\n\n"))
-	}
-	if !st.broken {
-		st.ka.Reset(st.every / 2)
-	}
-}
-
-// write sends b and flushes; the caller holds mu.
-func (st *stream) write(b []byte) {
-	if st.broken {
-		return
-	}
-	_ = st.rc.SetWriteDeadline(time.Now().Add(st.timeout))
-	if _, err := st.w.Write(b); err != nil {
-		st.broken = true
-		return
-	}
-	if err := st.rc.Flush(); err != nil {
-		st.broken = true
-	}
-	st.last = time.Now()
-}
-
-func (st *stream) frame(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	buf := make([]byte, 0, len(b)+8)
-	buf = append(buf, "data: "...)
-	buf = append(buf, b...)
-	buf = append(buf, "\n\n"...)
-	st.write(buf)
 }
 
 func (st *stream) chunk(c choice, u *usage) {

@@ -9,7 +9,10 @@
 // openai-go): chat chunks are bare `data:` frames (no `event:` line) ending with `data: [DONE]`;
 // with stream_options.include_usage the last chunk before it has `choices: []` and the usage,
 // cached and reasoning token details included; `: keepalive` comments fill long silences; an
-// error after the stream began is a `data:` frame holding an `error` object.
+// error after the stream began is a `data:` frame holding an `error` object. A turn never waits
+// for its stream's client: events are queued, and what a stream holds for a client that has not
+// read it is bounded (Options.StreamBuffer): past it the stream is cut (the connection closes,
+// one warning is logged without content) and the turn goes on and is stored.
 //
 // Headers: Authorization: Bearer <key> (when keys are configured); X-Spool-Session-Id and
 // X-Spool-Session-Key choose the session (gateway), X-Spool-Busy the busy policy; every answer

@@ -285,6 +285,7 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 	var ev *events
 	if req.Stream {
 		ev = &events{st: s.newStream(w, rec.ID, rec.CreatedAt, rec.Model)}
+		defer ev.st.close()
 	}
 	var mu sync.Mutex
 	started := false
@@ -527,6 +528,7 @@ func (s *Server) replayResponse(w http.ResponseWriter, e *store.IdempotencyEntry
 	}
 	r := gateway.ResponseRecord{ID: obj.ID, SessionID: rec.SessionID, Status: "in_progress", Model: obj.Model}
 	ev := &events{st: s.newStream(w, obj.ID, 0, obj.Model)}
+	defer ev.st.close()
 	ev.st.openSSE(rec.SessionID)
 	ev.begin(r)
 	ev.finish(r, text, calls, nil)

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -25,6 +26,12 @@ type Options struct {
 	// WriteTimeout bounds one write to a client (0: 30s): a client that stops reading is
 	// dropped, its turn goes on.
 	WriteTimeout time.Duration
+	// StreamBuffer bounds what one stream holds for its client beyond the event in hand
+	// (0: DefaultStreamBuffer, 1 MiB): a client that stops reading while its answer streams
+	// has its stream cut there (logged once), and its turn goes on and is stored.
+	StreamBuffer int
+	// Log gets the server's warnings (a cut stream); nil: none.
+	Log *slog.Logger
 	// Mount adds more handlers (the session browser) on the same mux, by pattern; each does
 	// its own authentication (PrincipalFor helps).
 	Mount map[string]http.Handler
@@ -47,6 +54,12 @@ func New(g *gateway.Gateway, o Options) *Server {
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 30 * time.Second
+	}
+	if o.StreamBuffer <= 0 {
+		o.StreamBuffer = DefaultStreamBuffer
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
 	}
 	if len(o.Models) == 0 {
 		o.Models = []string{"spool"}
