@@ -46,6 +46,10 @@ type StoreConfig struct {
 	// Location, when set, is the database to run on (a postgres:// URL) instead of a SQLite
 	// file in the scratch directory.
 	Location string
+	// BeforeW1 and AfterW1, when set, run just before W1's first timed append and just after its
+	// last (untimed): the PostgreSQL run measures the fsync ceiling and the server's WAL
+	// counters around W1 with them, so the ceiling is the disk's figure of that moment.
+	BeforeW1, AfterW1 func(context.Context) error
 }
 
 // RunStore runs W1..W5 and writes one JSON object to stdout. When a workload's verification
@@ -264,6 +268,11 @@ func (r *runner) w1(ctx context.Context, db Store) error {
 	}
 	res.CreateSessionsMS = ms(time.Since(t))
 
+	if r.cfg.BeforeW1 != nil {
+		if err := r.cfg.BeforeW1(ctx); err != nil {
+			return err
+		}
+	}
 	lat := make([]time.Duration, len(r.msgs))
 	var firstErr error
 	loop := time.Now()
@@ -282,6 +291,11 @@ func (r *runner) w1(ctx context.Context, db Store) error {
 		}
 	}
 	total := time.Since(loop)
+	if r.cfg.AfterW1 != nil {
+		if err := r.cfg.AfterW1(ctx); err != nil {
+			return err
+		}
+	}
 	res.N = len(r.msgs)
 	res.TotalS = round3(total.Seconds())
 	res.MsgsPerS = round3(float64(len(r.msgs)) / total.Seconds())
