@@ -31,7 +31,7 @@
 // the default compressor with provider/fake's summarizer, with the deterministic fallback only,
 // and two control engines wrapping the compressor the agent builds (agent.NewCompressor: tail only, blanked summary). Every
 // fact is scored against the request the model is sent next: present (its text is in it),
-// recoverable (the request holds a [mN] pointer or the fact's key, and one recall
+// recoverable (the request holds a [mN] pointer, or N in a list [mA,B], or the fact's key, and one recall
 // session_search for that alone returns a message holding the fact) or lost. The report gives
 // per window and engine the shares, losses, user asks lost, orphan tool pairs, the active tokens
 // after each compaction against the target, and the failed turns; a missed target (see

@@ -113,7 +113,7 @@ var retentionRules = map[string]string{
 		"(provider/fake's tokenizer) and orphan tool pairs, as providers do",
 	"present": "the fact's text is, verbatim, in the request the model reads next (the first request of a probe turn " +
 		"after the session that the model answered): system prompt, message texts, tool call arguments",
-	"recoverable": "not present, but the request holds a [mN] pointer to a message holding the text and " +
+	"recoverable": "not present, but the request holds a [mN] pointer (or N in a pointer list [mA,B,...]) to a message holding the text and " +
 		"session_search(session_id, around_message_id=N) (package recall) anchors on such a message, or the request " +
 		"holds the fact's key (an identifier, never the sentence) and session_search(query=key, " +
 		"role_filter=user,assistant,tool; user for asks) returns a message holding the text among its top 3 results",

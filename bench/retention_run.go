@@ -451,7 +451,23 @@ func clipError(err error) string {
 	return s
 }
 
-var pointerRe = regexp.MustCompile(`\[m(\d+)\]`)
+// pointerRe finds the ledger's message pointers: "[m12]", or a list "[m12,40,513]" that points
+// at m12, m40 and m513 (the ledger's pointer lines; its header says how to read one). Nothing
+// else counts: no ranges, no bare "m12", no spaces in a list (TestPointerParserRefuses).
+var pointerRe = regexp.MustCompile(`\[m(\d+(?:,\d+)*)\]`)
+
+// pointerIDs are the message ids the pointers in text name, each once, in order.
+func pointerIDs(text string) []int64 {
+	var out []int64
+	for _, p := range pointerRe.FindAllStringSubmatch(text, -1) {
+		for _, d := range strings.Split(p[1], ",") {
+			if id, err := strconv.ParseInt(d, 10, 64); err == nil && !slices.Contains(out, id) {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
 
 // requestText is everything the model reads in req: system prompt, message texts, tool call
 // arguments.
@@ -488,12 +504,7 @@ func scoreRetention(ctx context.Context, db store.Store, sid string, probe provi
 		}
 		byID[m.ID] = s
 	}
-	var pointers []int64
-	for _, p := range pointerRe.FindAllStringSubmatch(text, -1) {
-		if id, err := strconv.ParseInt(p[1], 10, 64); err == nil && !slices.Contains(pointers, id) {
-			pointers = append(pointers, id)
-		}
-	}
+	pointers := pointerIDs(text)
 	search := func(args map[string]any) ([]byte, error) {
 		raw, err := json.Marshal(args)
 		if err != nil {

@@ -143,6 +143,10 @@ func TestRetentionScoring(t *testing.T) {
 		{"the sentences themselves", "max_open_conns: 37 " + ask.Sentence, StatusPresent, StatusPresent},
 		{"pointers", fmt.Sprintf("see [m%d] and [m%d]", ids[1], ids[0]), StatusRecoverable, StatusRecoverable},
 		{"a pointer to another message", fmt.Sprintf("see [m%d]", ids[2]), StatusLost, StatusLost},
+		{"a pointer list", fmt.Sprintf("- values: [m%d,%d]", ids[2], ids[1]), StatusRecoverable, StatusLost},
+		{"a list of other messages", fmt.Sprintf("- values: [m%d,%d]", ids[2], ids[3]), StatusLost, StatusLost},
+		{"a range is not a pointer", fmt.Sprintf("[m%d-m%d] and [m%d-%d]", ids[0], ids[3], ids[0], ids[3]), StatusLost, StatusLost},
+		{"bare ids are not pointers", fmt.Sprintf("m%d m%d (m%d–m%d)", ids[1], ids[0], ids[0], ids[3]), StatusLost, StatusLost},
 		{"keys", "max_open_conns and internal/db/pool_1.go came up", StatusRecoverable, StatusRecoverable},
 		{"a key that finds nothing", "max_idle_conns", StatusLost, StatusLost},
 	} {
@@ -163,6 +167,39 @@ func TestRetentionScoring(t *testing.T) {
 		// The report names the turn of every lost ask.
 		if lost := tc.ask == StatusLost; lost != (len(out.UserAsksLostTurns) == 1 && out.UserAsksLostTurns[0] == 7) || !lost && len(out.UserAsksLostTurns) > 0 {
 			t.Errorf("%s: lost ask turns %v", tc.name, out.UserAsksLostTurns)
+		}
+	}
+}
+
+// TestPointerParserRefuses: the scorer reads a pointer as "[mN]" or a pointer line's list
+// "[mA,B,C]", and nothing else: not a range, not a bare id, not a list with spaces or an empty
+// element, not a bracket without the m.
+func TestPointerParserRefuses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		text string
+		want []int64
+	}{
+		{"[m12]", []int64{12}},
+		{"- paths: [m90,407,1663] and [m12] [m90]", []int64{90, 407, 1663, 12}},
+		{"[m12-m40]", nil},
+		{"[m12-40]", nil},
+		{"m12 m40", nil},
+		{"(m12–m40)", nil},
+		{"[12]", nil},
+		{"[12,40]", nil},
+		{"[m]", nil},
+		{"[m12, 40]", nil},
+		{"[m12,]", nil},
+		{"[m,12]", nil},
+		{"[m12,,40]", nil},
+		{"[m12 40]", nil},
+		{"[mx12]", nil},
+		{"[M12]", nil},
+		{"session_search(around_message_id=12)", nil},
+	} {
+		if got := pointerIDs(tc.text); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: pointers %v, want %v", tc.text, got, tc.want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -167,3 +168,39 @@ func extractLedger(ms []store.Message) []LedgerEntry {
 func prune(ms []store.Message, tok []int, budget, protectLastN int, sessionID string) pruneStats {
 	return pruneHistory(ms, newHistory(slices.Clone(ms)), tok, budget, protectLastN, sessionID)
 }
+
+// pointedIDs counts the message ids text points at: "[m12]" on a line, or each id of a
+// pointer line's list "[m12,40,513]". It reads the brackets by hand, independently of the
+// ledger's own parser.
+func pointedIDs(text string) map[int64]int {
+	out := map[int64]int{}
+	for rest := text; ; {
+		i := strings.Index(rest, "[m")
+		if i < 0 {
+			return out
+		}
+		rest = rest[i+2:]
+		j := strings.IndexByte(rest, ']')
+		if j < 0 {
+			return out
+		}
+		var ids []int64
+		ok := true
+		for _, d := range strings.Split(rest[:j], ",") {
+			id, err := strconv.ParseInt(d, 10, 64)
+			if err != nil || id <= 0 {
+				ok = false
+				break
+			}
+			ids = append(ids, id)
+		}
+		if ok {
+			for _, id := range ids {
+				out[id]++
+			}
+		}
+	}
+}
+
+// pointsAt reports whether text holds a pointer to message id.
+func pointsAt(text string, id int64) bool { return pointedIDs(text)[id] > 0 }

@@ -141,7 +141,7 @@ func TestLedgerAsksBudget(t *testing.T) {
 	l.merge(extractLedger(ms))
 	l.bound(1)
 	text := l.render("sess", 300) // room for 3 verbatim asks; the others keep their pointer
-	if !strings.Contains(text, "\n- user messages: [m1] [m2] [m3] [m4] [m5] [m6] [m7]") || strings.Count(text, " ask ") != 3 {
+	if !strings.Contains(text, "\n- user messages: [m1,2,3,4,5,6,7]") || strings.Count(text, " ask ") != 3 {
 		t.Fatalf("want 3 asks quoted and 7 pointers:\n%s", text)
 	}
 	if !strings.Contains(text, "- [m10] ask 9 ") || strings.Index(text, "[m10]") > strings.Index(text, "[m9]") {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -171,9 +172,9 @@ func naiveRenderOnce(l *Ledger, gone []bool, sessionID string, maxChars int) str
 	var b strings.Builder
 	header := ledgerHeader(sessionID)
 	if maxChars < 2000 {
-		header = LedgerHeading + "\nOpen any [mN] with session_search(around_message_id=N).\n"
+		header = LedgerHeading + "\nOpen any [mN] ([mA,B] is mA and mB) with session_search(around_message_id=N).\n"
 		if sessionID != "" {
-			header = LedgerHeading + "\nOpen any [mN] with session_search(session_id=\"" + sessionID + "\", around_message_id=N).\n"
+			header = LedgerHeading + "\nOpen any [mN] ([mA,B] is mA and mB) with session_search(session_id=\"" + sessionID + "\", around_message_id=N).\n"
 		}
 	}
 	b.WriteString(header)
@@ -233,11 +234,11 @@ func naiveRenderOnce(l *Ledger, gone []bool, sessionID string, maxChars int) str
 		for _, lab := range []string{"files written", "files read", "commands", "identifiers", "paths", "task paths", "errors", "repeated errors", "values", "assistant decisions", "user decisions", "user messages"} {
 			if ids := byLabel[lab]; len(ids) > 0 {
 				slices.Sort(ids)
-				b.WriteString("- " + lab + ":")
+				var list []string
 				for _, id := range ids {
-					b.WriteString(" " + idTag(id))
+					list = append(list, strconv.FormatInt(id, 10))
 				}
-				b.WriteString("\n")
+				b.WriteString("- " + lab + ": [m" + strings.Join(list, ",") + "]\n")
 			}
 		}
 	}

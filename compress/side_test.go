@@ -83,7 +83,7 @@ func TestSidePathsOutlastTaskPaths(t *testing.T) {
 	l.bound(1)
 	text := l.renderWithin("sess", 0, 2500)
 	for p, id := range where {
-		if !strings.Contains(text, p) && !strings.Contains(text, idTag(id)) {
+		if !strings.Contains(text, p) && !pointsAt(text, id) {
 			t.Errorf("side path %s kept neither its line nor %s in a 2,500-character ledger:\n%s", p, idTag(id), text)
 		}
 	}
@@ -110,7 +110,7 @@ func TestSidePathsOutlastTaskPaths(t *testing.T) {
 	back.bound(1)
 	tight := back.renderWithin("sess", 0, 700)
 	for p, id := range where {
-		if !strings.Contains(tight, p) && !strings.Contains(tight, idTag(id)) {
+		if !strings.Contains(tight, p) && !pointsAt(tight, id) {
 			t.Errorf("side path %s kept neither its line nor %s in a 700-character ledger:\n%s", p, idTag(id), tight)
 		}
 	}
@@ -137,12 +137,7 @@ func TestOnePointerPerPathPointsAtTheAsk(t *testing.T) {
 	if !ok {
 		t.Fatalf("no pointer section:\n%s", text)
 	}
-	pointed := map[int64]int{}
-	for _, m := range pointerRe.FindAllStringSubmatch(ptrs, -1) {
-		var id int64
-		fmt.Sscan(m[1], &id)
-		pointed[id]++
-	}
+	pointed := pointedIDs(ptrs)
 	n := 0
 	for id := range asks {
 		if pointed[id] > 0 {
