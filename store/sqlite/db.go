@@ -50,6 +50,7 @@ type DB struct {
 	gateBypasses atomic.Int64
 	pending      atomic.Int64 // rows appended by this handle and not yet indexed
 	gate         *writeGate   // orders this host's writers (see writeGate)
+	group        *groupWriter // commits the turn path's writes together (nil when read-only)
 	wstmts       stmtCache    // prepared statements on the writer connection
 	rstmts       stmtCache    // prepared statements of the hot read paths, on the reader pool
 	raw          *rawReader
@@ -205,6 +206,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		ck.SetConnMaxIdleTime(0)
 		db.ckpt = startCheckpointer(db, ck, opts.manualCheckpoints)
 	}
+	db.group = startGroupWriter(db)
 	if created {
 		db.chmodSidecars()
 	}
@@ -408,6 +410,9 @@ func (db *DB) close() error {
 			errs = append(errs, fmt.Errorf("index pending messages: %w", err))
 		}
 	}
+	if db.group != nil {
+		db.group.close() // the queued writes run first
+	}
 	if db.ckpt != nil {
 		errs = append(errs, db.ckpt.close())
 	}
@@ -475,6 +480,12 @@ func (db *DB) writeAnyway(ctx context.Context, budget time.Duration, fn func(tx 
 	default:
 		return err
 	}
+	return db.retryLocked(ctx, start, deadline, fn)
+}
+
+// retryLocked runs fn in one transaction (tryWrite), again while the database is locked by
+// another process, until deadline. The caller holds the write gate (or went ahead without it).
+func (db *DB) retryLocked(ctx context.Context, start, deadline time.Time, fn func(tx *sql.Tx) error) error {
 	for attempt := 0; ; attempt++ {
 		err := db.tryWrite(ctx, fn)
 		if err == nil {

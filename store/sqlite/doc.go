@@ -15,6 +15,11 @@
 // it may be live. WAL checkpoints run beside the appends, on a connection of their own
 // (checkpoint.go).
 //
+// The turn's writes (appends, CommitTurn, usage records, lease acquire/renew/release) go through
+// a group writer (group.go): one goroutine commits what several callers queued in one
+// transaction, each caller's write in its own savepoint with its own fence check, so one
+// caller's failure never lands or fails another's; a caller returns once its commit is done.
+//
 // Transcripts, listings and search (the hot reads: every turn and resume loads a transcript) are
 // read in the default build by rawReader, on read-only connections of its own through SQLite's
 // C API, with database/sql as its fallback; see rawread_modernc.go for why and what it measured.

@@ -66,7 +66,7 @@ func (db *DB) appendMessages(ctx context.Context, sessionID string, ms []store.M
 		return nil, fmt.Errorf("append to %s: %w", sessionID, err)
 	}
 	var ids []int64
-	err = db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) (err error) {
+	err = db.writeGrouped(ctx, db.opts.WriteBudget, func(ctx context.Context, tx *sql.Tx) (err error) {
 		ids, err = db.appendTx(ctx, tx, sessionID, enc, toolCalls, w)
 		return err
 	})

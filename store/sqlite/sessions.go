@@ -514,7 +514,7 @@ func (db *DB) RecordRequest(ctx context.Context, id string, r store.RequestRecor
 	if err != nil {
 		return fmt.Errorf("record request of %s: %w", id, err)
 	}
-	err = db.write(ctx, routineBudget, func(tx *sql.Tx) error {
+	err = db.writeGrouped(ctx, routineBudget, func(ctx context.Context, tx *sql.Tx) error {
 		return db.recordTx(ctx, tx, id, rec, r.Lease)
 	})
 	if err != nil {

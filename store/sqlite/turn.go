@@ -44,7 +44,7 @@ func (db *DB) CommitTurn(ctx context.Context, sessionID string, l store.Lease, w
 	}
 	var ids []int64
 	var released bool
-	err = db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) (err error) {
+	err = db.writeGrouped(ctx, db.opts.WriteBudget, func(ctx context.Context, tx *sql.Tx) (err error) {
 		ids, released = nil, false
 		fence := &l // checked once, by the first part that writes
 		if len(enc) > 0 {
