@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +53,11 @@ type PlatformsConfig struct {
 	// BurstShare is the share of messages followed at once by another in the same chat, which
 	// then arrives during a running turn (0.05).
 	BurstShare float64
+	// TelegramGroupShare is a Telegram group or forum lane's share of the per-lane rate (1/3):
+	// Telegram takes at most 20 new messages a minute to one group, and the two lanes that
+	// share each of the soak's groups would ask for about 25 at the full rate — a backlog no
+	// client can clear, growing all run. At a third, a group gets about 8 a minute.
+	TelegramGroupShare float64
 	// RestartEvery restarts the gateway (router, adapters, store handle) on the same database
 	// (90s; negative: never).
 	RestartEvery time.Duration
@@ -94,6 +100,9 @@ func (c PlatformsConfig) withDefaults() PlatformsConfig {
 	if c.BurstShare == 0 {
 		c.BurstShare = 0.05
 	}
+	if c.TelegramGroupShare <= 0 || c.TelegramGroupShare > 1 {
+		c.TelegramGroupShare = 1.0 / 3
+	}
 	if c.RestartEvery == 0 {
 		c.RestartEvery = 90 * time.Second
 	}
@@ -117,6 +126,15 @@ type PlatformsReport struct {
 	Faults              map[string]int `json:"faults_injected"`
 	Restarts            int            `json:"restarts"`
 	QueuedNotices       int            `json:"queued_notices"`
+	// TelegramLimited counts the fake Bot API's 429s for Telegram's own flood limits (1 call/s
+	// per chat after a burst of 3, 20 new messages a minute per group), apart from the
+	// injected ones: the adapter's pacing should keep it 0 (a restarted bot does not know
+	// what the one before it sent a moment ago, so a restart may cost one).
+	TelegramLimited int `json:"telegram_flood_429s"`
+	// TelegramDuringRestart counts the Telegram messages sent while the gateway restarted:
+	// their added latency counts from the moment the new process was up (Slack's and
+	// Discord's such messages count from their redelivery to it).
+	TelegramDuringRestart int `json:"telegram_sent_during_restart"`
 	// Outcomes (targets: all 0).
 	Lost            int `json:"messages_lost"`
 	DuplicatedSends int `json:"duplicated_sends"`
@@ -138,8 +156,10 @@ type PlatformsReport struct {
 	// starts it), prepare (claim, session, hygiene, state), model (→ first delta, the model's
 	// first token included), stream (→ the first send begins), adapter (→ the request reaches
 	// the platform: pacing and HTTP).
-	Steps      map[string]Latency `json:"steps_idle"`
-	TargetsMet bool               `json:"targets_met"`
+	Steps map[string]Latency `json:"steps_idle"`
+	// Slowest names the idle messages with the most added latency and their steps.
+	Slowest    []string `json:"slowest_idle,omitempty"`
+	TargetsMet bool     `json:"targets_met"`
 }
 
 // soakLane is one chat lane: one session key.
@@ -483,6 +503,7 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 		switch p {
 		case "telegram":
 			fk.tg = telegramtest.Start(tgSoakToken)
+			fk.tg.SetLimits(telegramtest.TelegramLimits)
 			defer fk.tg.Close()
 		case "slack":
 			sf, err := slackfake.Start()
@@ -676,6 +697,9 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(i)))
 			for n := 1; ; n++ {
 				wait := time.Duration(rng.ExpFloat64() * float64(mean))
+				if l.platform == "telegram" && l.tgChat < 0 {
+					wait = time.Duration(float64(wait) / cfg.TelegramGroupShare)
+				}
 				select {
 				case <-runCtx.Done():
 					return
@@ -713,8 +737,9 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 			}
 		}()
 	}
-	// restarts
+	// restarts; outages are the times the gateway was down
 	var restartErr error
+	var outages [][2]time.Time
 	if cfg.RestartEvery > 0 {
 		wg.Add(1)
 		go func() {
@@ -728,6 +753,7 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 				case <-t.C:
 				}
 				discordGate.Lock()
+				down := time.Now()
 				old := cur.Load()
 				err := old.stop()
 				if tg != nil {
@@ -746,6 +772,7 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 					return
 				}
 				cur.Store(next)
+				outages = append(outages, [2]time.Time{down, time.Now()})
 				rep.Restarts++
 				discordGate.Unlock()
 				logf("restart %d at %s", rep.Restarts, time.Since(start).Round(time.Millisecond))
@@ -845,6 +872,9 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 	rep.Seconds = time.Since(start).Seconds()
 	got, queued := collect()
 	rep.QueuedNotices = queued
+	if tg != nil {
+		rep.TelegramLimited = tg.Limited("")
+	}
 	firstTry := map[string]time.Time{}
 	for k, l := range expected {
 		var t time.Time
@@ -863,6 +893,11 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 	}
 	var idle, all []time.Duration
 	idleBy := map[string][]time.Duration{}
+	type slow struct {
+		added time.Duration
+		what  string
+	}
+	var slowest []slow
 	steps := map[string][]time.Duration{}
 	for _, l := range lanes {
 		rep.Messages += len(l.sent)
@@ -915,13 +950,27 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 			if !ok {
 				continue
 			}
-			added := ft.Sub(m.at) - model.get(k)
+			// A Telegram update sent while the gateway restarts waits on Telegram's side until
+			// the new process polls; Slack's and Discord's deliveries fail (or are held) then
+			// and count from the delivery that reached the new process. For the same measure,
+			// such an update counts from the moment the new process was up.
+			from := m.at
+			if l.platform == "telegram" {
+				for _, o := range outages {
+					if !from.Before(o[0]) && from.Before(o[1]) {
+						from = o[1]
+						rep.TelegramDuringRestart++
+					}
+				}
+			}
+			added := ft.Sub(from) - model.get(k)
 			all = append(all, added)
 			if i == 0 || (!prevAnswered.IsZero() && prevAnswered.Before(m.at)) {
 				idle = append(idle, added)
 				idleBy[l.platform] = append(idleBy[l.platform], added)
 				mk := fk.marks.get(k)
 				cs, called := model.started(k)
+				var split []string
 				if mk != nil && called && !mk["recorded"].IsZero() && !mk["started"].IsZero() && !mk["prepared"].IsZero() &&
 					!mk["first_delta"].IsZero() && !mk["flush"].IsZero() {
 					for _, st := range []struct {
@@ -934,8 +983,13 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 						{"stream", mk["first_delta"], mk["flush"]}, {"adapter", mk["flush"], ft},
 					} {
 						steps[st.name] = append(steps[st.name], st.to.Sub(st.from))
+						if d := st.to.Sub(st.from); d >= time.Millisecond {
+							split = append(split, fmt.Sprintf("%s %s", st.name, d.Round(time.Millisecond)))
+						}
 					}
 				}
+				slowest = append(slowest, slow{added, fmt.Sprintf("%s %s (sent at %s; %s)", k, added.Round(time.Millisecond),
+					m.at.Sub(start).Round(time.Millisecond), strings.Join(split, ", "))})
 			}
 			prevAnswered = ps[0].at
 		}
@@ -947,6 +1001,10 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 	}
 	for n, xs := range steps {
 		rep.Steps[n] = summarize(xs)
+	}
+	sort.Slice(slowest, func(i, j int) bool { return slowest[i].added > slowest[j].added })
+	for _, s := range slowest[:min(len(slowest), 12)] {
+		rep.Slowest = append(rep.Slowest, s.what)
 	}
 
 	// the store: each lane's key has one session whose transcript is its own messages, each

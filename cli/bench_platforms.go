@@ -68,6 +68,7 @@ func (a *app) benchPlatformsCommand() *cobra.Command {
 	fl.DurationVar(&cfg.FirstToken, "first-token", 0, "the model's delay before its first token (default 50ms)")
 	fl.DurationVar(&cfg.FaultEvery, "fault-every", 0, "one injected platform fault per this interval (default 1s; negative: none)")
 	fl.Float64Var(&cfg.DupShare, "dup-share", 0, "share of deliveries sent twice (default 0.05)")
+	fl.Float64Var(&cfg.TelegramGroupShare, "telegram-group-share", 0, "a Telegram group lane's share of the per-lane rate (default 1/3: Telegram takes 20 new messages a minute per group)")
 	fl.DurationVar(&cfg.RestartEvery, "restart-every", 0, "gateway restarts (default 90s; negative: never)")
 	fl.BoolVar(&cfg.NoDedup, "no-dedup", false, "the control: defeat inbound deduplication (must score badly)")
 	fl.StringVar(&trace, "trace", "", "write a debug log of the run to this file (the adapters' and routers' steps)")

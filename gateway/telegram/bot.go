@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,7 +46,8 @@ type Options struct {
 	PollTimeout time.Duration
 	// LeaseTTL is the poller lease's lifetime (default 30 s; renewed at a third of it).
 	LeaseTTL time.Duration
-	// Retries bounds retries of 5xx, timeouts and network errors per call (default 5).
+	// Retries bounds retries of 5xx, timeouts and network errors per call (default 6: the
+	// first at once, the others backing off from 500 ms, about 8 to 16 s in all).
 	Retries int
 	// EditEvery is the least time between edits of a streamed reply in one chat (default 1 s).
 	EditEvery time.Duration
@@ -68,10 +70,21 @@ type Bot struct {
 	now   func() time.Time   // the cadence's clock (tests fix it)
 }
 
-// bucket is one chat's allowance of calls: Burst at most, one more every EditEvery.
+// bucket is one chat's allowance of calls: Burst at most, one more every EditEvery; and, for
+// a group, the times of its last GroupPerMinute new messages.
 type bucket struct {
-	tokens float64 // may go negative: calls waiting for their turn
+	tokens float64 // may go negative: calls holding a slot in the future
 	at     time.Time
+	// waiting are the calls holding a future slot, in slot order: a reply's first message
+	// before any edit (Send takes the slot of the first waiting edit, the edits move back one).
+	waiting []*slot
+	sends   []time.Time // a group's new messages in the last minute (slots, oldest first)
+}
+
+// slot is one waiting call's turn; the bot's lock guards at.
+type slot struct {
+	at   time.Time
+	edit bool
 }
 
 // Burst is how many calls to one chat go at once before the cadence applies: a reply's first
@@ -115,7 +128,7 @@ func New(o Options) (*Bot, error) {
 		o.LeaseTTL = 30 * time.Second
 	}
 	if o.Retries <= 0 {
-		o.Retries = 5
+		o.Retries = 6
 	}
 	if o.EditEvery <= 0 {
 		o.EditEvery = time.Second
@@ -233,10 +246,22 @@ func badMarkup(err error) bool {
 	return errors.As(err, &api) && api.Code == 400 && strings.Contains(strings.ToLower(api.Description), "parse entities")
 }
 
-// pace keeps the calls to one chat at one per EditEvery on average, in bursts of at most
-// Burst (Telegram allows about one message a second per chat): a streamed reply, a queued
-// notice and another user's reply in the same group share the chat's allowance.
-func (b *Bot) pace(ctx context.Context, chat string) error {
+// GroupPerMinute is how many new messages a bot sends to one group in a minute: Telegram
+// allows 20 (beyond it, 429); edits are not counted against it.
+const GroupPerMinute = 20
+
+// groupMargin keeps a group's 21st message a little past the minute since the 1st, so the
+// requests' trip to Telegram cannot make two of them look closer than they were sent.
+const groupMargin = 250 * time.Millisecond
+
+// pace gives a call to one chat its turn: at most Burst at once, then one per EditEvery
+// (Telegram allows about one message a second per chat, with short bursts), and in a group
+// at most GroupPerMinute new messages a minute. A streamed reply, a queued notice and other
+// users' replies in the same group share the chat's allowance; a new message (send) goes
+// before the waiting edits of other replies — its user sees nothing until it goes, while an
+// edit only brings a message already shown up to date, and the stream's next edit carries
+// whatever text came meanwhile.
+func (b *Bot) pace(ctx context.Context, chat string, send bool) error {
 	b.mu.Lock()
 	now := b.now()
 	k := b.chats[chat]
@@ -247,35 +272,66 @@ func (b *Bot) pace(ctx context.Context, chat string) error {
 	k.tokens = min(Burst, k.tokens+float64(now.Sub(k.at))/float64(b.o.EditEvery))
 	k.at = now
 	k.tokens--
-	var wait time.Duration
+	me := &slot{at: now, edit: !send}
 	if k.tokens < 0 {
-		wait = time.Duration(-k.tokens * float64(b.o.EditEvery))
+		me.at = now.Add(time.Duration(-k.tokens * float64(b.o.EditEvery)))
+	}
+	// the new call's slot is the latest; a send trades it with the first waiting edit, and
+	// each edit after it with the next one's
+	k.waiting = append(k.waiting, me)
+	if send {
+		for i := len(k.waiting) - 1; i > 0 && k.waiting[i-1].edit; i-- {
+			a, c := k.waiting[i-1], k.waiting[i]
+			a.at, c.at = c.at, a.at
+			k.waiting[i-1], k.waiting[i] = c, a
+		}
+		if strings.HasPrefix(chat, "-") { // a group (or a channel): a minute's quota of new messages
+			for len(k.sends) > 0 && !k.sends[0].Add(time.Minute+groupMargin).After(now) {
+				k.sends = k.sends[1:]
+			}
+			if n := len(k.sends); n >= GroupPerMinute {
+				if t := k.sends[n-GroupPerMinute].Add(time.Minute + groupMargin); t.After(me.at) {
+					me.at = t
+				}
+			}
+			k.sends = append(k.sends, me.at)
+			slices.SortFunc(k.sends, func(x, y time.Time) int { return x.Compare(y) })
+		}
 	}
 	if len(b.chats) > 10000 {
 		for c, x := range b.chats {
-			if x.tokens+float64(now.Sub(x.at))/float64(b.o.EditEvery) >= Burst {
+			if len(x.waiting) == 0 && len(x.sends) == 0 && x.tokens+float64(now.Sub(x.at))/float64(b.o.EditEvery) >= Burst {
 				delete(b.chats, c) // full again: as good as new
 			}
 		}
 	}
-	b.mu.Unlock()
-	if wait > 0 {
-		return b.o.Sleep(ctx, wait)
+	// wait for the slot, and again if a send took it meanwhile
+	var err error
+	slept := now
+	for err == nil {
+		wait := me.at.Sub(slept)
+		if wait <= 0 {
+			break
+		}
+		slept = me.at
+		b.mu.Unlock()
+		err = b.o.Sleep(ctx, wait)
+		b.mu.Lock()
 	}
-	return nil
+	k.waiting = slices.DeleteFunc(k.waiting, func(x *slot) bool { return x == me })
+	b.mu.Unlock()
+	return err
 }
 
 // Send implements platform.Outbound.
 func (b *Bot) Send(ctx context.Context, to platform.Address, text string) (string, error) {
-	if err := b.pace(ctx, to.ChatID); err != nil {
-		return "", err
-	}
+	pace := func(ctx context.Context) error { return b.pace(ctx, to.ChatID, true) }
 	p := b.params(to, text)
 	var m message
-	err := b.c.call(ctx, "sendMessage", p, &m)
+	err := b.c.paced(ctx, "sendMessage", p, &m, pace)
 	if badMarkup(err) {
 		p.Text, p.ParseMode = text, ""
-		err = b.c.call(ctx, "sendMessage", p, &m)
+		err = b.c.paced(ctx, "sendMessage", p, &m, pace)
 	}
 	if err != nil {
 		return "", err
@@ -285,9 +341,7 @@ func (b *Bot) Send(ctx context.Context, to platform.Address, text string) (strin
 
 // Edit implements platform.Outbound. "message is not modified" is success.
 func (b *Bot) Edit(ctx context.Context, to platform.Address, messageID, text string) error {
-	if err := b.pace(ctx, to.ChatID); err != nil {
-		return err
-	}
+	pace := func(ctx context.Context) error { return b.pace(ctx, to.ChatID, false) }
 	p := b.params(to, text)
 	p.MessageThreadID = 0
 	id, err := strconv.ParseInt(messageID, 10, 64)
@@ -295,10 +349,10 @@ func (b *Bot) Edit(ctx context.Context, to platform.Address, messageID, text str
 		return fmt.Errorf("telegram: message id %q is not a number", messageID)
 	}
 	p.MessageID = id
-	err = b.c.call(ctx, "editMessageText", p, nil)
+	err = b.c.paced(ctx, "editMessageText", p, nil, pace)
 	if badMarkup(err) {
 		p.Text, p.ParseMode = text, ""
-		err = b.c.call(ctx, "editMessageText", p, nil)
+		err = b.c.paced(ctx, "editMessageText", p, nil, pace)
 	}
 	var api *APIError
 	if errors.As(err, &api) && api.Code == 400 && strings.Contains(api.Description, "message is not modified") {

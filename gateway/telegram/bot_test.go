@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -504,18 +505,155 @@ func TestPaceBurst(t *testing.T) {
 	clock := time.Unix(1_800_000_000, 0)
 	b.now = func() time.Time { return clock }
 	for range Burst + 2 {
-		if err := b.pace(bg, "-100"); err != nil {
+		if err := b.pace(bg, "-100", false); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if got := sl.all(); len(got) != 2 || got[0] != time.Second || got[1] != 2*time.Second {
 		t.Fatalf("waits %v, want %d calls at once, then 1 s and 2 s", got, Burst)
 	}
-	_ = b.pace(bg, "777")
+	_ = b.pace(bg, "777", true)
 	clock = clock.Add(3 * time.Second) // the two waiting calls went at +1 s and +2 s; one more refilled
-	_ = b.pace(bg, "-100")
-	_ = b.pace(bg, "-100")
+	_ = b.pace(bg, "-100", false)
+	_ = b.pace(bg, "-100", false)
 	if got := sl.all(); len(got) != 3 || got[2] != time.Second {
 		t.Fatalf("waits %v: another chat waits for nothing; after 3 quiet seconds one call goes at once, the next waits 1 s", got)
+	}
+}
+
+type sleeperName struct{}
+
+// heldSleeps records each wait by the name in its context and holds it until release is
+// closed.
+type heldSleeps struct {
+	mu      sync.Mutex
+	by      map[string][]time.Duration
+	started chan struct{}
+	release chan struct{}
+}
+
+func (h *heldSleeps) sleep(ctx context.Context, d time.Duration) error {
+	name, _ := ctx.Value(sleeperName{}).(string)
+	h.mu.Lock()
+	h.by[name] = append(h.by[name], d)
+	h.mu.Unlock()
+	h.started <- struct{}{}
+	<-h.release
+	return ctx.Err()
+}
+
+// A reply's first message goes before the edits waiting in its chat: it takes the slot of
+// the first waiting edit, and each waiting edit moves back one slot (they wait again for the
+// difference), so the chat still gets no more than the cadence allows.
+func TestPaceSendBeforeEdits(t *testing.T) {
+	t.Parallel()
+	h := &heldSleeps{by: map[string][]time.Duration{}, started: make(chan struct{}, 16), release: make(chan struct{})}
+	b, err := New(Options{Token: token, Mode: "webhook", WebhookURL: "https://x", WebhookSecret: "s", EditEvery: time.Second, Sleep: h.sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Unix(1_800_000_000, 0)
+	b.now = func() time.Time { return clock }
+	for range Burst {
+		if err := b.pace(bg, "-100", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	call := func(name string, send bool) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := b.pace(context.WithValue(bg, sleeperName{}, name), "-100", send); err != nil {
+				t.Error(err)
+			}
+		}()
+		<-h.started // waiting in its slot
+	}
+	call("edit1", false)
+	call("edit2", false)
+	call("send", true)
+	close(h.release)
+	wg.Wait()
+	want := map[string][]time.Duration{"edit1": {time.Second, time.Second}, "edit2": {2 * time.Second, time.Second}, "send": {time.Second}}
+	for name, w := range want {
+		if got := h.by[name]; !slices.Equal(got, w) {
+			t.Errorf("%s waited %v, want %v (the send takes the first edit's slot; the edits move back one)", name, got, w)
+		}
+	}
+}
+
+// A group gets at most GroupPerMinute new messages a minute (Telegram's limit), then the
+// next waits until the minute since the first has passed; edits there and new messages in a
+// DM are not held by it.
+func TestPaceGroupPerMinute(t *testing.T) {
+	t.Parallel()
+	sl := &sleeps{}
+	b, err := New(Options{Token: token, Mode: "webhook", WebhookURL: "https://x", WebhookSecret: "s", EditEvery: time.Millisecond, Sleep: sl.sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Unix(1_800_000_000, 0)
+	b.now = func() time.Time { return clock }
+	longest := func() time.Duration {
+		var m time.Duration
+		for _, d := range sl.all() {
+			m = max(m, d)
+		}
+		return m
+	}
+	for range GroupPerMinute + 5 {
+		_ = b.pace(bg, "777", true)
+	}
+	for range GroupPerMinute {
+		_ = b.pace(bg, "-100", true)
+	}
+	_ = b.pace(bg, "-100", false)
+	if m := longest(); m >= time.Second {
+		t.Fatalf("waited %v within the limits (a DM's messages, a group's first %d, an edit)", m, GroupPerMinute)
+	}
+	_ = b.pace(bg, "-100", true)
+	if m := longest(); m != time.Minute+groupMargin {
+		t.Fatalf("the group's message %d waited at most %v, want %v", GroupPerMinute+1, m, time.Minute+groupMargin)
+	}
+}
+
+// A failed call is retried at once the first time, then after a backoff that doubles from
+// 500 ms with jitter, at most 30 s.
+func TestBackoff(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		n        int
+		u        float64
+		min, max time.Duration
+	}{
+		{1, 0.99, 0, 0}, {2, 0, 250 * time.Millisecond, 250 * time.Millisecond}, {2, 0.999, 499 * time.Millisecond, 500 * time.Millisecond},
+		{3, 0, 500 * time.Millisecond, 500 * time.Millisecond}, {4, 0.5, 1500 * time.Millisecond, 1500 * time.Millisecond},
+		{20, 0.999, 29 * time.Second, 30 * time.Second},
+	} {
+		if d := Backoff(c.n, c.u); d < c.min || d > c.max {
+			t.Errorf("Backoff(%d, %v) = %v, want %v..%v", c.n, c.u, d, c.min, c.max)
+		}
+	}
+}
+
+// A 5xx is retried at once, then after backoffs: three failures cost two waits.
+func TestRetryAtOnceFirst(t *testing.T) {
+	t.Parallel()
+	api := telegramtest.New(t, token)
+	api.AddChat(-5, "supergroup", false)
+	api.Fail("getChat", 3, telegramtest.Fault{Status: 502})
+	sl := &sleeps{}
+	b, err := New(Options{Token: token, BaseURL: api.URL, Mode: "webhook", WebhookURL: "https://x", WebhookSecret: "s", Sleep: sl.sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Resolve(bg, "-5", ""); err != nil {
+		t.Fatal(err)
+	}
+	got := sl.all()
+	if api.Calls("getChat") != 4 || len(got) != 2 || got[0] < 250*time.Millisecond || got[0] > 500*time.Millisecond ||
+		got[1] < 500*time.Millisecond || got[1] > time.Second {
+		t.Fatalf("%d calls, waits %v: want 4 calls, the first retry at once, then 250-500 ms and 0.5-1 s", api.Calls("getChat"), got)
 	}
 }

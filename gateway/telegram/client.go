@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"time"
@@ -60,16 +61,27 @@ func (c *Client) redact(s string) string {
 
 // call posts params as JSON to method and decodes the result into out (nil: ignore it).
 // A 429 (or any error with retry_after) waits exactly retry_after and tries again, however
-// long and however often; 5xx, timeouts and network errors are retried with backoff up to
-// c.retries times; other errors return an *APIError.
+// long and however often; 5xx, timeouts and network errors are retried up to c.retries
+// times: the first retry at once (a lost request or a passing 5xx costs no wait: a long
+// poll's failure used to hold every update behind it for the 500 ms backoff), then after an
+// exponential backoff with jitter (Backoff); other errors return an *APIError. before, when
+// set, runs before every attempt (the per-chat cadence: a retry is a call Telegram counts).
 func (c *Client) call(ctx context.Context, method string, params, out any) error {
+	return c.paced(ctx, method, params, out, nil)
+}
+
+func (c *Client) paced(ctx context.Context, method string, params, out any, before func(context.Context) error) error {
 	body, err := json.Marshal(params)
 	if err != nil {
 		return fmt.Errorf("telegram %s: encode: %w", method, err)
 	}
-	backoff := 500 * time.Millisecond
 	failures := 0
 	for {
+		if before != nil {
+			if err := before(ctx); err != nil {
+				return fmt.Errorf("telegram %s: %w", method, err)
+			}
+		}
 		err := c.once(ctx, method, body, out)
 		var api *APIError
 		switch {
@@ -85,15 +97,31 @@ func (c *Client) call(ctx context.Context, method string, params, out any) error
 		case errors.As(err, &api) && api.Code < 500:
 			return err
 		}
-		// 5xx, a timeout, a connection error: back off and retry.
+		// 5xx, a timeout, a connection error: retry, at once the first time, then backing off.
 		if failures++; failures > c.retries {
 			return err
 		}
-		if serr := c.sleep(ctx, backoff); serr != nil {
-			return fmt.Errorf("telegram %s: %w", method, serr)
+		if d := Backoff(failures, rand.Float64()); d > 0 {
+			if serr := c.sleep(ctx, d); serr != nil {
+				return fmt.Errorf("telegram %s: %w", method, serr)
+			}
 		}
-		backoff = min(2*backoff, 30*time.Second)
 	}
+}
+
+// Backoff is the wait before retry n (1-based) of a failed call: none before the first,
+// then 500 ms doubling to at most 30 s, each scaled by a jitter in [0.5, 1) from u in
+// [0, 1), so clients that failed together do not retry together.
+func Backoff(n int, u float64) time.Duration {
+	if n <= 1 {
+		return 0
+	}
+	d := 500 * time.Millisecond
+	for i := 2; i < n && d < 30*time.Second; i++ {
+		d *= 2
+	}
+	d = min(d, 30*time.Second)
+	return time.Duration(float64(d) * (0.5 + u/2))
 }
 
 func (c *Client) once(ctx context.Context, method string, body []byte, out any) error {

@@ -2,7 +2,9 @@
 // httptest server on 127.0.0.1 serving getUpdates (offsets, long polling, 409 for a second
 // poller), getChat, sendMessage and editMessageText (the 4,096-character limit, HTML entity parsing,
 // "message is not modified"), setWebhook and deleteWebhook, with Telegram's JSON bodies and
-// error shapes, and faults on demand (429 with retry_after, 5xx, requests that hang).
+// error shapes, faults on demand (429 with retry_after, 5xx, requests that hang), and, when
+// asked (SetLimits), Telegram's flood limits: a call over them is answered 429 and counted
+// (Limited), so a soak can tell its client's own pacing from the faults it injected.
 package telegramtest
 
 import (
@@ -41,6 +43,99 @@ type API struct {
 	webhook   map[string]any
 	chats     map[int64]chatInfo   // what getChat knows: every chat pushed to, and AddChat's
 	firstTry  map[string]time.Time // sendMessage's shown text → its first attempt (faulted or not)
+	limits    Limits
+	flood     map[int64]*flood // per chat: the limits' state
+	limited   map[string]int   // 429s answered for the limits, by method
+}
+
+// Limits are the flood limits the fake enforces (the zero value: none), as Telegram states
+// them for bots: about one message a second per chat, with short bursts, and no more than 20
+// messages a minute to one group. A call over a limit is answered 429 with retry_after (the
+// seconds until it would pass) and is not counted; injected faults are served first and not
+// counted either.
+type Limits struct {
+	// PerChat is the time per call (sendMessage and editMessageText) to one chat, after a
+	// burst of Burst calls at once; Grace is how much early a call may come (the network's
+	// jitter between the client's pacing and its arrival).
+	PerChat time.Duration
+	Burst   int
+	Grace   time.Duration
+	// GroupPerMinute is how many new messages (sendMessage) one group (a negative chat id)
+	// takes in any minute; edits are not counted.
+	GroupPerMinute int
+}
+
+// TelegramLimits are the limits as Telegram's bot FAQ states them (a burst of 3 assumed;
+// 250 ms of grace).
+var TelegramLimits = Limits{PerChat: time.Second, Burst: 3, Grace: 250 * time.Millisecond, GroupPerMinute: 20}
+
+type flood struct {
+	tokens float64
+	at     time.Time
+	sends  []time.Time // a group's accepted new messages in the last minute
+}
+
+// SetLimits makes the fake enforce l from now on.
+func (f *API) SetLimits(l Limits) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.limits = l
+}
+
+// Limited counts the 429s answered for the limits (not injected) to method ("" all).
+func (f *API) Limited(method string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if method != "" {
+		return f.limited[method]
+	}
+	n := 0
+	for _, c := range f.limited {
+		n += c
+	}
+	return n
+}
+
+// overLimit reports, under f.mu, how long a call of method to chat must wait for the limits
+// (0: it may go, and it is counted).
+func (f *API) overLimit(method string, chat int64, now time.Time) time.Duration {
+	l := f.limits
+	if l.PerChat <= 0 && l.GroupPerMinute <= 0 {
+		return 0
+	}
+	fl := f.flood[chat]
+	if fl == nil {
+		fl = &flood{tokens: float64(max(l.Burst, 1)), at: now}
+		f.flood[chat] = fl
+	}
+	var wait time.Duration
+	if l.PerChat > 0 {
+		fl.tokens = min(float64(max(l.Burst, 1)), fl.tokens+float64(now.Sub(fl.at))/float64(l.PerChat))
+		fl.at = now
+		if need := 1 - fl.tokens - float64(l.Grace)/float64(l.PerChat); need > 0 {
+			wait = time.Duration(need * float64(l.PerChat))
+		}
+	}
+	if method == "sendMessage" && chat < 0 && l.GroupPerMinute > 0 {
+		for len(fl.sends) > 0 && !fl.sends[0].Add(time.Minute).After(now) {
+			fl.sends = fl.sends[1:]
+		}
+		if n := len(fl.sends); n >= l.GroupPerMinute {
+			if w := fl.sends[n-l.GroupPerMinute].Add(time.Minute - l.Grace).Sub(now); w > wait {
+				wait = w
+			}
+		}
+	}
+	if wait > 0 {
+		return wait
+	}
+	if l.PerChat > 0 {
+		fl.tokens--
+	}
+	if method == "sendMessage" && chat < 0 {
+		fl.sends = append(fl.sends, now)
+	}
+	return 0
 }
 
 type chatInfo struct {
@@ -75,7 +170,8 @@ func New(t testing.TB, token string) *API {
 // Start starts a fake Bot API for token (a soak's); Close stops it.
 func Start(token string) *API {
 	f := &API{token: token, changed: make(chan struct{}), nextUp: 1, nextMsg: map[int64]int64{},
-		faults: map[string][]Fault{}, down: map[string]Fault{}, chats: map[int64]chatInfo{}, firstTry: map[string]time.Time{}, calls: map[string]int{}}
+		faults: map[string][]Fault{}, down: map[string]Fault{}, chats: map[int64]chatInfo{}, firstTry: map[string]time.Time{}, calls: map[string]int{},
+		flood: map[int64]*flood{}, limited: map[string]int{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	return f
 }
@@ -188,20 +284,19 @@ func (f *API) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.mu.Unlock()
+	if method == "sendMessage" || method == "editMessageText" {
+		if wait := f.overLimit(method, parseChat(p["chat_id"]), time.Now()); wait > 0 {
+			f.limited[method]++
+			secs := int((wait + time.Second - 1) / time.Second)
+			apiErr(w, 429, fmt.Sprintf("Too Many Requests: retry after %d", secs), map[string]any{"retry_after": secs})
+			return
+		}
+	}
 	num := func(k string) int64 {
 		v, _ := p[k].(float64)
 		return int64(v)
 	}
-	chatID := func() int64 {
-		var id int64
-		switch v := p["chat_id"].(type) {
-		case string:
-			fmt.Sscan(v, &id)
-		case float64:
-			id = int64(v)
-		}
-		return id
-	}
+	chatID := func() int64 { return parseChat(p["chat_id"]) }
 	switch method {
 	case "getUpdates":
 		if f.polling > 0 {
@@ -310,6 +405,18 @@ func (f *API) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		apiErr(w, 404, "Not Found: method not found", nil)
 	}
+}
+
+// parseChat reads a chat_id (a number or a numeric string).
+func parseChat(v any) int64 {
+	var id int64
+	switch v := v.(type) {
+	case string:
+		fmt.Sscan(v, &id)
+	case float64:
+		id = int64(v)
+	}
+	return id
 }
 
 // AddChat makes a chat known to getChat: kind is private, group, supergroup or channel;
