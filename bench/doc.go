@@ -23,6 +23,11 @@
 // foreign turns, stale writes accepted, the takeover against TTL + 1 s); its control adds an
 // unfenced writer and must fail.
 //
+// IdleStreams (with Gateway's idle-streams figure) holds idle open streams against `spool serve`
+// in a process of its own and reads that process's memory (VmRSS, Pss, the Go heap and stacks
+// from its /metrics); its verdict is the memory at 10,000 streams against a limit (1 GiB), and a
+// control padding each stream's message must fail it.
+//
 // RunRetention is the compaction retention benchmark of issue 10: a generated, seeded 500-turn
 // coding session with planted facts runs turn by turn through spool's agent (lease, preflight
 // gate, compaction committed in place on a scratch SQLite file, the wire request) at windows of

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,15 +27,18 @@ import (
 
 // GatewayConfig sizes the gateway benchmark. Zero fields take defaults.
 type GatewayConfig struct {
-	Dir         string    // scratch directory (required)
-	Clients     int       // concurrent HTTP clients (64)
-	Turns       int       // turns per client per phase (10)
-	Shared      int       // sessions the shared phase's clients share (8)
-	IdleStreams int       // open streams held idle for the memory figure (1000)
-	Log         io.Writer // progress; nil: none
-	// OnIdle, when set, is called while the idle streams are held, after the memory figure was
-	// read (a profile of what they hold).
-	OnIdle func()
+	Dir     string    // scratch directory (required)
+	Clients int       // concurrent HTTP clients (64)
+	Turns   int       // turns per client per phase (10)
+	Shared  int       // sessions the shared phase's clients share (8)
+	Log     io.Writer // progress; nil: none
+	// The idle-streams memory figure (IdleStreams): Exe is the spool binary it serves in a
+	// process of its own ("": not measured); IdleStreams, IdleLimit and IdlePad are
+	// IdleConfig's Streams, Limit and Pad.
+	Exe         string
+	IdleStreams int
+	IdleLimit   int64
+	IdlePad     int
 }
 
 // GatewayPhase is one workload's throughput and time spent in spool.
@@ -83,10 +85,9 @@ type GatewayReport struct {
 	// TTFB is the time to a stream's first byte (the role chunk, sent before the model is
 	// called, so all of it is spool's).
 	TTFB Latency `json:"stream_ttfb"`
-	// BytesPerIdleStream is the heap and stack growth per open idle stream, both ends of the
-	// connection included (client and server run in this one process).
-	IdleStreams        int   `json:"idle_streams"`
-	BytesPerIdleStream int64 `json:"bytes_per_idle_stream"`
+	// Idle is the memory of idle open streams, measured on `spool serve` in its own process
+	// (nil without GatewayConfig.Exe).
+	Idle *IdleReport `json:"idle_streams,omitempty"`
 	// The store-bound limit: W1 appends per second on this machine now, over the store writes
 	// one turn makes (counted during the distinct phase).
 	W1AppendsPerSec       float64 `json:"w1_appends_per_sec"`
@@ -115,23 +116,14 @@ func timesOf(ctx context.Context) *turnTimes {
 
 func addSince(p *atomic.Int64, start time.Time) { p.Add(int64(time.Since(start))) }
 
-// timedClient is the fake model, timing each call into the turn's accumulator; a prompt with
-// HOLD waits until released (the idle streams).
+// timedClient is the fake model, timing each call into the turn's accumulator.
 type timedClient struct {
-	c    provider.Client
-	hold chan struct{}
+	c provider.Client
 }
 
 func (t *timedClient) Name() string { return t.c.Name() }
 
 func (t *timedClient) Chat(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (provider.Response, error) {
-	if n := len(req.Messages); n > 0 && strings.Contains(fmt.Sprint(req.Messages[n-1].Content), "HOLD") {
-		select {
-		case <-t.hold:
-		case <-ctx.Done():
-			return provider.Response{}, ctx.Err()
-		}
-	}
 	start := time.Now()
 	resp, err := t.c.Chat(ctx, req, onDelta)
 	if acc := timesOf(ctx); acc != nil {
@@ -286,9 +278,6 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 	if cfg.Shared <= 0 {
 		cfg.Shared = 8
 	}
-	if cfg.IdleStreams <= 0 {
-		cfg.IdleStreams = 1000
-	}
 	logf := func(format string, a ...any) {
 		if cfg.Log != nil {
 			fmt.Fprintf(cfg.Log, format+"\n", a...)
@@ -301,7 +290,7 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 	}
 	defer db.Close()
 	st := &countingStore{Store: db}
-	model := &timedClient{c: fake.New(fake.Config{}), hold: make(chan struct{})}
+	model := &timedClient{c: fake.New(fake.Config{})}
 	ag, err := agent.New(agent.Deps{Store: st, Client: model, Config: agent.Config{Model: "fake", Source: gateway.Source}})
 	if err != nil {
 		return rep, err
@@ -434,42 +423,6 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 	wg.Wait()
 	rep.TTFB = summarize(ttfbs)
 
-	// Idle streams: each a turn held in its model call, its first chunk delivered.
-	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
-	type held struct {
-		res *http.Response
-	}
-	heldStreams := make([]held, 0, cfg.IdleStreams)
-	for i := 0; i < cfg.IdleStreams; i++ {
-		body, _ := json.Marshal(map[string]any{"model": "spool", "stream": true, "messages": []map[string]string{{"role": "user", "content": fmt.Sprintf("HOLD idle %d", i)}}})
-		req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/chat/completions", bytes.NewReader(body))
-		req.Header.Set("X-Spool-Session-Key", fmt.Sprintf("idle-%d", i))
-		res, err := hc.Do(req)
-		if err != nil {
-			return rep, fmt.Errorf("open idle stream %d: %w", i, err)
-		}
-		if _, err := bufio.NewReaderSize(res.Body, 16).ReadString('\n'); err != nil {
-			return rep, fmt.Errorf("idle stream %d: %w", i, err)
-		}
-		heldStreams = append(heldStreams, held{res})
-	}
-	runtime.GC()
-	var after runtime.MemStats
-	runtime.ReadMemStats(&after)
-	grow := int64(after.HeapInuse+after.StackInuse) - int64(before.HeapInuse+before.StackInuse)
-	rep.IdleStreams = len(heldStreams)
-	rep.BytesPerIdleStream = grow / int64(max(len(heldStreams), 1))
-	logf("gateway idle streams: %d open, %d bytes each (both ends)", rep.IdleStreams, rep.BytesPerIdleStream)
-	if cfg.OnIdle != nil {
-		cfg.OnIdle()
-	}
-	close(model.hold)
-	for _, h := range heldStreams {
-		io.Copy(io.Discard, h.res.Body)
-		h.res.Body.Close()
-	}
 	if err := g.Drain(ctx); err != nil {
 		return rep, err
 	}
@@ -532,6 +485,15 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 		rep.RatioToStoreBound = round3(rep.Distinct.TurnsPerSec / rep.StoreBoundTurnsPerSec)
 	}
 	var verify []string
+	if cfg.Exe != "" {
+		idle, err := IdleStreams(ctx, IdleConfig{Dir: cfg.Dir, Exe: cfg.Exe, Streams: cfg.IdleStreams, Limit: cfg.IdleLimit, Pad: cfg.IdlePad, Log: cfg.Log})
+		rep.Idle = &idle
+		if errors.Is(err, ErrVerify) {
+			verify = append(verify, strings.TrimPrefix(err.Error(), ErrVerify.Error()+": "))
+		} else if err != nil {
+			return rep, err
+		}
+	}
 	if rep.Interleaved+rep.Duplicated+rep.Lost+rep.Failed > 0 {
 		verify = append(verify, fmt.Sprintf("%d interleaved, %d duplicated, %d lost turns, %d failed requests", rep.Interleaved, rep.Duplicated, rep.Lost, rep.Failed))
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -20,14 +21,29 @@ func (a *app) benchGatewayCommand() *cobra.Command {
 			"in-process fake model (no delay) on a scratch SQLite file: each on a session of its own, then\n" +
 			"sharing --shared sessions (queued turns). Reports turns/s, the client round trip and the time\n" +
 			"in spool (round trip minus model time) p50/p99 and what it is made of (in_spool_parts: before\n" +
-			"the turn, lease, store writes, store reads, agent, after the turn), a stream's time to first byte, memory per\n" +
-			"idle open stream, and the ratio of turns/s to the store-bound limit (W1 appends/s measured in\n" +
-			"the same run over the store writes one turn makes). Exits 1 if any turn interleaved, was\n" +
-			"duplicated or lost. The report is JSON with or without --json.",
+			"the turn, lease, store writes, store reads, agent, after the turn), a stream's time to first byte,\n" +
+			"and the ratio of turns/s to the store-bound limit (W1 appends/s measured in the same run over the\n" +
+			"store writes one turn makes).\n\n" +
+			"Then memory per idle open stream (idle_streams), measured directly: this binary's `spool serve`\n" +
+			"runs in a process of its own (the plain fake model, a scratch home) and this process holds\n" +
+			"--idle-streams streamed chat completions open, each turn waiting in its model call, its first\n" +
+			"chunk delivered, keep-alive comments flowing every second. Reported from the server process:\n" +
+			"VmRSS (/proc/PID/status), Pss (/proc/PID/smaps_rollup), the Go heap in use and goroutines\n" +
+			"(/metrics), warmed up without streams and with them held; per stream; and at 10,000 streams\n" +
+			"(measured with --idle-streams 10000, else extrapolated), with the verdict against --idle-limit\n" +
+			"(1 GiB). --idle-pad adds bytes to each stream's message, a control that must fail the verdict.\n" +
+			"Released, every stream must end whole.\n\n" +
+			"Exits 1 if any turn interleaved, was duplicated or lost, or the idle-streams verdict fails\n" +
+			"(over the limit, fewer streams held than asked: open_error says why). The report is JSON with\n" +
+			"or without --json.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
 			return a.scratchBench("gateway", quiet, func(dir string, log io.Writer) (any, error) {
-				cfg.Dir, cfg.Log = dir, log
+				cfg.Dir, cfg.Log, cfg.Exe = dir, log, exe
 				return bench.Gateway(cmd.Context(), cfg)
 			})
 		},
@@ -36,7 +52,9 @@ func (a *app) benchGatewayCommand() *cobra.Command {
 	fl.IntVar(&cfg.Clients, "clients", 64, "concurrent clients")
 	fl.IntVar(&cfg.Turns, "turns", 10, "turns per client in each phase")
 	fl.IntVar(&cfg.Shared, "shared", 8, "sessions the shared phase's clients share")
-	fl.IntVar(&cfg.IdleStreams, "idle-streams", 1000, "idle open streams for the memory figure")
+	fl.IntVar(&cfg.IdleStreams, "idle-streams", bench.DefaultIdleStreams, "idle open streams held against spool serve in its own process (10000: the target, measured)")
+	fl.Int64Var(&cfg.IdleLimit, "idle-limit", bench.DefaultIdleLimit, "bytes the server may use with 10,000 idle streams (the verdict)")
+	fl.IntVar(&cfg.IdlePad, "idle-pad", 0, "bytes added to each idle stream's message (a control: the verdict must fail)")
 	fl.BoolVar(&quiet, "quiet", false, "no progress on stderr")
 	return cmd
 }
