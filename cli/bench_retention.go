@@ -15,6 +15,7 @@ func (a *app) benchRetentionCommand() *cobra.Command {
 		dir     string
 		quiet   bool
 		turns   int
+		seed    uint64
 		windows []string
 		engines []string
 	)
@@ -45,7 +46,7 @@ func (a *app) benchRetentionCommand() *cobra.Command {
 					return &usageError{fmt.Errorf("--engines: unknown engine %q (want %s)", e, strings.Join(bench.RetentionEngines, ", "))}
 				}
 			}
-			cfg := bench.RetentionConfig{Dir: dir, Turns: turns, Windows: ws, Engines: engines}
+			cfg := bench.RetentionConfig{Dir: dir, Seed: seed, Turns: turns, Windows: ws, Engines: engines}
 			if !quiet {
 				cfg.Log = a.stderr
 			}
@@ -55,6 +56,7 @@ func (a *app) benchRetentionCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "where to make the scratch databases (default $BENCH_TMPDIR or the temp dir)")
 	f.IntVar(&turns, "turns", 0, "session length in user turns (default 500)")
+	f.Uint64Var(&seed, "seed", 0, "seed of the generated session (0 = the default, 20260428; the report's config.seed)")
 	f.StringSliceVar(&windows, "windows", nil, "context windows to run, e.g. 4k,8k,32k,128k,1m or 32768 (default all five)")
 	f.StringSliceVar(&engines, "engines", nil, "engines to run: "+strings.Join(bench.RetentionEngines, ", ")+" (default all)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines on stderr")

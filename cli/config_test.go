@@ -204,6 +204,7 @@ func TestBenchRetentionScaledDown(t *testing.T) {
 		{"--turns 5", "spool: --turns must be at least 20, not 5\n"},
 		{"--windows 3x", "spool: --windows: \"3x\" is not a window size between 1k and 16m tokens\n"},
 		{"--engines magic", "spool: --engines: unknown engine \"magic\""},
+		{"--seed -3", "spool: invalid argument \"-3\" for \"--seed\" flag"},
 	} {
 		bad := spool(t, t.TempDir(), append([]string{"bench", "retention"}, strings.Fields(tc.args)...)...)
 		if bad.code != 2 || !strings.HasPrefix(bad.stderr, tc.want) {
