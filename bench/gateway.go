@@ -39,6 +39,13 @@ type GatewayConfig struct {
 	IdleStreams int
 	IdleLimit   int64
 	IdlePad     int
+	// OpenLoad is the open-loop phase's offered load, a fraction of the distinct phase's
+	// turns/s (0.5); a negative value skips the phase.
+	OpenLoad float64
+
+	// writeDelay (tests) makes every store write take at least this long: a slow store, which
+	// the report must show.
+	writeDelay time.Duration
 }
 
 // GatewayPhase is one workload's throughput and time spent in spool.
@@ -77,11 +84,35 @@ type GatewayParts struct {
 	AfterTurn   Latency `json:"after_turn"`
 }
 
+// GatewayOpenLoop is the time in spool at a fixed offered load: the distinct phase's clients,
+// on the same connections and sessions, send turns on a schedule (turn i of the phase is due at
+// i ÷ OfferedPerSec after the start, on client i mod clients) instead of each waiting for its
+// previous answer. It explains the closed-loop figure beside it: with a model that takes no time,
+// a closed loop's mean time in spool is clients ÷ turns/s (Little's law), whatever spool does,
+// while here it is what a turn costs when the gateway is not saturated.
+type GatewayOpenLoop struct {
+	// FractionOfCapacity is the offered load over the distinct phase's turns/s.
+	FractionOfCapacity float64 `json:"fraction_of_capacity"`
+	OfferedPerSec      float64 `json:"offered_turns_per_sec"`
+	AchievedPerSec     float64 `json:"achieved_turns_per_sec"`
+	Turns              int     `json:"turns"`
+	// InSpool is each turn's round trip minus its model time, counted from its send, or from
+	// its due time when it was late (its client still waited for its previous answer then: the
+	// delay is spool's, and is counted).
+	InSpool Latency `json:"in_spool"`
+	// Late counts the turns whose client was still waiting for its previous answer when they
+	// were due.
+	Late int `json:"late_turns"`
+}
+
 // GatewayReport is what `spool bench gateway` prints.
 type GatewayReport struct {
 	Clients  int          `json:"clients"`
 	Distinct GatewayPhase `json:"distinct"`
-	Shared   GatewayPhase `json:"shared"`
+	// OpenLoop is the distinct sessions at a fixed offered load below capacity (see
+	// GatewayOpenLoop), reported beside the closed-loop Distinct figure.
+	OpenLoop *GatewayOpenLoop `json:"open_loop_distinct,omitempty"`
+	Shared   GatewayPhase     `json:"shared"`
 	// TTFB is the time to a stream's first byte (the role chunk, sent before the model is
 	// called, so all of it is spool's).
 	TTFB Latency `json:"stream_ttfb"`
@@ -164,12 +195,17 @@ func (r *timedRunner) pop(sid string) *turnTimes {
 type countingStore struct {
 	store.Store
 	writes atomic.Int64
+	delay  time.Duration // added to every write (GatewayConfig.writeDelay)
 }
 
 // write counts one write and returns the function that times it into the turn's writes.
 func (c *countingStore) write(ctx context.Context) func() {
 	c.writes.Add(1)
-	return c.timed(ctx, func(t *turnTimes) *atomic.Int64 { return &t.writes })
+	done := c.timed(ctx, func(t *turnTimes) *atomic.Int64 { return &t.writes })
+	if c.delay > 0 {
+		time.Sleep(c.delay)
+	}
+	return done
 }
 
 func (c *countingStore) read(ctx context.Context) func() {
@@ -231,6 +267,9 @@ func (c *countingStore) AcquireLease(ctx context.Context, id, h string, ttl time
 	if acc := timesOf(ctx); acc != nil {
 		defer addSince(&acc.lease, time.Now())
 	}
+	if c.delay > 0 {
+		time.Sleep(c.delay)
+	}
 	return c.Store.AcquireLease(ctx, id, h, ttl)
 }
 func (c *countingStore) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
@@ -278,6 +317,9 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 	if cfg.Shared <= 0 {
 		cfg.Shared = 8
 	}
+	if cfg.OpenLoad == 0 {
+		cfg.OpenLoad = 0.5
+	}
 	logf := func(format string, a ...any) {
 		if cfg.Log != nil {
 			fmt.Fprintf(cfg.Log, format+"\n", a...)
@@ -289,7 +331,7 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 		return rep, err
 	}
 	defer db.Close()
-	st := &countingStore{Store: db}
+	st := &countingStore{Store: db, delay: cfg.writeDelay}
 	model := &timedClient{c: fake.New(fake.Config{})}
 	ag, err := agent.New(agent.Deps{Store: st, Client: model, Config: agent.Config{Model: "fake", Source: gateway.Source}})
 	if err != nil {
@@ -400,6 +442,55 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 	w0 := st.writes.Load()
 	rep.Distinct = phase("distinct", func(c int) string { return fmt.Sprintf("distinct-%d", c) }, "")
 	rep.WritesPerTurn = round3(float64(st.writes.Load()-w0) / float64(max(rep.Distinct.Turns, 1)))
+	if cfg.OpenLoad > 0 && rep.Distinct.TurnsPerSec > 0 {
+		// The same clients, connections and sessions, at a fixed rate.
+		rate := cfg.OpenLoad * rep.Distinct.TurnsPerSec
+		total := cfg.Clients * cfg.Turns
+		var mu sync.Mutex
+		var inSpool []time.Duration
+		late := 0
+		var wg sync.WaitGroup
+		start := time.Now().Add(10 * time.Millisecond)
+		for c := 0; c < cfg.Clients; c++ {
+			wg.Add(1)
+			go func(c int) {
+				defer wg.Done()
+				for i := c; i < total; i += cfg.Clients {
+					due := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+					// Late: the client's previous answer came after this turn was due.
+					isLate := time.Until(due) <= 0
+					if !isLate {
+						time.Sleep(time.Until(due))
+					}
+					var sent time.Time
+					sid, lat, _, err := post(fmt.Sprintf("distinct-%d", c), fmt.Sprintf("open client %d turn %d", c, i), false, "", &sent)
+					if err != nil {
+						failed.Add(1)
+						continue
+					}
+					tt := runner.pop(sid)
+					origin := sent
+					if isLate {
+						origin = due
+					}
+					in := sent.Add(lat).Sub(origin) - time.Duration(tt.model.Load())
+					mu.Lock()
+					inSpool = append(inSpool, in)
+					if isLate {
+						late++
+					}
+					mu.Unlock()
+				}
+			}(c)
+		}
+		wg.Wait()
+		el := time.Since(start)
+		ol := &GatewayOpenLoop{FractionOfCapacity: cfg.OpenLoad, OfferedPerSec: round3(rate), Turns: len(inSpool),
+			AchievedPerSec: round3(float64(len(inSpool)) / el.Seconds()), InSpool: summarize(inSpool), Late: late}
+		rep.OpenLoop = ol
+		logf("gateway open loop (distinct): %d turns offered at %.0f/s (%.2f of capacity), in spool p50 %.2f ms p99 %.2f ms, %d late",
+			ol.Turns, ol.OfferedPerSec, ol.FractionOfCapacity, ol.InSpool.P50, ol.InSpool.P99, ol.Late)
+	}
 	rep.Shared = phase("shared", func(c int) string { return fmt.Sprintf("shared-%d", c%cfg.Shared) }, "queue")
 
 	// Time to first byte of streams, one per client on its distinct session.

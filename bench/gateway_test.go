@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // TestGatewaySmall runs the gateway benchmark scaled down: every turn lands once, in order,
@@ -24,7 +25,29 @@ func TestGatewaySmall(t *testing.T) {
 			t.Fatalf("parts %+v add up to %.3f ms, time in spool %.3f ms", p, sum, ph.InSpool.Mean)
 		}
 	}
+	if ol := rep.OpenLoop; ol == nil || ol.Turns != 12 || ol.FractionOfCapacity != 0.5 || ol.OfferedPerSec <= 0 || ol.InSpool.P50 <= 0 {
+		t.Fatalf("open loop: %+v", rep.OpenLoop)
+	}
 	if rep.Idle != nil || rep.WritesPerTurn <= 0 || rep.StoreBoundTurnsPerSec <= 0 || rep.RatioToStoreBound <= 0 || rep.TTFB.P50 <= 0 {
 		t.Fatalf("report: %+v", rep)
+	}
+}
+
+// A slow store shows in the open-loop figure: every write takes at least 20 ms and a turn makes
+// at least three (its lease, its message, its last commit), so no turn spends under 60 ms in
+// spool, below capacity or not.
+func TestGatewayOpenLoopReportsSlowStore(t *testing.T) {
+	t.Parallel()
+	const delay = 20 * time.Millisecond
+	rep, err := Gateway(context.Background(), GatewayConfig{Dir: t.TempDir(), Clients: 3, Turns: 2, Shared: 1, writeDelay: delay})
+	if err != nil {
+		t.Fatalf("%v\n%+v", err, rep)
+	}
+	floor := float64(3*delay) / float64(time.Millisecond)
+	if ol := rep.OpenLoop; ol == nil || ol.Turns != 6 || ol.InSpool.P50 < floor || ol.InSpool.P99 < floor {
+		t.Fatalf("open loop %+v: want every turn at least %.0f ms in spool", rep.OpenLoop, floor)
+	}
+	if rep.Distinct.InSpool.P50 < floor {
+		t.Fatalf("closed loop %+v: want at least %.0f ms in spool", rep.Distinct.InSpool, floor)
 	}
 }

@@ -23,7 +23,11 @@ func (a *app) benchGatewayCommand() *cobra.Command {
 			"in spool (round trip minus model time) p50/p99 and what it is made of (in_spool_parts: before\n" +
 			"the turn, lease, store writes, store reads, agent, after the turn), a stream's time to first byte,\n" +
 			"and the ratio of turns/s to the store-bound limit (W1 appends/s measured in the same run over the\n" +
-			"store writes one turn makes).\n\n" +
+			"store writes one turn makes). Beside the closed loop (each client sends its next turn when its\n" +
+			"answer came, so with a model that takes no time the mean time in spool is clients ÷ turns/s by\n" +
+			"Little's law), open_loop_distinct is the time in spool at a fixed offered load: the same clients\n" +
+			"and sessions send turns on a schedule at --open-load times the distinct phase's turns/s (a late\n" +
+			"turn counts from when it was due).\n\n" +
 			"Then memory per idle open stream (idle_streams), measured directly: this binary's `spool serve`\n" +
 			"runs in a process of its own (the plain fake model, a scratch home) and this process holds\n" +
 			"--idle-streams streamed chat completions open, each turn waiting in its model call, its first\n" +
@@ -55,6 +59,7 @@ func (a *app) benchGatewayCommand() *cobra.Command {
 	fl.IntVar(&cfg.IdleStreams, "idle-streams", bench.DefaultIdleStreams, "idle open streams held against spool serve in its own process (10000: the target, measured)")
 	fl.Int64Var(&cfg.IdleLimit, "idle-limit", bench.DefaultIdleLimit, "bytes the server may use with 10,000 idle streams (the verdict)")
 	fl.IntVar(&cfg.IdlePad, "idle-pad", 0, "bytes added to each idle stream's message (a control: the verdict must fail)")
+	fl.Float64Var(&cfg.OpenLoad, "open-load", 0.5, "open-loop phase's offered load, a fraction of the distinct phase's turns/s (negative: skip it)")
 	fl.BoolVar(&quiet, "quiet", false, "no progress on stderr")
 	return cmd
 }
