@@ -66,7 +66,8 @@ Configuration ($SPOOL_HOME/config.yaml, section serve:, or SPOOL_SERVE_* variabl
   drain_timeout: 30s         on SIGTERM: no new turns; running ones get this long, then stop
   keepalive: 15s             silence before a ": keepalive" comment in a stream
   stream_buffer_bytes: 1048576  what one stream may hold for a client that has not read it
-                             yet: a client that stops reading mid-answer has its stream cut
+                             yet while the answer streams (its closing events are queued
+                             whole): a client that stops reading mid-answer has its stream cut
                              there (the connection closes; logged once, without content); its
                              turn goes on and is stored (GET /v1/responses/{id}, the conversation)
   cors_origins: ""           comma-separated browser origins allowed (none by default)

@@ -465,6 +465,7 @@ func (s *Server) replay(w http.ResponseWriter, e *store.IdempotencyEntry, stream
 func (s *Server) replayStream(w http.ResponseWriter, c completion, includeUsage bool) {
 	st := s.newStream(w, c.ID, c.Created, c.Model)
 	defer st.close()
+	st.closing() // all of it is the answer's tail
 	sid := ""
 	if c.Spool != nil {
 		sid = c.Spool.SessionID
@@ -522,7 +523,7 @@ func (st *stream) end(reason string, u *usage, includeUsage bool) {
 
 // finish ends a live stream with the turn's outcome.
 func (st *stream) finish(rep gateway.Reply, err error, includeUsage bool) {
-	st.stopKeepAlive()
+	st.closing()
 	if err != nil {
 		st.frame(map[string]any{"error": errorOf(err)})
 		st.mu.Lock()

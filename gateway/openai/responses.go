@@ -456,7 +456,7 @@ func (e *events) delta(d provider.Delta) {
 }
 
 func (e *events) finish(rec gateway.ResponseRecord, reply string, calls []store.ToolCall, err error) {
-	e.st.stopKeepAlive()
+	e.st.closing()
 	if err != nil {
 		rec.Status, rec.Error = "failed", errorOf(err).Msg
 		e.emit("response.failed", map[string]any{"response": responseObject(rec, "", nil)})
@@ -529,6 +529,7 @@ func (s *Server) replayResponse(w http.ResponseWriter, e *store.IdempotencyEntry
 	r := gateway.ResponseRecord{ID: obj.ID, SessionID: rec.SessionID, Status: "in_progress", Model: obj.Model}
 	ev := &events{st: s.newStream(w, obj.ID, 0, obj.Model)}
 	defer ev.st.close()
+	ev.st.closing() // all of it is the answer's tail
 	ev.st.openSSE(rec.SessionID)
 	ev.begin(r)
 	ev.finish(r, text, calls, nil)

@@ -17,11 +17,14 @@ const DefaultStreamBuffer = 1 << 20
 // stream is one open SSE answer. The turn never waits for the client: each event is queued and
 // a writer goroutine, started only while there is something to send (an idle stream holds
 // none), hands the queue to the connection, each write bounded by a deadline. The bytes the
-// stream holds for its client (queued, or in a write the client has not taken) are bounded: an
-// event that would take them past bound, while some are still held, cuts the stream instead —
-// the connection is closed, the cut logged once (ids and sizes, never content), and the turn
-// goes on to its end and is stored. After a cut or a failed write the stream stays silent (the
-// client is gone, the turn is not).
+// stream holds for its client (queued, or in a write the client has not taken) are bounded while
+// the answer streams: an event that would take them past bound, while some are still held, cuts
+// the stream instead — the connection is closed, the cut logged once (ids and sizes, never
+// content), and the turn goes on to its end and is stored. The answer's tail (its closing
+// events, once the turn is over, or a whole replayed answer) is queued whole: it cannot grow, its
+// size is the reply's (which the model's output limit bounds), and the write deadline still
+// drops a client that does not take it. After a cut or a failed write the stream stays silent
+// (the client is gone, the turn is not).
 type stream struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
@@ -39,6 +42,7 @@ type stream struct {
 	alive  bool // keep-alives armed
 	broken bool // cut, failed or stopped: nothing more is sent
 	closed bool // the handler is returning: nothing more is queued
+	tail   bool // the turn is over: what is queued now is the answer's closing events
 	last   time.Time
 	// ka fires the keep-alive check (a timer, not a goroutine: an idle stream holds no goroutine
 	// of its own for it).
@@ -73,6 +77,15 @@ func (st *stream) close() {
 	st.closed = true
 	st.mu.Unlock()
 	st.wg.Wait()
+}
+
+// closing marks the start of the answer's tail (the turn is over): no more keep-alives, and
+// what is queued from now on is not held to the bound.
+func (st *stream) closing() {
+	st.stopKeepAlive()
+	st.mu.Lock()
+	st.tail = true
+	st.mu.Unlock()
 }
 
 // stopKeepAlive ends the keep-alives: once it returns, none is written (a check already running
@@ -139,7 +152,7 @@ func (st *stream) write(b []byte) {
 	if st.broken || st.closed {
 		return
 	}
-	if st.held > 0 && st.held+len(b) > st.bound {
+	if !st.tail && st.held > 0 && st.held+len(b) > st.bound {
 		st.log.Warn("spool serve: stream cut: the client stopped reading; its turn goes on and is stored",
 			"stream", st.id, "session", st.sid, "held_bytes", st.held, "next_event_bytes", len(b), "stream_buffer_bytes", st.bound)
 		if st.cuts != nil {

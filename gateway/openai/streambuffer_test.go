@@ -66,29 +66,38 @@ func inProcess(t *testing.T, o openai.Options) (*gateway.Gateway, string) {
 // reads) makes the stream hold the events it has not taken. Past serve.stream_buffer_bytes the
 // stream is cut: the connection closes before the answer's end, the cut is logged once without
 // content, and the turn runs to its end regardless: its answer is stored whole, fetchable with
-// GET /v1/responses/{id} and in the conversation. The control: the same client with a bound
-// above the whole answer gets all of it once it reads again, and nothing is logged.
+// GET /v1/responses/{id} and in the conversation. The controls: the same client with a bound
+// above the whole answer gets all of it once it reads again, and nothing is logged; and an
+// answer whose deltas fit in the bound but whose closing events (the Responses API repeats the
+// text in four of them) do not is not cut: the tail, once the turn is over, is queued whole.
 func TestStreamBufferBound(t *testing.T) {
 	t.Parallel()
-	// About 150 KB of answer, streamed as 1,500 deltas: the events come to over 400 KB.
-	var words []string
-	for i := 0; i < 1500; i++ {
-		words = append(words, fmt.Sprintf("quokka%04d%s", i, strings.Repeat("x", 90)))
+	answer := func(words, size int) string {
+		var ws []string
+		for i := 0; i < words; i++ {
+			ws = append(ws, fmt.Sprintf("quokka%04d%s", i, strings.Repeat("x", size-10)))
+		}
+		return strings.Join(ws, " ")
 	}
-	text := strings.Join(words, " ")
+	// About 150 KB of answer, streamed as 1,500 deltas: the events come to over 400 KB.
+	long := answer(1500, 100)
+	// 30 KB in 30 deltas (under 40 KB of events), repeated in 120 KB of closing events.
+	short := answer(30, 1000)
 	cases := []struct {
-		name, route string
-		bound       int
-		cut         bool
+		name, route, text string
+		bound             int
+		cut               bool
 	}{
-		{"responses cut", "/v1/responses", 64 << 10, true},
-		{"chat cut", "/v1/chat/completions", 64 << 10, true},
-		{"responses within the bound", "/v1/responses", 16 << 20, false},
-		{"chat within the bound", "/v1/chat/completions", 16 << 20, false},
+		{"responses cut", "/v1/responses", long, 64 << 10, true},
+		{"chat cut", "/v1/chat/completions", long, 64 << 10, true},
+		{"responses within the bound", "/v1/responses", long, 16 << 20, false},
+		{"chat within the bound", "/v1/chat/completions", long, 16 << 20, false},
+		{"responses closing events over the bound", "/v1/responses", short, 64 << 10, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			text := tc.text
 			var logged syncBuffer
 			g, base := inProcess(t, openai.Options{StreamBuffer: tc.bound, WriteTimeout: 1 << 62,
 				Log: slog.New(slog.NewTextHandler(&logged, nil))})
