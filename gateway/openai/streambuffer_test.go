@@ -17,6 +17,7 @@ import (
 	"github.com/spoolhq/spool/agent"
 	"github.com/spoolhq/spool/gateway"
 	"github.com/spoolhq/spool/gateway/openai"
+	"github.com/spoolhq/spool/provider"
 	"github.com/spoolhq/spool/provider/fake"
 	"github.com/spoolhq/spool/store/sqlite"
 )
@@ -35,7 +36,7 @@ func (l smallSendBuffers) Accept() (net.Conn, error) {
 }
 
 // inProcess serves the real handler and gateway (SQLite, the fake model) on 127.0.0.1.
-func inProcess(t *testing.T, o openai.Options) (*gateway.Gateway, string) {
+func inProcess(t *testing.T, o openai.Options) (*gateway.Gateway, string, *fake.Model) {
 	t.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "spool.db"), sqlite.Options{})
@@ -43,7 +44,8 @@ func inProcess(t *testing.T, o openai.Options) (*gateway.Gateway, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	ag, err := agent.New(agent.Deps{Store: db, Client: fake.New(fake.Config{}), Config: agent.Config{Model: "fake", Source: gateway.Source}})
+	model := fake.New(fake.Config{})
+	ag, err := agent.New(agent.Deps{Store: db, Client: model, Config: agent.Config{Model: "fake", Source: gateway.Source}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +61,7 @@ func inProcess(t *testing.T, o openai.Options) (*gateway.Gateway, string) {
 	srv := &http.Server{Handler: openai.New(g, o)}
 	go srv.Serve(smallSendBuffers{ln})
 	t.Cleanup(func() { srv.Close() })
-	return g, "http://" + ln.Addr().String()
+	return g, "http://" + ln.Addr().String(), model
 }
 
 // TestStreamBufferBound: a client that stops reading mid-answer (a small receive buffer, then no
@@ -99,13 +101,16 @@ func TestStreamBufferBound(t *testing.T) {
 			t.Parallel()
 			text := tc.text
 			var logged syncBuffer
-			g, base := inProcess(t, openai.Options{StreamBuffer: tc.bound, WriteTimeout: 1 << 62,
+			g, base, model := inProcess(t, openai.Options{StreamBuffer: tc.bound, WriteTimeout: 1 << 62,
 				Log: slog.New(slog.NewTextHandler(&logged, nil))})
+			// The model answers once the test has read the stream's first event (the barrier's
+			// second arrival), then all at once.
+			const prompt = "WAIT first-event 2\nSAY "
 			var body []byte
 			if tc.route == "/v1/responses" {
-				body, _ = json.Marshal(map[string]any{"model": "spool", "stream": true, "input": "SAY " + text})
+				body, _ = json.Marshal(map[string]any{"model": "spool", "stream": true, "input": prompt + text})
 			} else {
-				body, _ = json.Marshal(map[string]any{"model": "spool", "stream": true, "messages": []map[string]string{{"role": "user", "content": "SAY " + text}}})
+				body, _ = json.Marshal(map[string]any{"model": "spool", "stream": true, "messages": []map[string]string{{"role": "user", "content": prompt + text}}})
 			}
 			// The client: a small receive buffer, set before the connection (so its window is small).
 			d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
@@ -130,7 +135,8 @@ func TestStreamBufferBound(t *testing.T) {
 				b, _ := io.ReadAll(io.LimitReader(res.Body, 2000))
 				t.Fatalf("status %d, session %q: %s", res.StatusCode, sid, b)
 			}
-			// Read the first event (the response's id), then stop reading.
+			// Read the first event (the response's id), sent before the model is called; then
+			// let the model answer and stop reading.
 			br := bufio.NewReaderSize(res.Body, 16)
 			first, err := br.ReadString('}')
 			if err != nil {
@@ -147,6 +153,9 @@ func TestStreamBufferBound(t *testing.T) {
 					t.Fatalf("first event %q: %v", first+line, err)
 				}
 				respID = ev.Response.ID
+			}
+			if _, err := model.Chat(context.Background(), provider.Request{Messages: []provider.Message{{Role: "user", Content: "WAIT first-event 2"}}}, nil); err != nil {
+				t.Fatal(err)
 			}
 			// The turn ends without the client reading a byte more (Drain waits for it).
 			if err := g.Drain(context.Background()); err != nil {
