@@ -101,8 +101,28 @@ func chainOf(ctx context.Context, q querier, id string) ([]store.Session, error)
 	return chain, nil
 }
 
+// resumeFastSQL is the common case of ResumeTarget in one read: id's root, and whether the root
+// was continued by compression at all (when not, the chain is the root alone and it is the tip;
+// a root that is gone takes the long way too, which reports it).
+const resumeFastSQL = `SELECT s.root_id, EXISTS (SELECT 1 FROM sessions c
+	WHERE c.parent_session_id = s.root_id AND c.relation = 'compression')
+	OR NOT EXISTS (SELECT 1 FROM sessions r WHERE r.id = s.root_id) FROM sessions s WHERE s.id = ?`
+
 // ResumeTarget implements store.Store.
 func (db *DB) ResumeTarget(ctx context.Context, id string) (string, error) {
+	// Every gateway turn asks: one read instead of chainOf's three when nothing was rotated.
+	var root string
+	var continued bool // or the root is gone
+	err := cachedReads{db}.QueryRowContext(ctx, resumeFastSQL, id).Scan(&root, &continued)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("resume target of %s: %w", id, notFound("session", id))
+	}
+	if err != nil {
+		return "", fmt.Errorf("resume target of %s: %w", id, err)
+	}
+	if !continued {
+		return root, nil
+	}
 	chain, err := chainOf(ctx, cachedReads{db}, id)
 	if err != nil {
 		return "", fmt.Errorf("resume target of %s: %w", id, err)
