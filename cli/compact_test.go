@@ -66,8 +66,8 @@ func TestCompactCommand(t *testing.T) {
 		t.Fatalf("plain compact output %q", plain.stdout)
 	}
 
-	// Bad input: a spool: line naming the problem (a usage error adds the usage), non-zero exit,
-	// the session untouched.
+	// Bad input: one spool: line naming the problem (a usage error points at --help), non-zero
+	// exit, the session untouched.
 	kept := decode[compactedSession](t, spool(t, home, "sessions", "show", sid, "--json").ok(t, "show kept"))
 	for _, bad := range []struct {
 		args  []string
@@ -82,7 +82,7 @@ func TestCompactCommand(t *testing.T) {
 		r := spool(t, home, bad.args...)
 		first, rest, _ := strings.Cut(r.stderr, "\n")
 		if r.code != bad.code || !strings.HasPrefix(first, "spool: ") || !strings.Contains(first, bad.says) ||
-			strings.Contains(r.stderr, "Usage:") != bad.usage || (!bad.usage && strings.TrimSpace(rest) != "") {
+			strings.Contains(first, "(see spool compact --help)") != bad.usage || strings.TrimSpace(rest) != "" {
 			t.Errorf("%v: exit %d, stderr %q", bad.args, r.code, r.stderr)
 		}
 	}

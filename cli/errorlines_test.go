@@ -45,7 +45,7 @@ func TestErrorLinesSayEachThingOnce(t *testing.T) {
 		r := spoolEnv(t, c.home, "", c.env, c.args...)
 		var lines []string
 		for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
-			if !strings.HasPrefix(l, "No model provider configured") && !strings.HasPrefix(l, "Usage:") {
+			if !strings.HasPrefix(l, "No model provider configured") {
 				lines = append(lines, l)
 			}
 		}

@@ -53,10 +53,12 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	var ue *usageError
 	if errors.As(err, &ue) || isCobraUsageError(err) {
-		fmt.Fprintf(stderr, "spool: %s\n", oneLine(err.Error()))
+		// One line, like every error: the usage is one --help away, not printed under it.
+		help := "spool --help"
 		if cmd != nil {
-			fmt.Fprint(stderr, cmd.UsageString())
+			help = cmd.CommandPath() + " --help"
 		}
+		fmt.Fprintf(stderr, "spool: %s (see %s)\n", oneLine(err.Error()), help)
 		return ExitUsage
 	}
 	// Ctrl-C is a signal, or a key read by the chat's line editor (errInterrupted).
@@ -73,7 +75,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return ExitError
 }
 
-// usageError is an argument or flag error: it is printed with the command's usage.
+// usageError is an argument or flag error: its line points at the command's --help.
 type usageError struct{ err error }
 
 func (e *usageError) Error() string { return e.err.Error() }
@@ -96,7 +98,7 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
-// args wraps a cobra argument validator so its errors print usage.
+// args wraps a cobra argument validator so its errors are usage errors.
 func args(v cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, a []string) error {
 		if err := v(cmd, a); err != nil {
