@@ -250,6 +250,10 @@ func (db *DB) loadMessages(ctx context.Context, sessionID, where string) ([]stor
 	return db.loadMessagesSQL(ctx, sessionID, where)
 }
 
+// turnRoom is the spare capacity a loaded transcript gets: room for the messages of the turn
+// its loader is about to add.
+const turnRoom = 4
+
 // loadMessagesSQL reads a session's rows through statements prepared once per reader connection:
 // modernc.org/sqlite parses and plans every statement it is handed, which on a resume cost as
 // much as a tenth of the load.
@@ -274,7 +278,7 @@ func (db *DB) loadMessagesSQL(ctx context.Context, sessionID, where string) ([]s
 		return nil, err
 	}
 	defer rows.Close()
-	ms := make([]store.Message, 0, min(max(hint, 0), 1<<20))
+	ms := make([]store.Message, 0, min(max(hint, 0)+turnRoom, 1<<20))
 	// Scanning a driver's string into a string does not copy it. The destinations escape to the
 	// heap, so they are declared once for all rows.
 	var content, head string

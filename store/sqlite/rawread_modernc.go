@@ -312,9 +312,10 @@ func (t *rawReader) load(ctx context.Context, sessionID, where string) ([]store.
 	var ms []store.Message
 	// Sizing the slice first saves growing (and copying) it a dozen times for a long
 	// transcript. The session's count of active rows is exact for the model's view and a lower
-	// bound for the others.
+	// bound for the others. A few more make room for the turn the loader is about to add
+	// (else its first append copies the whole transcript).
 	err := t.each(ctx, "SELECT message_count FROM sessions WHERE id = ?1", []any{sessionID}, func(r *rowReader) error {
-		ms = make([]store.Message, 0, min(max(r.int(0), 0), 1<<20))
+		ms = make([]store.Message, 0, min(max(r.int(0), 0)+turnRoom, 1<<20))
 		return nil
 	})
 	if err != nil {
@@ -342,6 +343,7 @@ type rowReader struct {
 
 const (
 	chunkSize   = 64 << 10
+	firstChunk  = 1 << 10
 	ownAllocMin = chunkSize / 4 // longer texts get their own allocation
 )
 
@@ -404,7 +406,9 @@ func (r *rowReader) text(i int32) string {
 		return unsafe.String(unsafe.SliceData(b), n)
 	}
 	if len(r.buf)+n > cap(r.buf) {
-		r.buf = make([]byte, 0, chunkSize)
+		// Chunks double from firstChunk up to chunkSize: a short transcript (a gateway turn
+		// loads one every turn) does not cost a whole chunk, a long one still a few.
+		r.buf = make([]byte, 0, max(min(2*cap(r.buf), chunkSize), firstChunk, n))
 	}
 	start := len(r.buf)
 	r.buf = r.buf[:start+n]
