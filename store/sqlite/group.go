@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -176,7 +177,10 @@ func (g *groupWriter) runGroup(batch []*groupJob) {
 		}
 		return
 	}
-	live := batch
+	// live is filtered in place (pending, the busy retry): a copy, so batch keeps every job once
+	// for run to close its done (filtering batch itself left a later job in it twice when an
+	// earlier one was abandoned: a double close, a panic).
+	live := slices.Clone(batch)
 	for attempt := 0; ; attempt++ {
 		live = pending(live)
 		if len(live) == 0 {

@@ -238,6 +238,55 @@ func TestGroupCommitAbandonedJobNeverRuns(t *testing.T) {
 	}
 }
 
+// A write abandoned in a group ahead of a live one: the live one lands and the writer goes on
+// (filtering the group in place once left the live job in it twice, and the writer closed its
+// done twice: a panic that took spool serve down when a caller left with its write queued).
+func TestGroupCommitAbandonedJobAheadOfALiveOne(t *testing.T) {
+	t.Parallel()
+	db := openGroupTest(t)
+	s, err := db.CreateSession(context.Background(), store.NewSession{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub0 := db.group.submitted.Load()
+	release := blockWriter(t, db)
+	ctx, cancel := context.WithCancel(context.Background())
+	abandoned := make(chan error, 1)
+	go func() {
+		_, err := db.Append(ctx, s.ID, store.Message{Role: store.RoleUser, Content: "abandoned"})
+		abandoned <- err
+	}()
+	for db.group.submitted.Load() < sub0+2 {
+		runtime.Gosched()
+	}
+	live := make(chan error, 1)
+	go func() {
+		_, err := db.Append(context.Background(), s.ID, store.Message{Role: store.RoleUser, Content: "live"})
+		live <- err
+	}()
+	for db.group.submitted.Load() < sub0+3 {
+		runtime.Gosched()
+	}
+	cancel()
+	if err := <-abandoned; !errors.Is(err, context.Canceled) {
+		t.Fatalf("abandoned write: %v, want context.Canceled", err)
+	}
+	release(sub0 + 3)
+	if err := <-live; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Append(context.Background(), s.ID, store.Message{Role: store.RoleUser, Content: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := db.Conversation(context.Background(), s.ID, store.ViewAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 2 || ms[0].Content != "live" || ms[1].Content != "after" {
+		t.Fatalf("transcript %+v, want the live message, then the later one", ms)
+	}
+}
+
 // Close runs what is queued, then refuses new writes with an error.
 func TestGroupCommitClose(t *testing.T) {
 	t.Parallel()
