@@ -71,8 +71,12 @@ type IdleReport struct {
 	// The verdict: AtTarget's VmRSS (the larger of RSS and PSS here) within LimitBytes.
 	LimitBytes  int64 `json:"limit_bytes"`
 	WithinLimit bool  `json:"within_limit"`
-	// Completed counts the streams that, released, ended with data: [DONE].
-	Completed int `json:"completed_after_release"`
+	// Completed counts the streams that, released, ended with data: [DONE]; Incomplete shows
+	// how the first few others ended, and ServerStderr the end of the server's stderr when the
+	// run failed.
+	Completed    int      `json:"completed_after_release"`
+	Incomplete   []string `json:"incomplete,omitempty"`
+	ServerStderr string   `json:"server_stderr_tail,omitempty"`
 }
 
 // idleConn is one held stream, from this process's side.
@@ -300,11 +304,14 @@ func IdleStreams(ctx context.Context, cfg IdleConfig) (IdleReport, error) {
 				defer rg.Done()
 				for c := range work {
 					rest, err := io.ReadAll(c.body)
+					done.Lock()
 					if err == nil && bytes.HasSuffix(bytes.TrimSpace(rest), []byte("data: [DONE]")) {
-						done.Lock()
 						rep.Completed++
-						done.Unlock()
+					} else if len(rep.Incomplete) < 5 {
+						tail := rest[max(len(rest)-300, 0):]
+						rep.Incomplete = append(rep.Incomplete, fmt.Sprintf("read error %v after %d bytes, ending %q", err, len(rest), tail))
 					}
+					done.Unlock()
 					c.conn.Close()
 				}
 			}()
@@ -319,6 +326,7 @@ func IdleStreams(ctx context.Context, cfg IdleConfig) (IdleReport, error) {
 		}
 	}
 	if len(verify) > 0 {
+		rep.ServerStderr = srv.stderr.String()
 		return rep, fmt.Errorf("%w: %s", ErrVerify, strings.Join(verify, "; "))
 	}
 	return rep, nil
