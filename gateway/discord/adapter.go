@@ -46,6 +46,11 @@ type Config struct {
 	// Retries bounds 5xx / network retries (0: 3; <0: none).
 	Retries int
 	Limits  platform.Limits
+	// StopGrace is how long Run keeps reading the socket after its context ends, handing on
+	// what Discord sent before it saw the bot go (0: 500 ms; <0: none): a message already
+	// written to the socket when the bot closes it is lost — the next process identifies as a
+	// new session, which Discord does not replay it to.
+	StopGrace time.Duration
 }
 
 // Adapter is one Discord bot (platform.Adapter).
@@ -54,6 +59,8 @@ type Adapter struct {
 	sleep   platform.Sleeper
 	retries int
 	limits  platform.Limits
+
+	grace   time.Duration
 
 	inflight sync.RWMutex // held for reading while a message is handed on; Run waits for it
 	mu       sync.Mutex
@@ -117,7 +124,13 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.Limits.EditEvery <= 0 {
 		cfg.Limits.EditEvery = DefaultEditEvery
 	}
-	a := &Adapter{s: s, sleep: cfg.Sleep, retries: cfg.Retries, limits: cfg.Limits,
+	switch {
+	case cfg.StopGrace == 0:
+		cfg.StopGrace = 500 * time.Millisecond
+	case cfg.StopGrace < 0:
+		cfg.StopGrace = 0
+	}
+	a := &Adapter{s: s, sleep: cfg.Sleep, retries: cfg.Retries, limits: cfg.Limits, grace: cfg.StopGrace,
 		threads: map[string]chanInfo{}}
 	s.AddHandler(a.onMessage)
 	return a, nil
@@ -170,6 +183,9 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 		return err
 	}
 	<-ctx.Done()
+	// Messages Discord sent before it saw the bot go are still arriving (or waiting in the
+	// socket): they are read and handed on for StopGrace before the socket closes.
+	_ = platform.Sleep(context.Background(), a.grace)
 	err = a.s.Close()
 	// A message read off the socket before the close is still being handed on: Run returns
 	// after it was (the router records it before its store closes; Discord never delivers it

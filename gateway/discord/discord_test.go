@@ -420,3 +420,43 @@ func TestStopWaitsForHandOn(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 }
+
+// TestStopReadsWhatWasSent: messages Discord wrote to the socket just before the bot stops
+// are read and handed on before the socket closes (StopGrace): the next process identifies
+// as a new session, which Discord does not replay them to. Without the grace, a gateway
+// restart right after a message lost it (the platform soak with restarts every 500 ms lost
+// 170 of 185 messages; one in 5,000 in a 10-minute run).
+func TestStopReadsWhatWasSent(t *testing.T) {
+	t.Parallel()
+	fake, err := discordfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	fake.AddChannel("600", discordfake.DMChannel, "")
+	ad, err := discord.New(discord.Config{Token: fake.Token, BaseURL: fake.URL, HTTP: &http.Client{Timeout: 2 * time.Second},
+		StopGrace: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ad.Run(ctx, rec) }()
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	if err := fake.Wait(wctx, func(v discordfake.View) bool { return v.Ready() == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	fake.Say(discordfake.UserMessage{ChannelID: "600", DM: true, AuthorID: "41", Username: "ann", Content: "one"})
+	fake.Say(discordfake.UserMessage{ChannelID: "600", DM: true, AuthorID: "41", Username: "ann", Content: "two"})
+	cancel() // the bot stops as the messages are on their way
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.events) != 2 {
+		t.Fatalf("handed on %d of the 2 messages sent before the stop", len(rec.events))
+	}
+}
