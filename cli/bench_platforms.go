@@ -27,7 +27,10 @@ func (a *app) benchPlatformsCommand() *cobra.Command {
 			"--first-token) for --duration: messages at --rate per second across --lanes chat lanes (DMs, groups\n" +
 			"and channels per user, shared threads and forum topics), with injected 429s (retry_after 1 s), 5xx\n" +
 			"before and after the effect, timeouts, failed long polls, dropped gateway sockets, duplicate\n" +
-			"deliveries, messages into running turns and gateway restarts on the same database. Reports messages\n" +
+			"deliveries, messages into running turns and gateway restarts on the same database; the Telegram fake\n" +
+			"enforces Telegram's flood limits (1 call/s per chat after a burst of 3, 20 new messages a minute per\n" +
+			"group: its own 429s are counted apart), and Telegram group lanes send at --telegram-group-share of the\n" +
+			"rate. Reports messages\n" +
 			"lost, duplicated sends and turns, turns interleaved, keys mixed up (targets 0) and the added latency\n" +
 			"from inbound event to the first attempt to post the reply, beyond the model's first token (target\n" +
 			"p99 < 200 ms, for messages that found their chat idle), per platform and split into steps.\n" +
