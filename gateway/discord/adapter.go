@@ -60,7 +60,7 @@ type Adapter struct {
 	retries int
 	limits  platform.Limits
 
-	grace   time.Duration
+	grace time.Duration
 
 	inflight sync.RWMutex // held for reading while a message is handed on; Run waits for it
 	mu       sync.Mutex

@@ -75,17 +75,27 @@ type Bot struct {
 type bucket struct {
 	tokens float64 // may go negative: calls holding a slot in the future
 	at     time.Time
-	// waiting are the calls holding a future slot, in slot order: a reply's first message
-	// before any edit (Send takes the slot of the first waiting edit, the edits move back one).
+	// waiting are the calls holding a future slot: a reply's first message before any edit or
+	// notice (it takes the slot of the first of them waiting; they move back one).
 	waiting []*slot
-	sends   []time.Time // a group's new messages in the last minute (slots, oldest first)
+	sends   []*slot // a group's new messages in the last minute
 }
 
 // slot is one waiting call's turn; the bot's lock guards at.
 type slot struct {
-	at   time.Time
-	edit bool
+	at     time.Time
+	urgent bool
 }
+
+// call is what a paced call is: a reply's new message, a notice (a new message that may wait
+// behind replies: "queued"), an edit.
+type call int
+
+const (
+	callReply call = iota
+	callNotice
+	callEdit
+)
 
 // Burst is how many calls to one chat go at once before the cadence applies: a reply's first
 // message does not wait behind the last edits of the reply before it (another user's in a
@@ -257,11 +267,11 @@ const groupMargin = 250 * time.Millisecond
 // pace gives a call to one chat its turn: at most Burst at once, then one per EditEvery
 // (Telegram allows about one message a second per chat, with short bursts), and in a group
 // at most GroupPerMinute new messages a minute. A streamed reply, a queued notice and other
-// users' replies in the same group share the chat's allowance; a new message (send) goes
-// before the waiting edits of other replies — its user sees nothing until it goes, while an
-// edit only brings a message already shown up to date, and the stream's next edit carries
-// whatever text came meanwhile.
-func (b *Bot) pace(ctx context.Context, chat string, send bool) error {
+// users' replies in the same group share the chat's allowance; a reply's new message goes
+// before the waiting edits and notices — its user sees nothing until it goes, while an edit
+// only brings a message already shown up to date (the stream's next edit carries whatever
+// text came meanwhile) and a notice only says a message waits.
+func (b *Bot) pace(ctx context.Context, chat string, c call) error {
 	b.mu.Lock()
 	now := b.now()
 	k := b.chats[chat]
@@ -272,31 +282,33 @@ func (b *Bot) pace(ctx context.Context, chat string, send bool) error {
 	k.tokens = min(Burst, k.tokens+float64(now.Sub(k.at))/float64(b.o.EditEvery))
 	k.at = now
 	k.tokens--
-	me := &slot{at: now, edit: !send}
+	me := &slot{at: now, urgent: c == callReply}
 	if k.tokens < 0 {
 		me.at = now.Add(time.Duration(-k.tokens * float64(b.o.EditEvery)))
 	}
-	// the new call's slot is the latest; a send trades it with the first waiting edit, and
-	// each edit after it with the next one's
+	// the new call's slot is the latest; a reply trades it with the first waiting edit or
+	// notice, and each of those after it with the next one's
 	k.waiting = append(k.waiting, me)
-	if send {
-		for i := len(k.waiting) - 1; i > 0 && k.waiting[i-1].edit; i-- {
+	if me.urgent {
+		for i := len(k.waiting) - 1; i > 0 && !k.waiting[i-1].urgent; i-- {
 			a, c := k.waiting[i-1], k.waiting[i]
 			a.at, c.at = c.at, a.at
 			k.waiting[i-1], k.waiting[i] = c, a
 		}
-		if strings.HasPrefix(chat, "-") { // a group (or a channel): a minute's quota of new messages
-			for len(k.sends) > 0 && !k.sends[0].Add(time.Minute+groupMargin).After(now) {
-				k.sends = k.sends[1:]
+	}
+	if c != callEdit && strings.HasPrefix(chat, "-") { // a group (or a channel): a minute's quota of new messages
+		k.sends = slices.DeleteFunc(k.sends, func(x *slot) bool { return !x.at.Add(time.Minute + groupMargin).After(now) })
+		if n := len(k.sends); n >= GroupPerMinute {
+			ats := make([]time.Time, n)
+			for i, x := range k.sends {
+				ats[i] = x.at
 			}
-			if n := len(k.sends); n >= GroupPerMinute {
-				if t := k.sends[n-GroupPerMinute].Add(time.Minute + groupMargin); t.After(me.at) {
-					me.at = t
-				}
+			slices.SortFunc(ats, func(x, y time.Time) int { return x.Compare(y) })
+			if t := ats[n-GroupPerMinute].Add(time.Minute + groupMargin); t.After(me.at) {
+				me.at = t
 			}
-			k.sends = append(k.sends, me.at)
-			slices.SortFunc(k.sends, func(x, y time.Time) int { return x.Compare(y) })
 		}
+		k.sends = append(k.sends, me)
 	}
 	if len(b.chats) > 10000 {
 		for c, x := range b.chats {
@@ -305,7 +317,7 @@ func (b *Bot) pace(ctx context.Context, chat string, send bool) error {
 			}
 		}
 	}
-	// wait for the slot, and again if a send took it meanwhile
+	// wait for the slot, and again if a reply took it meanwhile
 	var err error
 	slept := now
 	for err == nil {
@@ -325,7 +337,11 @@ func (b *Bot) pace(ctx context.Context, chat string, send bool) error {
 
 // Send implements platform.Outbound.
 func (b *Bot) Send(ctx context.Context, to platform.Address, text string) (string, error) {
-	pace := func(ctx context.Context) error { return b.pace(ctx, to.ChatID, true) }
+	kind := callReply
+	if k, ok := platform.SendKeyFrom(ctx); ok && k.Chunk < 0 {
+		kind = callNotice // the router's one-off notice about an event (ledger chunk -1)
+	}
+	pace := func(ctx context.Context) error { return b.pace(ctx, to.ChatID, kind) }
 	p := b.params(to, text)
 	var m message
 	err := b.c.paced(ctx, "sendMessage", p, &m, pace)
@@ -341,7 +357,7 @@ func (b *Bot) Send(ctx context.Context, to platform.Address, text string) (strin
 
 // Edit implements platform.Outbound. "message is not modified" is success.
 func (b *Bot) Edit(ctx context.Context, to platform.Address, messageID, text string) error {
-	pace := func(ctx context.Context) error { return b.pace(ctx, to.ChatID, false) }
+	pace := func(ctx context.Context) error { return b.pace(ctx, to.ChatID, callEdit) }
 	p := b.params(to, text)
 	p.MessageThreadID = 0
 	id, err := strconv.ParseInt(messageID, 10, 64)

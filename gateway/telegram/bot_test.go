@@ -505,17 +505,17 @@ func TestPaceBurst(t *testing.T) {
 	clock := time.Unix(1_800_000_000, 0)
 	b.now = func() time.Time { return clock }
 	for range Burst + 2 {
-		if err := b.pace(bg, "-100", false); err != nil {
+		if err := b.pace(bg, "-100", callEdit); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if got := sl.all(); len(got) != 2 || got[0] != time.Second || got[1] != 2*time.Second {
 		t.Fatalf("waits %v, want %d calls at once, then 1 s and 2 s", got, Burst)
 	}
-	_ = b.pace(bg, "777", true)
+	_ = b.pace(bg, "777", callReply)
 	clock = clock.Add(3 * time.Second) // the two waiting calls went at +1 s and +2 s; one more refilled
-	_ = b.pace(bg, "-100", false)
-	_ = b.pace(bg, "-100", false)
+	_ = b.pace(bg, "-100", callEdit)
+	_ = b.pace(bg, "-100", callEdit)
 	if got := sl.all(); len(got) != 3 || got[2] != time.Second {
 		t.Fatalf("waits %v: another chat waits for nothing; after 3 quiet seconds one call goes at once, the next waits 1 s", got)
 	}
@@ -542,8 +542,8 @@ func (h *heldSleeps) sleep(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
-// A reply's first message goes before the edits waiting in its chat: it takes the slot of
-// the first waiting edit, and each waiting edit moves back one slot (they wait again for the
+// A reply's first message goes before the edits and notices waiting in its chat: it takes
+// the slot of the first of them, and each moves back one slot (they wait again for the
 // difference), so the chat still gets no more than the cadence allows.
 func TestPaceSendBeforeEdits(t *testing.T) {
 	t.Parallel()
@@ -555,30 +555,30 @@ func TestPaceSendBeforeEdits(t *testing.T) {
 	clock := time.Unix(1_800_000_000, 0)
 	b.now = func() time.Time { return clock }
 	for range Burst {
-		if err := b.pace(bg, "-100", false); err != nil {
+		if err := b.pace(bg, "-100", callEdit); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var wg sync.WaitGroup
-	call := func(name string, send bool) {
+	call := func(name string, c call) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := b.pace(context.WithValue(bg, sleeperName{}, name), "-100", send); err != nil {
+			if err := b.pace(context.WithValue(bg, sleeperName{}, name), "-100", c); err != nil {
 				t.Error(err)
 			}
 		}()
 		<-h.started // waiting in its slot
 	}
-	call("edit1", false)
-	call("edit2", false)
-	call("send", true)
+	call("edit1", callEdit)
+	call("notice", callNotice)
+	call("reply", callReply)
 	close(h.release)
 	wg.Wait()
-	want := map[string][]time.Duration{"edit1": {time.Second, time.Second}, "edit2": {2 * time.Second, time.Second}, "send": {time.Second}}
+	want := map[string][]time.Duration{"edit1": {time.Second, time.Second}, "notice": {2 * time.Second, time.Second}, "reply": {time.Second}}
 	for name, w := range want {
 		if got := h.by[name]; !slices.Equal(got, w) {
-			t.Errorf("%s waited %v, want %v (the send takes the first edit's slot; the edits move back one)", name, got, w)
+			t.Errorf("%s waited %v, want %v (the reply takes the first edit's slot; the edit and the notice move back one)", name, got, w)
 		}
 	}
 }
@@ -603,16 +603,16 @@ func TestPaceGroupPerMinute(t *testing.T) {
 		return m
 	}
 	for range GroupPerMinute + 5 {
-		_ = b.pace(bg, "777", true)
+		_ = b.pace(bg, "777", callReply)
 	}
 	for range GroupPerMinute {
-		_ = b.pace(bg, "-100", true)
+		_ = b.pace(bg, "-100", callReply)
 	}
-	_ = b.pace(bg, "-100", false)
+	_ = b.pace(bg, "-100", callEdit)
 	if m := longest(); m >= time.Second {
 		t.Fatalf("waited %v within the limits (a DM's messages, a group's first %d, an edit)", m, GroupPerMinute)
 	}
-	_ = b.pace(bg, "-100", true)
+	_ = b.pace(bg, "-100", callReply)
 	if m := longest(); m != time.Minute+groupMargin {
 		t.Fatalf("the group's message %d waited at most %v, want %v", GroupPerMinute+1, m, time.Minute+groupMargin)
 	}
