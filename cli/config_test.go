@@ -201,13 +201,13 @@ func TestBenchRetentionScaledDown(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ args, want string }{
-		{"--turns 5", "spool: --turns must be at least 20, not 5\n"},
-		{"--windows 3x", "spool: --windows: \"3x\" is not a window size between 1k and 16m tokens\n"},
+		{"--turns 5", "spool: --turns must be at least 20, not 5 (see spool bench retention --help)\n"},
+		{"--windows 3x", "spool: --windows: \"3x\" is not a window size between 1k and 16m tokens (see spool bench retention --help)\n"},
 		{"--engines magic", "spool: --engines: unknown engine \"magic\""},
 		{"--seed -3", "spool: invalid argument \"-3\" for \"--seed\" flag"},
 	} {
 		bad := spool(t, t.TempDir(), append([]string{"bench", "retention"}, strings.Fields(tc.args)...)...)
-		if bad.code != 2 || !strings.HasPrefix(bad.stderr, tc.want) {
+		if bad.code != 2 || !strings.HasPrefix(bad.stderr, tc.want) || strings.Count(bad.stderr, "\n") != 1 {
 			t.Errorf("%s: exit %d, stderr %q", tc.args, bad.code, bad.stderr)
 		}
 	}
