@@ -39,6 +39,7 @@ type GatewayConfig struct {
 	IdleStreams int
 	IdleLimit   int64
 	IdlePad     int
+	IdleRenew   time.Duration // IdleConfig.RenewEvery
 	// OpenLoad is the open-loop phase's offered load, a fraction of the distinct phase's
 	// turns/s (0.5); a negative value skips the phase.
 	OpenLoad float64
@@ -577,7 +578,7 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 	}
 	var verify []string
 	if cfg.Exe != "" {
-		idle, err := IdleStreams(ctx, IdleConfig{Dir: cfg.Dir, Exe: cfg.Exe, Streams: cfg.IdleStreams, Limit: cfg.IdleLimit, Pad: cfg.IdlePad, Log: cfg.Log})
+		idle, err := IdleStreams(ctx, IdleConfig{Dir: cfg.Dir, Exe: cfg.Exe, Streams: cfg.IdleStreams, Limit: cfg.IdleLimit, Pad: cfg.IdlePad, RenewEvery: cfg.IdleRenew, Log: cfg.Log})
 		rep.Idle = &idle
 		if errors.Is(err, ErrVerify) {
 			verify = append(verify, strings.TrimPrefix(err.Error(), ErrVerify.Error()+": "))

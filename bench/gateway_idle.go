@@ -33,9 +33,12 @@ type IdleConfig struct {
 	Limit   int64  // the bytes the server may use with IdleTarget idle streams (DefaultIdleLimit)
 	// Pad adds this many bytes to each idle stream's message (0): a control, the figure must
 	// grow by at least that much a stream (the request and the prompt hold it during the turn).
-	Pad     int
-	Openers int       // streams being opened at once (32)
-	Log     io.Writer // progress; nil: none
+	Pad int
+	// RenewEvery is the server's leases.renew_every (0: its default, 60 s, so a short run
+	// renews nothing; 1 s renews during the hold and the release).
+	RenewEvery time.Duration
+	Openers    int       // streams being opened at once (32)
+	Log        io.Writer // progress; nil: none
 }
 
 // IdleMemory is the server process's memory: VmRSS (/proc/PID/status), Pss
@@ -112,6 +115,9 @@ func IdleStreams(ctx context.Context, cfg IdleConfig) (IdleReport, error) {
 	}
 	conf := "provider:\n  name: fake\n" +
 		"serve:\n  max_concurrent: 1000000\n  keepalive: 1s\n  turn_timeout: 2h\n  drain_timeout: 2m\n"
+	if cfg.RenewEvery > 0 {
+		conf += fmt.Sprintf("leases:\n  ttl: %s\n  renew_every: %s\n", max(5*time.Minute, 2*cfg.RenewEvery), cfg.RenewEvery)
+	}
 	srv, err := startReplica(ctx, ReplicasConfig{Dir: cfg.Dir, Exe: cfg.Exe}, "idle-serve", conf)
 	if err != nil {
 		return rep, err

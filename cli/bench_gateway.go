@@ -59,6 +59,7 @@ func (a *app) benchGatewayCommand() *cobra.Command {
 	fl.IntVar(&cfg.IdleStreams, "idle-streams", bench.DefaultIdleStreams, "idle open streams held against spool serve in its own process (10000: the target, measured)")
 	fl.Int64Var(&cfg.IdleLimit, "idle-limit", bench.DefaultIdleLimit, "bytes the server may use with 10,000 idle streams (the verdict)")
 	fl.IntVar(&cfg.IdlePad, "idle-pad", 0, "bytes added to each idle stream's message (a control: the verdict must fail)")
+	fl.DurationVar(&cfg.IdleRenew, "idle-renew-every", 0, "the idle-streams server's leases.renew_every (0: its default; 1s renews during the hold)")
 	fl.Float64Var(&cfg.OpenLoad, "open-load", 0.5, "open-loop phase's offered load, a fraction of the distinct phase's turns/s (negative: skip it)")
 	fl.BoolVar(&quiet, "quiet", false, "no progress on stderr")
 	return cmd
