@@ -133,7 +133,23 @@ func New(cfg Config) (*Adapter, error) {
 	a := &Adapter{s: s, sleep: cfg.Sleep, retries: cfg.Retries, limits: cfg.Limits, grace: cfg.StopGrace,
 		threads: map[string]chanInfo{}}
 	s.AddHandler(a.onMessage)
+	s.AddHandler(a.onConnect)
 	return a, nil
+}
+
+// onConnect closes a connection made while no Run is active. discordgo's reconnect loop, once
+// started by a dropped socket, does not stop when the session is closed: if Run ended while it
+// was retrying, its next success would leave a connection open that nobody reads and that
+// keeps a bot session on Discord. Connect is emitted inside Open, under the session's lock, so
+// the close runs after Open returns.
+func (a *Adapter) onConnect(s *discordgo.Session, _ *discordgo.Connect) {
+	a.mu.Lock()
+	idle := a.h == nil
+	a.mu.Unlock()
+	if idle {
+		a.count("closed_stray_connection")
+		go func() { _ = s.Close() }()
+	}
 }
 
 // rebase sends requests for https://discord.com/ to another base URL.

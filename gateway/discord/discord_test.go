@@ -460,3 +460,45 @@ func TestStopReadsWhatWasSent(t *testing.T) {
 		t.Fatalf("handed on %d of the 2 messages sent before the stop", len(rec.events))
 	}
 }
+
+// TestNoConnectionAfterStop: a socket dropped just before the bot stops starts discordgo's
+// reconnect loop, which does not stop with the session; its later success is closed again, so
+// no connection stays open after Run returned.
+func TestNoConnectionAfterStop(t *testing.T) {
+	t.Parallel()
+	fake, err := discordfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	ad, err := discord.New(discord.Config{Token: fake.Token, BaseURL: fake.URL, StopGrace: -1,
+		HTTP: &http.Client{Timeout: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ad.Run(ctx, newRecorder()) }()
+	wait := func(what string, cond func(v discordfake.View) bool) {
+		t.Helper()
+		wctx, wcancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer wcancel()
+		if err := fake.Wait(wctx, cond); err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+	}
+	wait("the first connection", func(v discordfake.View) bool { return v.Ready() == 1 })
+	// The next two handshakes fail: the reconnect loop is still retrying (its waits are 1 s,
+	// then 2 s) when Run stops.
+	fake.Refuse(2)
+	fake.Drop()
+	wait("a refused reconnect", func(v discordfake.View) bool { return v.Refused() >= 1 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	// The loop's third attempt succeeds, after Run returned (or, on a slow machine, before it
+	// closed, when Run's own close ends it): either way no connection stays.
+	wait("the reconnect loop's success", func(v discordfake.View) bool { return v.Identifies()+v.Resumes() >= 2 })
+	wait("no open connection", func(v discordfake.View) bool { return v.Ready() == 0 })
+}
