@@ -68,35 +68,61 @@ func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
-func setup(t *testing.T) (*discordfake.Server, *discord.Adapter, *recorder, *sleeps) {
+// startFake starts a fake Discord, closed when the test ends.
+func startFake(t *testing.T) *discordfake.Server {
 	t.Helper()
 	fake, err := discordfake.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(fake.Close)
-	sl := &sleeps{}
-	ad, err := discord.New(discord.Config{Token: fake.Token, BaseURL: fake.URL, Sleep: sl.sleep,
-		HTTP: &http.Client{Timeout: 2 * time.Second}})
+	return fake
+}
+
+// running is an adapter whose Run is going: cancel stops it, done gives Run's result.
+type running struct {
+	ad     *discord.Adapter
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// start makes an adapter from cfg for fake (its token and URL, a 2 s HTTP timeout), runs it on
+// h and returns once the fake saw it connect.
+func start(t *testing.T, fake *discordfake.Server, cfg discord.Config, h platform.Handler) running {
+	t.Helper()
+	cfg.Token, cfg.BaseURL, cfg.HTTP = fake.Token, fake.URL, &http.Client{Timeout: 2 * time.Second}
+	ad, err := discord.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := newRecorder()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ad.Run(ctx, rec) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	r := running{ad: ad, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- ad.Run(ctx, h) }()
+	wctx, wcancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer wcancel()
 	if err := fake.Wait(wctx, func(v discordfake.View) bool { return v.Ready() == 1 }); err != nil {
-		t.Fatal(err)
+		t.Fatalf("waiting for the first connection: %v", err)
 	}
-	return fake, ad, rec, sl
+	return r
+}
+
+// stop ends Run and fails the test on its error.
+func (r running) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	if err := <-r.done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+func setup(t *testing.T) (*discordfake.Server, *discord.Adapter, *recorder, *sleeps) {
+	t.Helper()
+	fake := startFake(t)
+	sl := &sleeps{}
+	rec := newRecorder()
+	r := start(t, fake, discord.Config{Sleep: sl.sleep}, rec)
+	t.Cleanup(func() { r.stop(t) })
+	return fake, r.ad, rec, sl
 }
 
 func TestIntake(t *testing.T) {
@@ -228,11 +254,7 @@ func TestSend(t *testing.T) {
 
 func TestBadToken(t *testing.T) {
 	t.Parallel()
-	fake, err := discordfake.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	fake := startFake(t)
 	ad, err := discord.New(discord.Config{Token: "wrong-secret-token", BaseURL: fake.URL})
 	if err != nil {
 		t.Fatal(err)
@@ -289,35 +311,18 @@ func TestThreadLookupRetried(t *testing.T) {
 // the fourth attempt connects and messages flow.
 func TestStartRetried(t *testing.T) {
 	t.Parallel()
-	fake, err := discordfake.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
+	fake := startFake(t)
 	fake.Refuse(3)
 	fake.AddChannel("600", discordfake.DMChannel, "")
 	sl := &sleeps{}
-	ad, err := discord.New(discord.Config{Token: fake.Token, BaseURL: fake.URL, Sleep: sl.sleep, HTTP: &http.Client{Timeout: 2 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec := newRecorder()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ad.Run(ctx, rec) }()
-	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer wcancel()
-	if err := fake.Wait(wctx, func(v discordfake.View) bool { return v.Ready() == 1 }); err != nil {
-		t.Fatalf("never connected: %v", err)
-	}
+	r := start(t, fake, discord.Config{Sleep: sl.sleep}, rec)
+	ad := r.ad
 	fake.Say(discordfake.UserMessage{ChannelID: "600", DM: true, AuthorID: "41", Username: "ann", Content: "hello after the outage"})
 	if evs := rec.waitCalls(t, 1); evs[0].Text != "hello after the outage" {
 		t.Fatalf("events %+v", evs)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	r.stop(t)
 	var refused int
 	fake.Inspect(func(v discordfake.View) { refused = v.Refused() })
 	sl.mu.Lock()
@@ -335,11 +340,7 @@ func TestStartRetried(t *testing.T) {
 // an error (nothing failed but the wait).
 func TestStartStoppedWhileAway(t *testing.T) {
 	t.Parallel()
-	fake, err := discordfake.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
+	fake := startFake(t)
 	fake.Refuse(1 << 20)
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
@@ -381,42 +382,29 @@ func (b blocking) Handle(_ context.Context, ev platform.Event) error {
 // after it returned.
 func TestStopWaitsForHandOn(t *testing.T) {
 	t.Parallel()
-	fake, err := discordfake.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
+	fake := startFake(t)
 	fake.AddChannel("600", discordfake.DMChannel, "")
-	ad, err := discord.New(discord.Config{Token: fake.Token, BaseURL: fake.URL, HTTP: &http.Client{Timeout: 2 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := blocking{got: make(chan platform.Event, 1), release: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ad.Run(ctx, h) }()
+	r := start(t, fake, discord.Config{}, h)
 	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer wcancel()
-	if err := fake.Wait(wctx, func(v discordfake.View) bool { return v.Ready() == 1 }); err != nil {
-		t.Fatal(err)
-	}
 	fake.Say(discordfake.UserMessage{ChannelID: "600", DM: true, AuthorID: "41", Username: "ann", Content: "sent as the bot stops"})
 	select {
 	case <-h.got:
 	case <-wctx.Done():
 		t.Fatal("the message never reached the handler")
 	}
-	cancel()
+	r.cancel()
 	if err := fake.Wait(wctx, func(v discordfake.View) bool { return v.Ready() == 0 }); err != nil {
 		t.Fatal(err) // the socket is closed: Run is in its stop
 	}
 	select {
-	case err := <-done:
+	case err := <-r.done:
 		t.Fatalf("Run returned (%v) while the message was still being handed on", err)
 	default:
 	}
 	close(h.release)
-	if err := <-done; err != nil {
+	if err := <-r.done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 }
@@ -428,32 +416,13 @@ func TestStopWaitsForHandOn(t *testing.T) {
 // 170 of 185 messages; one in 5,000 in a 10-minute run).
 func TestStopReadsWhatWasSent(t *testing.T) {
 	t.Parallel()
-	fake, err := discordfake.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
+	fake := startFake(t)
 	fake.AddChannel("600", discordfake.DMChannel, "")
-	ad, err := discord.New(discord.Config{Token: fake.Token, BaseURL: fake.URL, HTTP: &http.Client{Timeout: 2 * time.Second},
-		StopGrace: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec := newRecorder()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ad.Run(ctx, rec) }()
-	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer wcancel()
-	if err := fake.Wait(wctx, func(v discordfake.View) bool { return v.Ready() == 1 }); err != nil {
-		t.Fatal(err)
-	}
+	r := start(t, fake, discord.Config{StopGrace: 2 * time.Second}, rec)
 	fake.Say(discordfake.UserMessage{ChannelID: "600", DM: true, AuthorID: "41", Username: "ann", Content: "one"})
 	fake.Say(discordfake.UserMessage{ChannelID: "600", DM: true, AuthorID: "41", Username: "ann", Content: "two"})
-	cancel() // the bot stops as the messages are on their way
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	r.stop(t) // the bot stops as the messages are on their way
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	if len(rec.events) != 2 {
@@ -466,19 +435,8 @@ func TestStopReadsWhatWasSent(t *testing.T) {
 // no connection stays open after Run returned.
 func TestNoConnectionAfterStop(t *testing.T) {
 	t.Parallel()
-	fake, err := discordfake.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
-	ad, err := discord.New(discord.Config{Token: fake.Token, BaseURL: fake.URL, StopGrace: -1,
-		HTTP: &http.Client{Timeout: 2 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ad.Run(ctx, newRecorder()) }()
+	fake := startFake(t)
+	r := start(t, fake, discord.Config{StopGrace: -1}, newRecorder())
 	wait := func(what string, cond func(v discordfake.View) bool) {
 		t.Helper()
 		wctx, wcancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -487,16 +445,12 @@ func TestNoConnectionAfterStop(t *testing.T) {
 			t.Fatalf("waiting for %s: %v", what, err)
 		}
 	}
-	wait("the first connection", func(v discordfake.View) bool { return v.Ready() == 1 })
 	// The next two handshakes fail: the reconnect loop is still retrying (its waits are 1 s,
 	// then 2 s) when Run stops.
 	fake.Refuse(2)
 	fake.Drop()
 	wait("a refused reconnect", func(v discordfake.View) bool { return v.Refused() >= 1 })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	r.stop(t)
 	// The loop's third attempt succeeds, after Run returned (or, on a slow machine, before it
 	// closed, when Run's own close ends it): either way no connection stays.
 	wait("the reconnect loop's success", func(v discordfake.View) bool { return v.Identifies()+v.Resumes() >= 2 })

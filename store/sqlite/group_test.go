@@ -43,6 +43,21 @@ func blockWriter(t *testing.T, db *DB) (release func(n int64)) {
 	}
 }
 
+// queueAppend appends a user message with content to sid on a goroutine and returns once its
+// write is queued (behind a blocked writer), with the channel its error arrives on.
+func queueAppend(ctx context.Context, db *DB, sid, content string) <-chan error {
+	n := db.group.submitted.Load()
+	got := make(chan error, 1)
+	go func() {
+		_, err := db.Append(ctx, sid, store.Message{Role: store.RoleUser, Content: content})
+		got <- err
+	}()
+	for db.group.submitted.Load() < n+1 {
+		runtime.Gosched()
+	}
+	return got
+}
+
 func openGroupTest(t *testing.T) *DB {
 	t.Helper()
 	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "spool.db"), Options{Logger: discardLogger()})
@@ -211,14 +226,7 @@ func TestGroupCommitAbandonedJobNeverRuns(t *testing.T) {
 	sub0 := db.group.submitted.Load()
 	release := blockWriter(t, db)
 	ctx, cancel := context.WithCancel(context.Background())
-	got := make(chan error, 1)
-	go func() {
-		_, err := db.Append(ctx, s.ID, store.Message{Role: store.RoleUser, Content: "abandoned"})
-		got <- err
-	}()
-	for db.group.submitted.Load() < sub0+2 {
-		runtime.Gosched()
-	}
+	got := queueAppend(ctx, db, s.ID, "abandoned")
 	cancel()
 	if err := <-got; !errors.Is(err, context.Canceled) {
 		t.Fatalf("abandoned write: %v, want context.Canceled", err)
@@ -251,22 +259,8 @@ func TestGroupCommitAbandonedJobAheadOfALiveOne(t *testing.T) {
 	sub0 := db.group.submitted.Load()
 	release := blockWriter(t, db)
 	ctx, cancel := context.WithCancel(context.Background())
-	abandoned := make(chan error, 1)
-	go func() {
-		_, err := db.Append(ctx, s.ID, store.Message{Role: store.RoleUser, Content: "abandoned"})
-		abandoned <- err
-	}()
-	for db.group.submitted.Load() < sub0+2 {
-		runtime.Gosched()
-	}
-	live := make(chan error, 1)
-	go func() {
-		_, err := db.Append(context.Background(), s.ID, store.Message{Role: store.RoleUser, Content: "live"})
-		live <- err
-	}()
-	for db.group.submitted.Load() < sub0+3 {
-		runtime.Gosched()
-	}
+	abandoned := queueAppend(ctx, db, s.ID, "abandoned")
+	live := queueAppend(context.Background(), db, s.ID, "live")
 	cancel()
 	if err := <-abandoned; !errors.Is(err, context.Canceled) {
 		t.Fatalf("abandoned write: %v, want context.Canceled", err)
