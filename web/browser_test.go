@@ -100,6 +100,36 @@ func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Act
 	}
 }
 
+// downloads lets the browser download into a fresh directory (allow, an action) and returns
+// download, which waits for the next download to finish and returns its bytes.
+func downloads(t *testing.T, ctx context.Context) (allow chromedp.Action, download func() []byte) {
+	dl := t.TempDir()
+	done := make(chan string, 1)
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if e, ok := ev.(*browser.EventDownloadProgress); ok && e.State == browser.DownloadProgressStateCompleted {
+			select {
+			case done <- e.GUID:
+			default:
+			}
+		}
+	})
+	allow = browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllowAndName).WithDownloadPath(dl).WithEventsEnabled(true)
+	return allow, func() []byte {
+		t.Helper()
+		var guid string
+		select {
+		case guid = <-done:
+		case <-ctx.Done():
+			t.Fatal("the export never finished downloading")
+		}
+		b, err := os.ReadFile(filepath.Join(dl, guid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+}
+
 // waitJS waits until a JavaScript expression is true: a condition, not a timer. It keeps asking
 // across navigations (an expression evaluated while a page unloads fails and is asked again).
 func waitJS(expr string) chromedp.ActionFunc {
@@ -240,16 +270,7 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("rename and export", func(t *testing.T) {
-		dl := t.TempDir()
-		done := make(chan string, 1)
-		chromedp.ListenTarget(ctx, func(ev any) {
-			if e, ok := ev.(*browser.EventDownloadProgress); ok && e.State == browser.DownloadProgressStateCompleted {
-				select {
-				case done <- e.GUID:
-				default:
-				}
-			}
-		})
+		allow, download := downloads(t, ctx)
 		run(t, ctx, "rename", chromedp.Navigate(base+"/ui/sessions/"+f.demo), chromedp.WaitVisible("#actions"),
 			chromedp.Click("#actions > summary"), chromedp.WaitVisible("#rename-title"),
 			chromedp.SetValue("#rename-title", "Renamed in the browser"), chromedp.Submit("#rename-title"),
@@ -258,18 +279,9 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("stored title = %q", s.Title)
 		}
 		run(t, ctx, "export",
-			browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllowAndName).WithDownloadPath(dl).WithEventsEnabled(true),
+			allow,
 			chromedp.Click("#actions > summary"), chromedp.WaitVisible("#export-btn"), chromedp.Click("#export-btn"))
-		var guid string
-		select {
-		case guid = <-done:
-		case <-ctx.Done():
-			t.Fatal("the export never finished downloading")
-		}
-		b, err := os.ReadFile(filepath.Join(dl, guid))
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := download()
 		first, _, _ := strings.Cut(string(b), "\n")
 		if !strings.HasPrefix(first, `{"spool_export":1`) || !strings.Contains(string(b), "Renamed in the browser") {
 			t.Errorf("downloaded bundle starts %q", shorten(string(b), 120))
@@ -425,30 +437,12 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("export the whole tree", func(t *testing.T) {
-		dl := t.TempDir()
-		done := make(chan string, 1)
-		chromedp.ListenTarget(ctx, func(ev any) {
-			if e, ok := ev.(*browser.EventDownloadProgress); ok && e.State == browser.DownloadProgressStateCompleted {
-				select {
-				case done <- e.GUID:
-				default:
-				}
-			}
-		})
+		allow, download := downloads(t, ctx)
 		step(t, "export", chromedp.Navigate(base+"/ui/sessions/"+f.demo), chromedp.WaitVisible("#actions"),
-			browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllowAndName).WithDownloadPath(dl).WithEventsEnabled(true),
+			allow,
 			chromedp.Click("#actions > summary"), chromedp.WaitVisible("#export-btn"),
 			chromedp.Click(`#export-form input[name="tree"]`), chromedp.Click("#export-btn"))
-		var guid string
-		select {
-		case guid = <-done:
-		case <-ctx.Done():
-			t.Fatal("the export never finished downloading")
-		}
-		b, err := os.ReadFile(filepath.Join(dl, guid))
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := download()
 		if !strings.Contains(string(b), f.branch) || !strings.Contains(string(b), "what if we rewrite it instead?") {
 			t.Errorf("the tree export lacks the branch: %s", shorten(string(b), 200))
 		}
