@@ -319,7 +319,10 @@ func (g *groupWriter) alone(live []*groupJob) {
 		if !j.state.CompareAndSwap(jobQueued, jobRunning) && j.state.Load() != jobRunning {
 			continue
 		}
-		j.err = db.retryLocked(j.ctx, j.start, j.deadline, func(tx *sql.Tx) error { return j.fn(j.ctx, tx) })
+		// Started jobs run to their end here too: on a context that is not cancelled, as in the
+		// group (the caller waits for the outcome either way).
+		jctx := context.WithoutCancel(j.ctx)
+		j.err = db.retryLocked(jctx, j.start, j.deadline, func(tx *sql.Tx) error { return j.fn(jctx, tx) })
 		if isCorrupt(j.err) {
 			j.err = db.damage(j.err)
 		}

@@ -303,3 +303,49 @@ func TestGroupCommitClose(t *testing.T) {
 		t.Fatalf("append after close: %v, want errGroupClosed", err)
 	}
 }
+
+// A job that started runs to its end even when its caller's context ends meanwhile, also when
+// its group falls back to one transaction a job: the fallback ran it on the caller's context,
+// so a caller cancelled after its job started got context.Canceled for a write that then never
+// landed, against the contract of writeGrouped.
+func TestGroupCommitFallbackIgnoresCancelOfStartedJob(t *testing.T) {
+	t.Parallel()
+	db := openGroupTest(t)
+	sub0 := db.group.submitted.Load()
+	release := blockWriter(t, db)
+	cctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan error, 2)
+	go func() {
+		got <- db.writeGrouped(cctx, time.Minute, func(ctx context.Context, tx *sql.Tx) error {
+			cancel() // the caller leaves while its job runs
+			_, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO model_cooldowns (model, until_us, updated_at) VALUES ('kept', 1, 1)")
+			return err
+		})
+	}()
+	for db.group.submitted.Load() < sub0+2 {
+		runtime.Gosched()
+	}
+	errBreak := errors.New("broke the transaction")
+	go func() {
+		got <- db.writeGrouped(context.Background(), time.Minute, func(ctx context.Context, tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, "ROLLBACK"); err != nil { // ends the group's transaction
+				return err
+			}
+			return errBreak
+		})
+	}()
+	release(sub0 + 3)
+	for range 2 {
+		if err := <-got; err != nil && !errors.Is(err, errBreak) {
+			t.Fatalf("the cancelled caller's started job: %v, want it run to its end", err)
+		}
+	}
+	var kept int
+	if err := db.r.QueryRowContext(context.Background(), "SELECT count(*) FROM model_cooldowns WHERE model = 'kept'").Scan(&kept); err != nil {
+		t.Fatal(err)
+	}
+	if kept != 1 {
+		t.Fatalf("%d rows of the started job landed, want 1", kept)
+	}
+}
