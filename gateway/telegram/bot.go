@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -70,21 +71,19 @@ type Bot struct {
 	now   func() time.Time   // the cadence's clock (tests fix it)
 }
 
-// bucket is one chat's allowance of calls: Burst at most, one more every EditEvery; and, for
-// a group, the times of its last GroupPerMinute new messages.
+// bucket is one chat's allowance of calls: Burst at most, one more every EditEvery; the calls
+// waiting for it, in the order they go; and, for a group, when its last new messages went.
 type bucket struct {
-	tokens float64 // may go negative: calls holding a slot in the future
-	at     time.Time
-	// waiting are the calls holding a future slot: a reply's first message before any edit or
-	// notice (it takes the slot of the first of them waiting; they move back one).
-	waiting []*slot
-	sends   []*slot // a group's new messages in the last minute
+	tokens  float64   // the calls left at at, after the calls that went (0 to Burst)
+	at      time.Time // when tokens was counted: the last call that went
+	waiting []*slot   // replies' new messages first, then edits and notices, each in the order they came
+	sends   []time.Time
 }
 
 // slot is one waiting call's turn; the bot's lock guards at.
 type slot struct {
 	at     time.Time
-	urgent bool
+	urgent bool // a reply's new message
 }
 
 // call is what a paced call is: a reply's new message, a notice (a new message that may wait
@@ -267,72 +266,131 @@ const groupMargin = 250 * time.Millisecond
 // pace gives a call to one chat its turn: at most Burst at once, then one per EditEvery
 // (Telegram allows about one message a second per chat, with short bursts), and in a group
 // at most GroupPerMinute new messages a minute. A streamed reply, a queued notice and other
-// users' replies in the same group share the chat's allowance; a reply's new message goes
-// before the waiting edits and notices — its user sees nothing until it goes, while an edit
-// only brings a message already shown up to date (the stream's next edit carries whatever
-// text came meanwhile) and a notice only says a message waits.
+// users' replies in the same group share the chat's allowance, and a reply's new message
+// comes first: its user sees nothing until it goes, while an edit only brings a message
+// already shown up to date (the stream's next edit carries whatever text came meanwhile) and
+// a notice only says a message waits. So an edit or a notice never takes the chat's last
+// call: it goes only while one more is left after it, which a new reply may take at once.
+// A reply that finds even that one spent goes before the edits and notices waiting, and
+// they move back behind it.
+//
+// The allowance counts only the calls that went: a waiting call's slot is where the
+// allowance, refilling, reaches its turn after the calls ahead of it; it is worked out again
+// whenever a call comes or wakes, so a call that is late (or leaves) never lets the ones
+// behind it go closer than Telegram takes.
 func (b *Bot) pace(ctx context.Context, chat string, c call) error {
+	group := c != callEdit && strings.HasPrefix(chat, "-") // a group (or a channel): a minute's quota of new messages
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	now := b.now()
 	k := b.chats[chat]
 	if k == nil {
+		b.forgetFull(now)
 		k = &bucket{tokens: Burst, at: now}
 		b.chats[chat] = k
 	}
-	k.tokens = min(Burst, k.tokens+float64(now.Sub(k.at))/float64(b.o.EditEvery))
-	k.at = now
-	k.tokens--
-	me := &slot{at: now, urgent: c == callReply}
-	if k.tokens < 0 {
-		me.at = now.Add(time.Duration(-k.tokens * float64(b.o.EditEvery)))
-	}
-	// the new call's slot is the latest; a reply trades it with the first waiting edit or
-	// notice, and each of those after it with the next one's
-	k.waiting = append(k.waiting, me)
-	if me.urgent {
-		for i := len(k.waiting) - 1; i > 0 && !k.waiting[i-1].urgent; i-- {
-			a, c := k.waiting[i-1], k.waiting[i]
-			a.at, c.at = c.at, a.at
-			k.waiting[i-1], k.waiting[i] = c, a
-		}
-	}
-	if c != callEdit && strings.HasPrefix(chat, "-") { // a group (or a channel): a minute's quota of new messages
-		k.sends = slices.DeleteFunc(k.sends, func(x *slot) bool { return !x.at.Add(time.Minute + groupMargin).After(now) })
-		if n := len(k.sends); n >= GroupPerMinute {
-			ats := make([]time.Time, n)
-			for i, x := range k.sends {
-				ats[i] = x.at
-			}
-			slices.SortFunc(ats, func(x, y time.Time) int { return x.Compare(y) })
-			if t := ats[n-GroupPerMinute].Add(time.Minute + groupMargin); t.After(me.at) {
-				me.at = t
-			}
-		}
-		k.sends = append(k.sends, me)
-	}
-	if len(b.chats) > 10000 {
-		for c, x := range b.chats {
-			if len(x.waiting) == 0 && len(x.sends) == 0 && x.tokens+float64(now.Sub(x.at))/float64(b.o.EditEvery) >= Burst {
-				delete(b.chats, c) // full again: as good as new
-			}
-		}
-	}
-	// wait for the slot, and again if a reply took it meanwhile
-	var err error
-	slept := now
-	for err == nil {
-		wait := me.at.Sub(slept)
-		if wait <= 0 {
-			break
-		}
-		slept = me.at
+	me := &slot{urgent: c == callReply}
+	k.enqueue(me)
+	defer func() { k.waiting = slices.DeleteFunc(k.waiting, func(x *slot) bool { return x == me }) }()
+	sleep := func(d time.Duration) error {
 		b.mu.Unlock()
-		err = b.o.Sleep(ctx, wait)
+		err := b.o.Sleep(ctx, d)
 		b.mu.Lock()
+		now = latest(b.now(), now.Add(d)) // (a test's clock may stand still)
+		return err
 	}
-	k.waiting = slices.DeleteFunc(k.waiting, func(x *slot) bool { return x == me })
-	b.mu.Unlock()
-	return err
+	for {
+		now = latest(now, k.at)
+		b.reslot(k, now)
+		if me.at.After(now) {
+			if err := sleep(me.at.Sub(now)); err != nil {
+				return err
+			}
+			continue
+		}
+		if group {
+			if free := k.minuteFree(now); free.After(now) {
+				// the group had its minute's new messages: out of the line until it allows one
+				k.waiting = slices.DeleteFunc(k.waiting, func(x *slot) bool { return x == me })
+				if err := sleep(free.Sub(now)); err != nil {
+					return err
+				}
+				k.enqueue(me)
+				continue
+			}
+			k.sends = append(k.sends, now)
+		}
+		k.tokens = min(Burst, k.tokens+float64(now.Sub(k.at))/float64(b.o.EditEvery)) - 1
+		k.at = now
+		return nil
+	}
+}
+
+// enqueue puts a call in the line: a reply after the replies waiting, anything else last.
+func (k *bucket) enqueue(me *slot) {
+	i := len(k.waiting)
+	if me.urgent {
+		if i = slices.IndexFunc(k.waiting, func(x *slot) bool { return !x.urgent }); i < 0 {
+			i = len(k.waiting)
+		}
+	}
+	k.waiting = slices.Insert(k.waiting, i, me)
+}
+
+// reslot gives the waiting calls their slots, in order from now: each goes when the chat's
+// allowance, refilling, has one call for it — a reply — or two, one to leave — an edit or a
+// notice. Under b.mu.
+func (b *Bot) reslot(k *bucket, now time.Time) {
+	left := min(Burst, k.tokens+float64(now.Sub(k.at))/float64(b.o.EditEvery))
+	t := now
+	for _, x := range k.waiting {
+		need := 2.0 // an edit or a notice leaves one call
+		if x.urgent {
+			need = 1
+		}
+		if left < need {
+			t = t.Add(time.Duration(math.Ceil((need - left) * float64(b.o.EditEvery))))
+			left = need
+		}
+		x.at = t
+		left--
+	}
+}
+
+// forgetFull drops the chats whose allowance is full again and that wait for nothing (as good
+// as new), once there are many. Under b.mu.
+func (b *Bot) forgetFull(now time.Time) {
+	if len(b.chats) <= 10000 {
+		return
+	}
+	for c, x := range b.chats {
+		if len(x.waiting) == 0 && !slices.ContainsFunc(x.sends, func(t time.Time) bool { return t.Add(groupWindow).After(now) }) &&
+			x.tokens+float64(now.Sub(x.at))/float64(b.o.EditEvery) >= Burst {
+			delete(b.chats, c)
+		}
+	}
+}
+
+// groupWindow is the span in which a group takes GroupPerMinute new messages: a minute, and
+// a margin so the requests' trip to Telegram cannot make two look closer than they went.
+const groupWindow = time.Minute + groupMargin
+
+// minuteFree is the first time from at when one more new message fits the group's minute:
+// fewer than GroupPerMinute others within groupWindow before it. Under b.mu.
+func (k *bucket) minuteFree(at time.Time) time.Time {
+	k.sends = slices.DeleteFunc(k.sends, func(x time.Time) bool { return !x.Add(groupWindow).After(at) })
+	if n := len(k.sends); n >= GroupPerMinute {
+		slices.SortFunc(k.sends, func(x, y time.Time) int { return x.Compare(y) })
+		return latest(at, k.sends[n-GroupPerMinute].Add(groupWindow))
+	}
+	return at
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // Send implements platform.Outbound.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -495,90 +496,290 @@ func TestResolve(t *testing.T) {
 // The per-chat cadence lets a burst of Burst calls go at once (a reply's first message does
 // not wait behind the edits before it), then one per EditEvery; another chat has its own
 // allowance, and a quiet second refills one call.
-func TestPaceBurst(t *testing.T) {
-	t.Parallel()
-	sl := &sleeps{}
-	b, err := New(Options{Token: token, Mode: "webhook", WebhookURL: "https://x", WebhookSecret: "s", EditEvery: time.Second, Sleep: sl.sleep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := time.Unix(1_800_000_000, 0)
-	b.now = func() time.Time { return clock }
-	for range Burst + 2 {
-		if err := b.pace(bg, "-100", callEdit); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := sl.all(); len(got) != 2 || got[0] != time.Second || got[1] != 2*time.Second {
-		t.Fatalf("waits %v, want %d calls at once, then 1 s and 2 s", got, Burst)
-	}
-	_ = b.pace(bg, "777", callReply)
-	clock = clock.Add(3 * time.Second) // the two waiting calls went at +1 s and +2 s; one more refilled
-	_ = b.pace(bg, "-100", callEdit)
-	_ = b.pace(bg, "-100", callEdit)
-	if got := sl.all(); len(got) != 3 || got[2] != time.Second {
-		t.Fatalf("waits %v: another chat waits for nothing; after 3 quiet seconds one call goes at once, the next waits 1 s", got)
-	}
+// vclock is a virtual clock for one caller at a time: a sleep moves it on by the wait.
+type vclock struct {
+	mu    sync.Mutex
+	t     time.Time
+	waits []time.Duration
 }
 
-type sleeperName struct{}
-
-// heldSleeps records each wait by the name in its context and holds it until release is
-// closed.
-type heldSleeps struct {
-	mu      sync.Mutex
-	by      map[string][]time.Duration
-	started chan struct{}
-	release chan struct{}
+func (v *vclock) now() time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.t
 }
 
-func (h *heldSleeps) sleep(ctx context.Context, d time.Duration) error {
-	name, _ := ctx.Value(sleeperName{}).(string)
-	h.mu.Lock()
-	h.by[name] = append(h.by[name], d)
-	h.mu.Unlock()
-	h.started <- struct{}{}
-	<-h.release
+func (v *vclock) sleep(ctx context.Context, d time.Duration) error {
+	v.mu.Lock()
+	v.t = v.t.Add(d)
+	v.waits = append(v.waits, d)
+	v.mu.Unlock()
 	return ctx.Err()
 }
 
-// A reply's first message goes before the edits and notices waiting in its chat: it takes
-// the slot of the first of them, and each moves back one slot (they wait again for the
-// difference), so the chat still gets no more than the cadence allows.
-func TestPaceSendBeforeEdits(t *testing.T) {
-	t.Parallel()
-	h := &heldSleeps{by: map[string][]time.Duration{}, started: make(chan struct{}, 16), release: make(chan struct{})}
-	b, err := New(Options{Token: token, Mode: "webhook", WebhookURL: "https://x", WebhookSecret: "s", EditEvery: time.Second, Sleep: h.sleep})
+// wait is how long one paced call waited.
+func (v *vclock) wait(t *testing.T, b *Bot, chat string, c call) time.Duration {
+	t.Helper()
+	t0 := v.now()
+	if err := b.pace(bg, chat, c); err != nil {
+		t.Fatal(err)
+	}
+	return v.now().Sub(t0)
+}
+
+func pacedBot(t *testing.T, every time.Duration, sleep platform.Sleeper) *Bot {
+	t.Helper()
+	b, err := New(Options{Token: token, Mode: "webhook", WebhookURL: "https://x", WebhookSecret: "s", EditEvery: every, Sleep: sleep})
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := time.Unix(1_800_000_000, 0)
-	b.now = func() time.Time { return clock }
-	for range Burst {
-		if err := b.pace(bg, "-100", callEdit); err != nil {
-			t.Fatal(err)
+	return b
+}
+
+// Edits to one chat go Burst-1 at once, then one per EditEvery: the last call of the burst is
+// left for a reply, which takes it at once; other chats wait for nothing.
+func TestPaceBurst(t *testing.T) {
+	t.Parallel()
+	v := &vclock{t: time.Unix(1_800_000_000, 0)}
+	b := pacedBot(t, time.Second, v.sleep)
+	b.now = v.now
+	var got []time.Duration
+	for range Burst + 2 {
+		got = append(got, v.wait(t, b, "-100", callEdit))
+	}
+	if want := []time.Duration{0, 0, time.Second, time.Second, time.Second}; !slices.Equal(got, want) {
+		t.Fatalf("edits waited %v, want %v (%d at once, then one a second)", got, want, Burst-1)
+	}
+	if d := v.wait(t, b, "-100", callReply); d != 0 {
+		t.Fatalf("a reply after the edits waited %v, want 0 (the call the edits left)", d)
+	}
+	if d := v.wait(t, b, "-100", callReply); d != time.Second {
+		t.Fatalf("a second reply at once waited %v, want 1 s (the chat's calls spent)", d)
+	}
+	if d := v.wait(t, b, "777", callEdit); d != 0 {
+		t.Fatalf("another chat waited %v", d)
+	}
+	v.t = v.t.Add(10 * time.Second) // full again
+	got = got[:0]
+	for _, c := range []call{callReply, callReply, callReply, callReply} {
+		got = append(got, v.wait(t, b, "-100", c))
+	}
+	if want := []time.Duration{0, 0, 0, time.Second}; !slices.Equal(got, want) {
+		t.Fatalf("replies after a quiet spell waited %v, want %v (a burst of %d)", got, want, Burst)
+	}
+}
+
+// The soak's slow case: a reply streamed in a chat — its message, then edits or the queued
+// notice of a double text as fast as the chat allows — and the next reply's first message
+// comes right after them. It goes at once: they left it a call. (Before, they took the
+// burst's last call, and the next reply waited up to EditEvery for the allowance.)
+func TestPaceReplyFindsLastCall(t *testing.T) {
+	t.Parallel()
+	for _, chat := range []string{"5", "-100"} {
+		v := &vclock{t: time.Unix(1_800_000_000, 0)}
+		b := pacedBot(t, time.Second, v.sleep)
+		b.now = v.now
+		for round := range 6 {
+			if d := v.wait(t, b, chat, callReply); d != 0 {
+				t.Fatalf("chat %s, round %d: the reply's first message waited %v, want 0", chat, round, d)
+			}
+			v.wait(t, b, chat, []call{callEdit, callNotice}[round%2])
+			v.wait(t, b, chat, callEdit)
 		}
 	}
-	var wg sync.WaitGroup
-	call := func(name string, c call) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := b.pace(context.WithValue(bg, sleeperName{}, name), "-100", c); err != nil {
+}
+
+// sim runs paced calls on a virtual clock, one event at a time: a sleep ends when the driver
+// moves the clock past it, and the driver moves on only when every call is asleep or done.
+type sim struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	t      time.Time
+	active int
+	wakes  []*simWake
+}
+
+type simWake struct {
+	at time.Time
+	ch chan struct{}
+}
+
+func newSim(t0 time.Time) *sim {
+	s := &sim{t: t0}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+func (s *sim) now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.t
+}
+
+func (s *sim) sleep(ctx context.Context, d time.Duration) error {
+	s.mu.Lock()
+	w := &simWake{at: s.t.Add(d), ch: make(chan struct{})}
+	s.wakes = append(s.wakes, w)
+	s.active--
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	<-w.ch
+	return ctx.Err()
+}
+
+// start runs f as a call; it returns the virtual time f returned at, once it did.
+func (s *sim) start(f func()) func() time.Time {
+	var done time.Time
+	s.mu.Lock()
+	s.active++
+	s.mu.Unlock()
+	go func() {
+		f()
+		s.mu.Lock()
+		done = s.t
+		s.active--
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}()
+	return func() time.Time {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return done
+	}
+}
+
+// advance runs every sleep that ends by to, in time order, and leaves the clock at to.
+func (s *sim) advance(to time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		for s.active > 0 {
+			s.cond.Wait()
+		}
+		i := -1
+		for j, w := range s.wakes {
+			if !w.at.After(to) && (i < 0 || w.at.Before(s.wakes[i].at)) {
+				i = j
+			}
+		}
+		if i < 0 {
+			s.t = latest(s.t, to)
+			return
+		}
+		w := s.wakes[i]
+		s.wakes = slices.Delete(s.wakes, i, i+1)
+		s.t = latest(s.t, w.at)
+		s.active++
+		close(w.ch)
+	}
+}
+
+// A reply's first message that finds even the last call spent (three replies just went in a
+// group) goes before the edits and notices waiting in its chat, at the first call the
+// allowance has again; they move back behind it, so the chat still gets no more than the
+// cadence allows.
+func TestPaceSendBeforeEdits(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1_800_000_000, 0)
+	s := newSim(t0)
+	b := pacedBot(t, time.Second, s.sleep)
+	b.now = s.now
+	went := map[string]func() time.Time{}
+	for _, x := range []struct {
+		name string
+		c    call
+	}{{"reply0", callReply}, {"reply1", callReply}, {"reply2", callReply}, {"edit", callEdit}, {"notice", callNotice}, {"reply", callReply}} {
+		went[x.name] = s.start(func() {
+			if err := b.pace(bg, "-100", x.c); err != nil {
 				t.Error(err)
 			}
-		}()
-		<-h.started // waiting in its slot
+		})
+		s.advance(t0)
 	}
-	call("edit1", callEdit)
-	call("notice", callNotice)
-	call("reply", callReply)
-	close(h.release)
-	wg.Wait()
-	want := map[string][]time.Duration{"edit1": {time.Second, time.Second}, "notice": {2 * time.Second, time.Second}, "reply": {time.Second}}
-	for name, w := range want {
-		if got := h.by[name]; !slices.Equal(got, w) {
-			t.Errorf("%s waited %v, want %v (the reply takes the first edit's slot; the edit and the notice move back one)", name, got, w)
+	s.advance(t0.Add(time.Minute))
+	for name, w := range map[string]time.Duration{"reply0": 0, "reply1": 0, "reply2": 0, "reply": time.Second, "edit": 3 * time.Second, "notice": 4 * time.Second} {
+		if got := went[name]().Sub(t0); got != w {
+			t.Errorf("%s went at +%v, want +%v (the reply at the next call; the edit and the notice, which leave a call, behind it)", name, got, w)
+		}
+	}
+}
+
+// Under any mix of replies, edits and notices arriving at any times, the calls go within
+// Telegram's limits, checked as the fake checks them but without its grace (per chat a burst
+// of 3 and then one call a second; per group 20 new messages a minute); and a reply whose
+// chat had no other new message in the second before it goes at once (in a group, while the
+// minute allows).
+func TestPaceKeepsLimits(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		s := newSim(time.Unix(1_800_000_000, 0))
+		b := pacedBot(t, time.Second, s.sleep)
+		b.now = s.now
+		type arrival struct {
+			chat string
+			c    call
+			at   time.Time
+			went func() time.Time
+		}
+		var arr []*arrival
+		gap := []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 4 * time.Second}[seed%3]
+		for range 500 {
+			s.advance(s.now().Add(time.Duration(rng.Float64() * float64(gap))))
+			a := &arrival{chat: []string{"5", "-100"}[rng.IntN(2)], c: call(rng.IntN(3)), at: s.now()}
+			a.went = s.start(func() {
+				if err := b.pace(bg, a.chat, a.c); err != nil {
+					t.Error(err)
+				}
+			})
+			arr = append(arr, a)
+		}
+		s.advance(s.now().Add(time.Hour))
+		calls, sends := map[string][]time.Time{}, map[string][]time.Time{}
+		for i, a := range arr {
+			g := a.went()
+			if g.IsZero() {
+				t.Fatalf("seed %d: call %d never went", seed, i)
+			}
+			calls[a.chat] = append(calls[a.chat], g)
+			if a.c == callEdit {
+				continue
+			}
+			if a.c == callReply && !g.Equal(a.at) {
+				quiet, minute := true, 0
+				for _, o := range arr[:i] {
+					og := o.went()
+					if o.c != callEdit && o.chat == a.chat && og.After(a.at.Add(-time.Second)) {
+						quiet = false
+					}
+					if o.c != callEdit && o.chat == a.chat && og.After(a.at.Add(-groupWindow)) {
+						minute++
+					}
+				}
+				if quiet && (a.chat == "5" || minute < GroupPerMinute-1) {
+					t.Errorf("seed %d: reply %d to chat %s waited %v though no new message went there in the second before it", seed, i, a.chat, g.Sub(a.at))
+				}
+			}
+			sends[a.chat] = append(sends[a.chat], g)
+		}
+		for chat, gs := range calls {
+			slices.SortFunc(gs, func(x, y time.Time) int { return x.Compare(y) })
+			tokens, at := float64(Burst), gs[0]
+			for i, g := range gs {
+				tokens = min(Burst, tokens+float64(g.Sub(at))/float64(time.Second))
+				at = g
+				if tokens < 1-1e-6 {
+					t.Fatalf("seed %d: call %d to chat %s at +%v is over the per-chat limit (%.3f calls left)", seed, i, chat, g.Sub(gs[0]), tokens)
+				}
+				tokens--
+			}
+		}
+		ss := sends["-100"]
+		slices.SortFunc(ss, func(x, y time.Time) int { return x.Compare(y) })
+		for i := GroupPerMinute; i < len(ss); i++ {
+			if ss[i].Sub(ss[i-GroupPerMinute]) < time.Minute {
+				t.Fatalf("seed %d: new messages %d and %d to the group went %v apart (at most %d a minute)", seed, i-GroupPerMinute, i, ss[i].Sub(ss[i-GroupPerMinute]), GroupPerMinute)
+			}
 		}
 	}
 }
@@ -588,33 +789,25 @@ func TestPaceSendBeforeEdits(t *testing.T) {
 // DM are not held by it.
 func TestPaceGroupPerMinute(t *testing.T) {
 	t.Parallel()
-	sl := &sleeps{}
-	b, err := New(Options{Token: token, Mode: "webhook", WebhookURL: "https://x", WebhookSecret: "s", EditEvery: time.Millisecond, Sleep: sl.sleep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := time.Unix(1_800_000_000, 0)
-	b.now = func() time.Time { return clock }
-	longest := func() time.Duration {
-		var m time.Duration
-		for _, d := range sl.all() {
-			m = max(m, d)
-		}
-		return m
-	}
+	t0 := time.Unix(1_800_000_000, 0)
+	v := &vclock{t: t0}
+	b := pacedBot(t, time.Millisecond, v.sleep)
+	b.now = v.now
+	var longest time.Duration
 	for range GroupPerMinute + 5 {
-		_ = b.pace(bg, "777", callReply)
+		longest = max(longest, v.wait(t, b, "777", callReply))
 	}
+	g0 := v.now()
 	for range GroupPerMinute {
-		_ = b.pace(bg, "-100", callReply)
+		longest = max(longest, v.wait(t, b, "-100", callReply))
 	}
-	_ = b.pace(bg, "-100", callEdit)
-	if m := longest(); m >= time.Second {
-		t.Fatalf("waited %v within the limits (a DM's messages, a group's first %d, an edit)", m, GroupPerMinute)
+	longest = max(longest, v.wait(t, b, "-100", callEdit))
+	if longest >= time.Second {
+		t.Fatalf("waited %v within the limits (a DM's messages, a group's first %d, an edit)", longest, GroupPerMinute)
 	}
-	_ = b.pace(bg, "-100", callReply)
-	if m := longest(); m != time.Minute+groupMargin {
-		t.Fatalf("the group's message %d waited at most %v, want %v", GroupPerMinute+1, m, time.Minute+groupMargin)
+	v.wait(t, b, "-100", callReply)
+	if got := v.now().Sub(g0); got != groupWindow {
+		t.Fatalf("the group's message %d went %v after its first, want %v (a minute and the margin)", GroupPerMinute+1, got, groupWindow)
 	}
 }
 
