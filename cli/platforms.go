@@ -114,7 +114,7 @@ func buildAdapter(name string, c config.Platform, st store.Store, holder string,
 	if err != nil {
 		return nil, err
 	}
-	a, err := f(s, platform.Env{Log: log.With("platform", name), Locks: st, Holder: holder})
+	a, err := f(s, platform.Env{Log: log.With("platform", name), Locks: st, Holder: holder, Cursors: st})
 	if err != nil {
 		return nil, fmt.Errorf("platforms.%s: %w", name, err)
 	}

@@ -112,3 +112,43 @@ func (s SendEntry) Validate() error {
 // InboundRetention is how long a finished inbox row (and its ledger) is kept to deduplicate
 // redeliveries (Telegram keeps updates 24 h; Slack retries within minutes).
 const InboundRetention = 7 * 24 * time.Hour
+
+// ReadCursor is how far a bot has read one of its channels: the newest message id it handed
+// on there (Discord: a snowflake). A new connection reads the channel's history after it, so
+// messages sent while no process was connected are not lost (a platform that does not replay
+// to a new session, as Discord's gateway does not). A channel without a cursor is one the bot
+// has never handed a message on from: nothing of its history is replayed.
+type ReadCursor struct {
+	Platform string
+	// Bot is the bot's own id on the platform: two bots on one database keep their own cursors.
+	Bot     string
+	Channel string
+	// LastID is a decimal id (digits only). A cursor never moves back: ids compare as numbers
+	// (a longer id is later; of equal length, the bytes decide).
+	LastID    string
+	UpdatedAt time.Time
+}
+
+// MaxCursorID bounds a cursor's LastID (a snowflake has at most 20 digits).
+const MaxCursorID = 32
+
+// Validate checks a read cursor before a backend stores it.
+func (c ReadCursor) Validate() error {
+	for _, f := range []struct{ name, v string }{{"platform", c.Platform}, {"bot", c.Bot}, {"channel", c.Channel}} {
+		switch {
+		case f.v == "":
+			return Invalid(f.name, "empty")
+		case len(f.v) > MaxRouteKey:
+			return Invalid(f.name, "%d bytes, the limit is %d", len(f.v), MaxRouteKey)
+		}
+	}
+	if c.LastID == "" || len(c.LastID) > MaxCursorID {
+		return Invalid("last_id", "must be 1 to %d digits", MaxCursorID)
+	}
+	for _, r := range c.LastID {
+		if r < '0' || r > '9' {
+			return Invalid("last_id", "must be decimal digits only")
+		}
+	}
+	return nil
+}

@@ -135,6 +135,11 @@ type Store interface {
 	UpdateInbound(ctx context.Context, u InboundUpdate) error
 	// UnfinishedInbound lists a platform's events not yet done, oldest first (limit 0: 100).
 	UnfinishedInbound(ctx context.Context, platform string, limit int) ([]InboundEvent, error)
+	// AdvanceReadCursor moves a bot's read cursor of a channel forward to c.LastID, creating it
+	// when there is none; an id not after the stored one changes nothing.
+	AdvanceReadCursor(ctx context.Context, c ReadCursor) error
+	// ReadCursors lists a bot's read cursors, the most recently advanced first.
+	ReadCursors(ctx context.Context, platform, bot string) ([]ReadCursor, error)
 	// PutSend records (or replaces) one send-ledger entry.
 	PutSend(ctx context.Context, e SendEntry) error
 	// Sends lists a turn's ledger entries by chunk.

@@ -32,7 +32,7 @@ func init() {
 		if s.Token == "" {
 			return nil, errors.New("discord: no bot token (platforms.discord.token_env names an empty variable)")
 		}
-		return New(Config{Token: s.Token, BaseURL: s.BaseURL})
+		return New(Config{Token: s.Token, BaseURL: s.BaseURL, Cursors: env.Cursors})
 	})
 }
 
@@ -51,6 +51,11 @@ type Config struct {
 	// written to the socket when the bot closes it is lost — the next process identifies as a
 	// new session, which Discord does not replay it to.
 	StopGrace time.Duration
+	// Cursors keep, per channel, the newest message id handed on (the store; nil: no
+	// catch-up). On every new gateway session (the start, and a reconnect Discord did not let
+	// resume) the adapter reads each known channel's history after it and hands on what it
+	// missed: Discord does not replay to a new session what it sent while no bot was connected.
+	Cursors platform.Cursors
 }
 
 // Adapter is one Discord bot (platform.Adapter).
@@ -68,10 +73,14 @@ type Adapter struct {
 	threads  map[string]chanInfo
 	counters platform.Counters
 	runCtx   context.Context
+
+	cursors platform.Cursors
+	cur     cursorState
 }
 
 type chanInfo struct {
 	thread bool
+	dm     bool
 	parent string
 }
 
@@ -131,9 +140,11 @@ func New(cfg Config) (*Adapter, error) {
 		cfg.StopGrace = 0
 	}
 	a := &Adapter{s: s, sleep: cfg.Sleep, retries: cfg.Retries, limits: cfg.Limits, grace: cfg.StopGrace,
-		threads: map[string]chanInfo{}}
+		threads: map[string]chanInfo{}, cursors: cfg.Cursors}
+	a.cur.init()
 	s.AddHandler(a.onMessage)
 	s.AddHandler(a.onConnect)
+	s.AddHandler(a.onReady)
 	return a, nil
 }
 
@@ -194,8 +205,13 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	}
 	a.h, a.runCtx = h, ctx
 	a.mu.Unlock()
+	bg := a.startBackground(ctx)
+	defer bg.stop()
 	opened, err := a.open(ctx)
 	if err != nil || !opened {
+		a.mu.Lock()
+		a.h = nil
+		a.mu.Unlock()
 		return err
 	}
 	<-ctx.Done()
@@ -258,16 +274,39 @@ func (a *Adapter) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
 	a.mu.Lock()
 	h, ctx := a.h, a.runCtx
 	a.mu.Unlock()
-	if h == nil || m.Author == nil || m.Author.Bot || (s.State != nil && s.State.User != nil && m.Author.ID == s.State.User.ID) {
+	if h == nil || !a.person(m.Message) {
 		return
 	}
-	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
+	if a.cur.hold(m.Message) {
+		a.count("held_for_catch_up") // its channel's history is being read: it follows in order
 		return
 	}
+	a.handOn(ctx, h, m.Message, m.GuildID == "", "received")
+}
+
+// person reports whether m is a person's message that becomes a turn: not the bot's own, not
+// another bot's, a plain message or a reply.
+func (a *Adapter) person(m *discordgo.Message) bool {
+	if m.Author == nil || m.Author.Bot {
+		return false
+	}
+	if self := a.cur.botID(); self != "" && m.Author.ID == self {
+		return false
+	}
+	if s := a.s; s.State != nil && s.State.User != nil && m.Author.ID == s.State.User.ID {
+		return false
+	}
+	return m.Type == discordgo.MessageTypeDefault || m.Type == discordgo.MessageTypeReply
+}
+
+// handOn makes m an Event and hands it to h (a DM when dm), retrying a Handler that cannot
+// record it a few times; the channel's cursor moves past m once h took it, and stays before it
+// when h never did (the next catch-up reads it again). It reports whether h took it.
+func (a *Adapter) handOn(ctx context.Context, h platform.Handler, m *discordgo.Message, dm bool, counter string) bool {
 	ev := platform.Event{Address: platform.Address{Platform: Platform, ChatType: platform.Group,
 		ChatID: m.ChannelID, UserID: m.Author.ID}, EventID: m.ID, MessageID: m.ID,
 		UserName: m.Author.Username, Text: m.Content, At: m.Timestamp}
-	if m.GuildID == "" {
+	if dm {
 		ev.ChatType = platform.DM
 	} else {
 		// Whether the channel is a thread decides the key: a guess would put a thread's
@@ -285,7 +324,8 @@ func (a *Adapter) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
 		}
 		if err != nil {
 			a.count("dropped_unknown_channel")
-			return
+			a.cur.failed(m.ChannelID, m.ID)
+			return false
 		}
 		if ci.thread {
 			ev.ChatType, ev.ChatID, ev.ThreadID = platform.Thread, ci.parent, m.ChannelID
@@ -298,15 +338,18 @@ func (a *Adapter) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
 		err := h.Handle(hctx, ev)
 		cancel()
 		if err == nil {
-			a.count("received")
-			return
+			a.count(counter)
+			a.cur.handed(m.ChannelID, m.ID)
+			return true
 		}
 		if attempt >= 5 {
 			a.count("not_accepted")
-			return
+			a.cur.failed(m.ChannelID, m.ID)
+			return false
 		}
 		if a.sleep(context.WithoutCancel(ctx), time.Duration(attempt+1)*200*time.Millisecond) != nil {
-			return
+			a.cur.failed(m.ChannelID, m.ID)
+			return false
 		}
 	}
 }
@@ -329,7 +372,8 @@ func (a *Adapter) channel(ctx context.Context, id string) (chanInfo, error) {
 			return chanInfo{}, fmt.Errorf("discord: channel %s: %w", id, err)
 		}
 	}
-	ci = chanInfo{thread: ch.IsThread(), parent: ch.ParentID}
+	ci = chanInfo{thread: ch.IsThread(), parent: ch.ParentID,
+		dm: ch.Type == discordgo.ChannelTypeDM || ch.Type == discordgo.ChannelTypeGroupDM}
 	a.mu.Lock()
 	a.threads[id] = ci
 	a.mu.Unlock()

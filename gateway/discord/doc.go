@@ -21,6 +21,18 @@
 // order (SyncEvents); a Handler that cannot record one is retried a few times, since the
 // gateway does not redeliver.
 //
+// Catch-up (catchup.go). Discord does not replay to a new gateway session what it sent while
+// no bot was connected (a crash, the moment of a restart, a reconnect Discord did not let
+// resume), and discordgo keeps the session id and sequence a RESUME from the next process
+// would need unexported. With Config.Cursors (the store's read cursors: the newest message id
+// handed on per channel) every new session (READY) reads each known channel's history after
+// its cursor — GET /channels/{id}/messages?after=ID&limit=100, paged; a page comes newest
+// first and is sorted — and hands on the people's messages through the same Handler, whose
+// inbox drops what it already has. A live message in a channel being read waits and follows
+// its history. A channel without a cursor (a first start) replays nothing; a new thread or DM
+// gets its cursor with its first message. The cursor moves only past what the Handler took and
+// is written in the background.
+//
 // Sending. Replies to a thread go to the thread. A create carries a nonce with enforce_nonce
 // (under the Router derived from the send ledger's platform.SendKey, so the same in every
 // process), so a retry after an unsure failure (a 5xx, a timeout, a crash between send and

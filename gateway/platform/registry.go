@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/spoolhq/spool/store"
 )
 
 // Settings are one platform's configuration as spool serve read it (config platforms.<name>).
@@ -33,6 +35,15 @@ type Env struct {
 	Locks Locks
 	// Holder names this process as a lock holder (store.NewHolder().String()).
 	Holder string
+	// Cursors are the store's read cursors: an adapter whose platform does not replay to a new
+	// connection (Discord) reads each channel's history after the last message it handed on.
+	Cursors Cursors
+}
+
+// Cursors are the store's per-channel read cursors (store.Store has both methods).
+type Cursors interface {
+	AdvanceReadCursor(ctx context.Context, c store.ReadCursor) error
+	ReadCursors(ctx context.Context, platform, bot string) ([]store.ReadCursor, error)
 }
 
 // Locks are named, expiring locks in the store (one holder at a time).

@@ -264,3 +264,49 @@ func (db *DB) Sends(ctx context.Context, turnID string) ([]store.SendEntry, erro
 	}
 	return out, nil
 }
+
+// AdvanceReadCursor implements store.Store.
+func (db *DB) AdvanceReadCursor(ctx context.Context, c store.ReadCursor) error {
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("advance read cursor: %w", err)
+	}
+	if c.UpdatedAt.IsZero() {
+		c.UpdatedAt = time.Now()
+	}
+	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO platform_cursors (platform, bot, channel, last_id, updated_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (platform, bot, channel) DO UPDATE SET last_id = excluded.last_id, updated_at = excluded.updated_at
+			WHERE length(excluded.last_id) > length(platform_cursors.last_id)
+			   OR (length(excluded.last_id) = length(platform_cursors.last_id) AND excluded.last_id > platform_cursors.last_id)`,
+			c.Platform, c.Bot, c.Channel, c.LastID, micros(c.UpdatedAt))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("advance read cursor %s/%s: %w", c.Platform, c.Channel, err)
+	}
+	return nil
+}
+
+// ReadCursors implements store.Store.
+func (db *DB) ReadCursors(ctx context.Context, platform, bot string) ([]store.ReadCursor, error) {
+	rows, err := db.read().QueryContext(ctx, `SELECT platform, bot, channel, last_id, updated_at FROM platform_cursors
+		WHERE platform = ? AND bot = ? ORDER BY updated_at DESC, channel`, platform, bot)
+	if err != nil {
+		return nil, fmt.Errorf("list read cursors of %s: %w", platform, err)
+	}
+	defer rows.Close()
+	var out []store.ReadCursor
+	for rows.Next() {
+		var c store.ReadCursor
+		var updated int64
+		if err := rows.Scan(&c.Platform, &c.Bot, &c.Channel, &c.LastID, &updated); err != nil {
+			return nil, fmt.Errorf("list read cursors of %s: %w", platform, err)
+		}
+		c.UpdatedAt = fromMicros(updated)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list read cursors of %s: %w", platform, err)
+	}
+	return out, nil
+}

@@ -84,6 +84,7 @@ func Run(t *testing.T, h Harness) {
 		{"ClaimRoute", testClaimRoute},
 		{"Inbox", testInbox},
 		{"SendLedger", testSendLedger},
+		{"ReadCursors", testReadCursors},
 		{"StatsAndCheck", testStatsAndCheck},
 		{"CompressionLocks", testCompressionLocks},
 		{"Leases", testLeases},

@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -185,4 +186,100 @@ func testSendLedger(t *testing.T, h Harness) {
 		t.Fatalf("ledger of an unknown turn = %+v, %v", none, err)
 	}
 	wantErr(t, st.PutSend(bg, store.SendEntry{}), store.ErrInvalid, "entry without a turn")
+}
+
+// testReadCursors: a cursor is created by its first advance, moves only forward (ids compare
+// as numbers: a longer id is later, whatever its first digit), is kept per (platform, bot,
+// channel), is listed most recently advanced first, and survives a reopen; concurrent
+// advances from two handles keep the largest id; bad cursors are refused.
+func testReadCursors(t *testing.T, h Harness) {
+	st, dsn := h.open(t)
+	if cs, err := st.ReadCursors(bg, "discord", "bot1"); err != nil || len(cs) != 0 {
+		t.Fatalf("no cursors yet: %+v, %v", cs, err)
+	}
+	t0 := time.Now().Add(-time.Hour)
+	adv := func(s store.Store, bot, ch, id string, at time.Time) {
+		t.Helper()
+		if err := s.AdvanceReadCursor(bg, store.ReadCursor{Platform: "discord", Bot: bot, Channel: ch, LastID: id, UpdatedAt: at}); err != nil {
+			t.Fatalf("advance %s/%s to %s: %v", bot, ch, id, err)
+		}
+	}
+	adv(st, "bot1", "500", "900", t0)
+	adv(st, "bot1", "500", "1000", t0.Add(time.Second))   // longer: later, though "1" < "9"
+	adv(st, "bot1", "500", "999", t0.Add(2*time.Second))  // shorter: earlier, ignored
+	adv(st, "bot1", "500", "1000", t0.Add(3*time.Second)) // the same: ignored
+	adv(st, "bot1", "600", "1100000000000000001", t0.Add(4*time.Second))
+	adv(st, "bot1", "600", "1100000000000000000", t0.Add(5*time.Second)) // same length, smaller: ignored
+	adv(st, "bot2", "500", "5", t0.Add(6*time.Second))
+	adv(st, "bot1", "700", "7", t0.Add(-time.Minute))
+	want := []store.ReadCursor{
+		{Platform: "discord", Bot: "bot1", Channel: "600", LastID: "1100000000000000001"},
+		{Platform: "discord", Bot: "bot1", Channel: "500", LastID: "1000"},
+		{Platform: "discord", Bot: "bot1", Channel: "700", LastID: "7"},
+	}
+	check := func(s store.Store, what string) {
+		t.Helper()
+		got, err := s.ReadCursors(bg, "discord", "bot1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: cursors %+v, want %+v", what, got, want)
+		}
+		for i := range want {
+			g := got[i]
+			if g.Platform != want[i].Platform || g.Bot != want[i].Bot || g.Channel != want[i].Channel || g.LastID != want[i].LastID {
+				t.Fatalf("%s: cursor %d = %+v, want %+v", what, i, g, want[i])
+			}
+		}
+		if !got[0].UpdatedAt.Equal(t0.Add(4*time.Second).Truncate(time.Microsecond)) || !got[1].UpdatedAt.Equal(t0.Add(time.Second).Truncate(time.Microsecond)) {
+			t.Fatalf("%s: updated %v, %v: an ignored advance moved them", what, got[0].UpdatedAt, got[1].UpdatedAt)
+		}
+	}
+	check(st, "first handle")
+	other := h.reopen(t, dsn)
+	check(other, "after a reopen")
+	if got, _ := st.ReadCursors(bg, "discord", "bot2"); len(got) != 1 || got[0].LastID != "5" {
+		t.Fatalf("bot2: %+v", got)
+	}
+	if got, _ := st.ReadCursors(bg, "slack", "bot1"); len(got) != 0 {
+		t.Fatalf("another platform sees discord's cursors: %+v", got)
+	}
+
+	// two processes advancing one cursor at once: the largest id stays
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, s := range []store.Store{st, other} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range 40 {
+				if err := s.AdvanceReadCursor(bg, store.ReadCursor{Platform: "discord", Bot: "race", Channel: "1", LastID: fmt.Sprint(1000 + 2*n + i)}); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := st.ReadCursors(bg, "discord", "race"); len(got) != 1 || got[0].LastID != "1079" {
+		t.Fatalf("after concurrent advances: %+v, want 1079", got)
+	}
+
+	for _, bad := range []store.ReadCursor{
+		{Bot: "b", Channel: "c", LastID: "1"},
+		{Platform: "discord", Channel: "c", LastID: "1"},
+		{Platform: "discord", Bot: "b", LastID: "1"},
+		{Platform: "discord", Bot: "b", Channel: "c"},
+		{Platform: "discord", Bot: "b", Channel: "c", LastID: "12a"},
+		{Platform: "discord", Bot: "b", Channel: "c", LastID: "-1"},
+		{Platform: "discord", Bot: "b", Channel: "c", LastID: strings.Repeat("9", store.MaxCursorID+1)},
+	} {
+		wantErr(t, st.AdvanceReadCursor(bg, bad), store.ErrInvalid, fmt.Sprintf("cursor %+v", bad))
+	}
 }

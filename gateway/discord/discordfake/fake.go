@@ -1,20 +1,36 @@
 // Package discordfake is a local fake of Discord on 127.0.0.1 for tests and the platform soak:
 // the REST routes spool's adapter uses, under /api/v{9,10}/ (discordgo v0.29 speaks v9):
-// GET gateway, GET channels/{id}, POST channels/{id}/messages with nonce/enforce_nonce,
-// PATCH channels/{id}/messages/{id} with Discord's JSON error shapes (429 with retry_after
-// and Retry-After; {"message","code"} otherwise), and the gateway websocket: HELLO (op 10),
-// IDENTIFY (op 2) answered by READY, heartbeats (op 1 → op 11), RESUME (op 6) replaying
-// the dispatches after the client's sequence then RESUMED, and MESSAGE_CREATE dispatches.
-// Faults are queued per route; a connection can be dropped, the next ones refused (Refuse).
-// Wait blocks on a condition.
+// GET gateway, GET channels/{id}, GET channels/{id}/messages (a channel's history, as
+// Discord documents it: before/after/around a message id, limit 1-100 (default 50), always
+// sorted newest first, so a page after an id holds the oldest messages after it, newest
+// first; REST message objects carry no guild_id), POST channels/{id}/messages with
+// nonce/enforce_nonce, PATCH channels/{id}/messages/{id} with Discord's JSON error shapes (429
+// with retry_after and Retry-After; {"message","code"} otherwise), and the gateway websocket:
+// HELLO (op 10), IDENTIFY (op 2) answered by READY, heartbeats (op 1 → op 11), RESUME (op 6)
+// replaying the dispatches after the client's sequence then RESUMED (or, for a session
+// Discord no longer knows, op 9 INVALID_SESSION with d=false, after which the client
+// identifies as a new session that gets no replay), and MESSAGE_CREATE dispatches.
+//
+// Rate limits (SetLimits, off by default): Discord's per-route buckets per channel (message
+// create, message edit, every other route) and a global limit per bot, each answered as
+// Discord does — X-RateLimit-Limit/Remaining/Reset/Reset-After/Bucket on every limited
+// route's answer, and over a limit a 429 with {"message", "retry_after", "global"}, a
+// Retry-After header and X-RateLimit-Scope (plus X-RateLimit-Global for the global one).
+// Those 429s are counted apart from injected faults (View.Limited).
+//
+// Faults are queued per route; a connection can be dropped (Drop: the client resumes), its
+// session forgotten too (Expire: the client starts a new session), the next connections
+// refused (Refuse, Accept). Wait blocks on a condition.
 package discordfake
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +54,9 @@ type Fault struct {
 	RetryAfter float64 // seconds, with 429
 	Hang       bool    // hold the request until the client gives up
 	After      bool    // perform the call, then answer Status
+	// Until holds the request until it is closed (or the client gives up), then answers
+	// Status, or with no Status performs the call.
+	Until <-chan struct{}
 }
 
 // Posted is a message the bot created.
@@ -75,6 +94,13 @@ type Server struct {
 	firstTry map[string]time.Time // created content → its first attempt (faulted or not)
 	refuse   int                  // gateway connections still to refuse (Refuse)
 	refused  int
+	history  map[string][]string       // channel → its message ids, people's and the bot's, in order
+	said     map[string]map[string]any // a person's message by id (its MESSAGE_CREATE payload)
+	expired  map[string]bool           // sessions Discord no longer resumes
+	limits   Limits
+	buckets  map[string]*bucket // route bucket and channel → its window
+	global   bucket
+	limited  map[string]int // route → 429s of the fake's own limits
 }
 
 type dispatch struct {
@@ -105,10 +131,13 @@ func Start() (*Server, error) {
 	s := &Server{Token: "fake-discord-token", BotID: "900000000000000001", GuildID: "800000000000000001",
 		ln: ln, URL: "http://" + ln.Addr().String() + "/", changed: make(chan struct{}),
 		faults: map[string][]Fault{}, calls: map[string]int{}, channels: map[string]map[string]any{},
-		byID: map[string]*Posted{}, conns: map[*websocket.Conn]*conn{}, snow: 1_100_000_000_000_000_000, firstTry: map[string]time.Time{}}
+		byID: map[string]*Posted{}, conns: map[*websocket.Conn]*conn{}, snow: 1_100_000_000_000_000_000, firstTry: map[string]time.Time{},
+		history: map[string][]string{}, said: map[string]map[string]any{}, expired: map[string]bool{},
+		buckets: map[string]*bucket{}, limited: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/{ver}/gateway", s.gatewayURL)
 	mux.HandleFunc("GET /api/{ver}/channels/{id}", s.getChannel)
+	mux.HandleFunc("GET /api/{ver}/channels/{id}/messages", s.getMessages)
 	mux.HandleFunc("POST /api/{ver}/channels/{id}/messages", s.createMessage)
 	mux.HandleFunc("PATCH /api/{ver}/channels/{id}/messages/{mid}", s.editMessage)
 	mux.HandleFunc("/gateway", s.gateway)
@@ -174,7 +203,8 @@ func (v View) FirstAttempt(content string) (time.Time, bool) {
 	return t, ok
 }
 
-// Calls counts a route's calls ("POST messages", "PATCH messages", "GET channel").
+// Calls counts a route's calls ("POST messages", "PATCH messages", "GET channel", "GET
+// messages"); a call the fake's rate limits refused is not one.
 func (v View) Calls(route string) int { return v.s.calls[route] }
 
 // Ready is the number of connections that completed IDENTIFY or RESUME.
@@ -197,6 +227,23 @@ func (v View) Faults(route string) int { return len(v.s.faults[route]) }
 // Refused is how many gateway connections Refuse turned away.
 func (v View) Refused() int { return v.s.refused }
 func (v View) Resumes() int { return v.s.resumes }
+
+// Limited counts the 429s the fake's own rate limits gave route ("" = all routes).
+func (v View) Limited(route string) int {
+	if route != "" {
+		return v.s.limited[route]
+	}
+	n := 0
+	for _, c := range v.s.limited {
+		n += c
+	}
+	return n
+}
+
+// History is a channel's messages, people's and the bot's, oldest first, as their ids.
+func (v View) History(channel string) []string {
+	return append([]string(nil), v.s.history[channel]...)
+}
 
 // Fail queues faults for a route's next calls.
 func (s *Server) Fail(route string, faults ...Fault) {
@@ -265,6 +312,16 @@ func pre(w http.ResponseWriter, r *http.Request, f *Fault) bool {
 	if f == nil || f.After {
 		return false
 	}
+	if f.Until != nil {
+		select {
+		case <-f.Until:
+		case <-r.Context().Done():
+			return true
+		}
+		if f.Status == 0 {
+			return false
+		}
+	}
 	if f.Hang {
 		<-r.Context().Done()
 		return true
@@ -279,6 +336,10 @@ func (s *Server) gatewayURL(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getChannel(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
+	if s.limit(w, "GET channel", r.PathValue("id")) {
+		s.mu.Unlock()
+		return
+	}
 	f := s.take("GET channel")
 	ch := s.channels[r.PathValue("id")]
 	s.notify()
@@ -307,17 +368,21 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 		EnforceNonce bool   `json:"enforce_nonce"`
 	}
 	decErr := json.NewDecoder(r.Body).Decode(&body)
+	ch := r.PathValue("id")
 	s.mu.Lock()
-	f := s.take("POST messages")
 	if _, ok := s.firstTry[body.Content]; !ok && body.Content != "" {
 		s.firstTry[body.Content] = time.Now()
 	}
+	if s.limit(w, "POST messages", ch) {
+		s.mu.Unlock()
+		return
+	}
+	f := s.take("POST messages")
 	s.notify()
 	s.mu.Unlock()
 	if pre(w, r, f) || !s.authed(w, r) {
 		return
 	}
-	ch := r.PathValue("id")
 	nonce := fmt.Sprint(body.Nonce)
 	if body.Nonce == nil {
 		nonce = ""
@@ -347,11 +412,12 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 		m = &Posted{ID: s.nextID(), ChannelID: ch, Content: body.Content, Nonce: nonce, At: time.Now()}
 		s.msgs = append(s.msgs, m)
 		s.byID[m.ID] = m
+		s.history[ch] = append(s.history[ch], m.ID)
 	}
 	out := s.message(m)
 	s.notify()
 	s.mu.Unlock()
-	if f != nil {
+	if f != nil && f.After {
 		fail(w, *f)
 		return
 	}
@@ -364,6 +430,10 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = json.NewDecoder(r.Body).Decode(&body)
 	s.mu.Lock()
+	if s.limit(w, "PATCH messages", r.PathValue("id")) {
+		s.mu.Unlock()
+		return
+	}
 	f := s.take("PATCH messages")
 	s.notify()
 	s.mu.Unlock()
@@ -389,7 +459,7 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request) {
 	out := s.message(m)
 	s.notify()
 	s.mu.Unlock()
-	if f != nil {
+	if f != nil && f.After {
 		fail(w, *f)
 		return
 	}
@@ -480,6 +550,16 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 			}
 			_ = json.Unmarshal(p.D, &rs)
 			s.mu.Lock()
+			if s.expired[rs.SessionID] || !strings.HasPrefix(rs.SessionID, "fake-session-") {
+				// Discord no longer knows the session: op 9, not resumable; the client identifies.
+				err := c.send(map[string]any{"op": 9, "d": false, "s": nil, "t": nil})
+				s.notify()
+				s.mu.Unlock()
+				if err != nil {
+					return
+				}
+				continue
+			}
 			s.resumes++
 			c.session = rs.SessionID
 			var err error
@@ -514,7 +594,8 @@ type UserMessage struct {
 }
 
 // Say dispatches MESSAGE_CREATE for m to every ready connection (it is logged for RESUME
-// replay) and returns the message id.
+// replay, and kept in the channel's history) and returns the message id. A message said while
+// no connection is ready reaches no bot: only the history has it.
 func (s *Server) Say(m UserMessage) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -529,6 +610,8 @@ func (s *Server) Say(m UserMessage) string {
 		d["guild_id"] = s.GuildID
 		d["member"] = map[string]any{"roles": []any{}, "joined_at": "2026-01-01T00:00:00Z"}
 	}
+	s.history[m.ChannelID] = append(s.history[m.ChannelID], m.ID)
+	s.said[m.ID] = d
 	s.seq++
 	s.log = append(s.log, dispatch{seq: s.seq, t: "MESSAGE_CREATE", data: d})
 	for _, c := range s.conns {
@@ -574,4 +657,231 @@ func (s *Server) Drop() {
 		ws.Close()
 	}
 	s.notify()
+}
+
+// Expire drops every gateway connection, as Drop does, and forgets their sessions: the
+// clients' RESUME is refused (op 9, not resumable) and they identify as new sessions, which
+// Discord replays nothing to. What was said in between is only in the channels' history.
+func (s *Server) Expire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := 1; i <= s.sessions; i++ {
+		s.expired[fmt.Sprintf("fake-session-%d", i)] = true
+	}
+	for ws, c := range s.conns {
+		c.ready = false
+		ws.Close()
+	}
+	s.notify()
+}
+
+// Accept ends a Refuse: the next gateway connections are taken.
+func (s *Server) Accept() {
+	s.mu.Lock()
+	s.refuse = 0
+	s.notify()
+	s.mu.Unlock()
+}
+
+// getMessages is GET /channels/{id}/messages: before, after or around a message id (one of
+// them), limit 1-100 (default 50), newest first whatever the query: after=X gives the limit
+// oldest messages after X, newest first.
+func (s *Server) getMessages(w http.ResponseWriter, r *http.Request) {
+	ch := r.PathValue("id")
+	s.mu.Lock()
+	if s.limit(w, "GET messages", ch) {
+		s.mu.Unlock()
+		return
+	}
+	f := s.take("GET messages")
+	s.notify()
+	s.mu.Unlock()
+	if pre(w, r, f) || !s.authed(w, r) {
+		return
+	}
+	q := r.URL.Query()
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			writeJSON(w, 400, map[string]any{"message": "Invalid Form Body", "code": 50035,
+				"errors": map[string]any{"limit": map[string]any{"_errors": []any{map[string]any{"code": "NUMBER_TYPE_MAX", "message": "int value should be less than or equal to 100."}}}}})
+			return
+		}
+		limit = n
+	}
+	set := 0
+	for _, k := range []string{"before", "after", "around"} {
+		if q.Has(k) {
+			set++
+		}
+	}
+	if set > 1 {
+		writeJSON(w, 400, map[string]any{"message": "Invalid Form Body", "code": 50035})
+		return
+	}
+	s.mu.Lock()
+	_, known := s.channels[ch]
+	ids := append([]string(nil), s.history[ch]...)
+	s.mu.Unlock()
+	if !known && len(ids) == 0 {
+		writeJSON(w, 404, map[string]any{"message": "Unknown Channel", "code": 10003})
+		return
+	}
+	sort.Slice(ids, func(i, j int) bool { return later(ids[j], ids[i]) }) // oldest first
+	var pick []string
+	switch {
+	case q.Has("after"):
+		a := q.Get("after")
+		for _, id := range ids {
+			if later(id, a) && len(pick) < limit {
+				pick = append(pick, id)
+			}
+		}
+	case q.Has("before"):
+		b := q.Get("before")
+		var older []string
+		for _, id := range ids {
+			if later(b, id) {
+				older = append(older, id)
+			}
+		}
+		pick = older[max(0, len(older)-limit):]
+	case q.Has("around"):
+		c := q.Get("around")
+		i := sort.Search(len(ids), func(i int) bool { return !later(c, ids[i]) })
+		lo := max(0, i-limit/2)
+		pick = ids[lo:min(len(ids), lo+limit)]
+	default:
+		pick = ids[max(0, len(ids)-limit):]
+	}
+	out := make([]any, 0, len(pick))
+	s.mu.Lock()
+	for i := len(pick) - 1; i >= 0; i-- { // newest first
+		id := pick[i]
+		if m := s.byID[id]; m != nil {
+			out = append(out, s.message(m))
+			continue
+		}
+		d := map[string]any{}
+		for k, v := range s.said[id] {
+			if k != "guild_id" && k != "member" { // gateway-only fields
+				d[k] = v
+			}
+		}
+		out = append(out, d)
+	}
+	s.mu.Unlock()
+	writeJSON(w, 200, out)
+}
+
+// later reports whether snowflake a comes after b (decimal ids: longer is later).
+func later(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) > len(b)
+	}
+	return a > b
+}
+
+// Limit is one rate limit: N requests per window of Per, the window starting at the first
+// request after the previous one ended (Discord's buckets reset at a time, not gradually).
+type Limit struct {
+	N   int
+	Per time.Duration
+}
+
+// Limits are the rate limits the fake enforces (SetLimits); a zero Limit is none.
+type Limits struct {
+	Create Limit // POST /channels/{id}/messages, per channel
+	Edit   Limit // PATCH /channels/{id}/messages/{id}, per channel
+	Other  Limit // every other REST route, per route and channel
+	Global Limit // per bot, all routes together (Discord: 50 a second)
+}
+
+// DiscordLimits are Discord's documented limits: message sends about 5 per 5 s per channel
+// (edits likewise, in a bucket of their own) and 50 requests a second per bot; the other
+// routes get 5 per second per channel here.
+var DiscordLimits = Limits{Create: Limit{5, 5 * time.Second}, Edit: Limit{5, 5 * time.Second},
+	Other: Limit{5, time.Second}, Global: Limit{50, time.Second}}
+
+// SetLimits makes the fake enforce l (the zero Limits: none, the default).
+func (s *Server) SetLimits(l Limits) {
+	s.mu.Lock()
+	s.limits = l
+	s.buckets = map[string]*bucket{}
+	s.global = bucket{}
+	s.mu.Unlock()
+}
+
+type bucket struct {
+	remaining int
+	reset     time.Time
+}
+
+// take spends one request of l from b at now; it returns the wait when none is left.
+func (b *bucket) take(l Limit, now time.Time) (time.Duration, bool) {
+	if !now.Before(b.reset) {
+		b.remaining, b.reset = l.N, now.Add(l.Per)
+	}
+	if b.remaining <= 0 {
+		return b.reset.Sub(now), false
+	}
+	b.remaining--
+	return 0, true
+}
+
+// limit applies the rate limits to one request of route on channel, with s.mu held: it sets
+// the route's X-RateLimit headers and reports whether it answered 429.
+func (s *Server) limit(w http.ResponseWriter, route, channel string) bool {
+	l := s.limits.Other
+	switch route {
+	case "POST messages":
+		l = s.limits.Create
+	case "PATCH messages":
+		l = s.limits.Edit
+	}
+	now := time.Now()
+	if g := s.limits.Global; g.N > 0 && g.Per > 0 {
+		if wait, ok := s.global.take(g, now); !ok {
+			s.limited[route]++
+			s.notify()
+			h := w.Header()
+			h.Set("X-RateLimit-Global", "true")
+			h.Set("X-RateLimit-Scope", "global")
+			tooMany(w, wait, true)
+			return true
+		}
+	}
+	if l.N <= 0 || l.Per <= 0 {
+		return false
+	}
+	name := strings.ReplaceAll(route, " ", "-")
+	b := s.buckets[name+"/"+channel]
+	if b == nil {
+		b = &bucket{}
+		s.buckets[name+"/"+channel] = b
+	}
+	wait, ok := b.take(l, now)
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(l.N))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(max(0, b.remaining)))
+	resetAfter := b.reset.Sub(now).Seconds()
+	h.Set("X-RateLimit-Reset", strconv.FormatFloat(float64(b.reset.UnixMilli())/1000, 'f', 3, 64))
+	h.Set("X-RateLimit-Reset-After", strconv.FormatFloat(resetAfter, 'f', 3, 64))
+	h.Set("X-RateLimit-Bucket", fmt.Sprintf("%x", name))
+	if ok {
+		return false
+	}
+	s.limited[route]++
+	s.notify()
+	h.Set("X-RateLimit-Scope", "user")
+	tooMany(w, wait, false)
+	return true
+}
+
+// tooMany answers Discord's 429 for a wait.
+func tooMany(w http.ResponseWriter, wait time.Duration, global bool) {
+	secs := math.Ceil(wait.Seconds()*1000) / 1000
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+	writeJSON(w, 429, map[string]any{"message": "You are being rate limited.", "retry_after": secs, "global": global})
 }

@@ -1,0 +1,408 @@
+package discord
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// Catch-up. Discord's gateway does not replay to a new session what it sent while no bot was
+// connected (a crash, the moment of a restart, a reconnect Discord did not let resume), and
+// discordgo keeps the session id and sequence a RESUME from the next process would need
+// unexported. So the adapter keeps, per channel, the newest message id it handed on (a read
+// cursor in the store), and on every new session (READY) reads each known channel's history
+// after it (GET /channels/{id}/messages?after=ID&limit=100, paged; Discord returns a page
+// newest first, so it is sorted before it is handed on) and hands on what it missed through
+// the same Handler, whose inbox drops what was handed on before. A live message arriving in a
+// channel whose history is being read waits and follows it, so a chat's messages keep their
+// order. A channel the bot never handed a message on from has no cursor: its history is not
+// replayed (a first start replays nothing). Channels learned during a session (a new thread, a
+// DM) get their cursor with their first message. A cursor not advanced for InboundRetention is
+// not read (the inbox no longer remembers what came before it).
+//
+// The cursor is a lower bound: it moves past a message only once the Handler took it (the
+// inbox row is durable), it is written in the background (a crash loses at most the last
+// writes, and reading those messages again makes no second turn), and a message the Handler
+// never took holds its channel's cursor before it until a catch-up reads it again.
+
+// historyPage is Discord's maximum page of GET /channels/{id}/messages.
+const historyPage = 100
+
+// cursorState is the adapter's view of its read cursors.
+type cursorState struct {
+	mu      sync.Mutex
+	bot     string
+	loaded  bool // the store's cursors were read: writes are allowed from then on
+	noStore bool // reading them failed: nothing is written (the next process reads from the old ones)
+	chans   map[string]*chanCursor
+	epoch   int               // new sessions seen
+	dirty   map[string]string // channel → cursor to write
+	wake    chan struct{}     // the writer has work
+	catch   chan struct{}     // the catch-up loop has work
+}
+
+type chanCursor struct {
+	safe     string // every message up to this id was handed on (or is no person's)
+	at       time.Time
+	want     int  // the newest session whose gap is still to read
+	catching bool // its history is being read: live messages wait in buf
+	buf      []*discordgo.Message
+	held     bool // a message was not handed on: safe stays before it
+}
+
+func (c *cursorState) init() {
+	c.chans, c.dirty = map[string]*chanCursor{}, map[string]string{}
+	c.wake, c.catch = make(chan struct{}, 1), make(chan struct{}, 1)
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (c *cursorState) botID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bot
+}
+
+// hold keeps a live message back while its channel's history is read; it reports whether it did.
+func (c *cursorState) hold(m *discordgo.Message) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cc := c.chans[m.ChannelID]; cc != nil && cc.catching {
+		cc.buf = append(cc.buf, m)
+		return true
+	}
+	return false
+}
+
+// handed moves a channel's cursor past id (the Handler took that message, or it is no person's).
+func (c *cursorState) handed(channel, id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cc := c.chans[channel]
+	if cc == nil {
+		cc = &chanCursor{}
+		c.chans[channel] = cc
+	}
+	if cc.held || !later(id, cc.safe) {
+		return
+	}
+	cc.safe, cc.at = id, time.Now()
+	c.dirty[channel] = id
+	signal(c.wake)
+}
+
+// failed holds a channel's cursor where it is: message id there ("" = some message) was not
+// handed on. A channel's first message gets a cursor just before it, so the next catch-up
+// reads it.
+func (c *cursorState) failed(channel, id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cc := c.chans[channel]
+	if cc == nil {
+		n, err := strconv.ParseUint(id, 10, 64)
+		if err != nil || n == 0 {
+			return
+		}
+		cc = &chanCursor{safe: strconv.FormatUint(n-1, 10), at: time.Now()}
+		c.chans[channel] = cc
+		c.dirty[channel] = cc.safe
+		signal(c.wake)
+	}
+	cc.held = true
+}
+
+// later reports whether snowflake a comes after b (decimal ids: a longer one is later).
+func later(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) > len(b)
+	}
+	return a > b
+}
+
+// onReady starts a new session's catch-up: the store's cursors are read at the first one (in
+// the gateway's event order, before any message of the session is handed on), and every known
+// channel's history is read after its cursor.
+func (a *Adapter) onReady(_ *discordgo.Session, r *discordgo.Ready) {
+	a.mu.Lock()
+	running := a.h != nil
+	a.mu.Unlock()
+	c := &a.cur
+	c.mu.Lock()
+	if r.User != nil {
+		c.bot = r.User.ID
+	}
+	bot, loaded := c.bot, c.loaded || c.noStore
+	c.mu.Unlock()
+	if !running || a.cursors == nil || bot == "" {
+		return
+	}
+	if !loaded {
+		var stored []store.ReadCursor
+		var err error
+		for attempt := 0; attempt < 3; attempt++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			stored, err = a.cursors.ReadCursors(ctx, Platform, bot)
+			cancel()
+			if err == nil {
+				break
+			}
+			time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+		}
+		c.mu.Lock()
+		if err != nil {
+			c.noStore = true // catch up on what this process saw; write nothing
+			a.count("cursor_read_failed")
+		} else {
+			c.loaded = true
+			for _, sc := range stored {
+				if c.chans[sc.Channel] == nil {
+					c.chans[sc.Channel] = &chanCursor{safe: sc.LastID, at: sc.UpdatedAt}
+				}
+			}
+		}
+		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	c.epoch++
+	for _, cc := range c.chans {
+		if cc.safe != "" && time.Since(cc.at) < store.InboundRetention {
+			cc.want, cc.catching = c.epoch, true
+		}
+	}
+	c.mu.Unlock()
+	signal(c.catch)
+}
+
+// background is Run's goroutines for the cursors: the catch-up loop and the writer.
+type background struct {
+	cancel     context.CancelFunc
+	stopWriter chan struct{}
+	wg         sync.WaitGroup
+}
+
+// stop waits for the catch-up loop (it ends with Run's context), then lets the writer write
+// what is left and waits for it.
+func (b *background) stop() {
+	if b == nil {
+		return
+	}
+	b.cancel()
+	close(b.stopWriter)
+	b.wg.Wait()
+}
+
+func (a *Adapter) startBackground(ctx context.Context) *background {
+	if a.cursors == nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	b := &background{cancel: cancel, stopWriter: make(chan struct{})}
+	b.wg.Add(2)
+	go func() {
+		defer b.wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-a.cur.catch:
+			}
+			a.catchUp(ctx)
+		}
+	}()
+	go func() {
+		defer b.wg.Done()
+		for {
+			select {
+			case <-b.stopWriter:
+				a.writeCursors()
+				return
+			case <-a.cur.wake:
+				a.writeCursors()
+			}
+		}
+	}()
+	return b
+}
+
+// writeCursors writes the cursors that moved.
+func (a *Adapter) writeCursors() {
+	c := &a.cur
+	c.mu.Lock()
+	if !c.loaded || c.bot == "" || len(c.dirty) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	todo, bot := c.dirty, c.bot
+	c.dirty = map[string]string{}
+	c.mu.Unlock()
+	for ch, id := range todo {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := a.cursors.AdvanceReadCursor(ctx, store.ReadCursor{Platform: Platform, Bot: bot, Channel: ch, LastID: id})
+		cancel()
+		if err != nil {
+			a.count("cursor_write_failed")
+			c.mu.Lock()
+			if _, newer := c.dirty[ch]; !newer {
+				c.dirty[ch] = id // the next write tries again
+			}
+			c.mu.Unlock()
+		}
+	}
+}
+
+// catchUp reads the history of every channel waiting for it, the most recently active first.
+func (a *Adapter) catchUp(ctx context.Context) {
+	for ctx.Err() == nil {
+		c := &a.cur
+		c.mu.Lock()
+		var next string
+		var at time.Time
+		for ch, cc := range c.chans {
+			if cc.catching && (next == "" || cc.at.After(at)) {
+				next, at = ch, cc.at
+			}
+		}
+		c.mu.Unlock()
+		if next == "" {
+			return
+		}
+		a.catchUpChannel(ctx, next)
+	}
+}
+
+// catchUpChannel reads one channel's history after its cursor and hands on the people's
+// messages in it, then the live ones that waited, until no new session asks again; the
+// channel is live again when it returns (unless Run is stopping).
+func (a *Adapter) catchUpChannel(ctx context.Context, ch string) {
+	c := &a.cur
+	c.mu.Lock()
+	cc := c.chans[ch]
+	c.mu.Unlock()
+read:
+	for ctx.Err() == nil {
+		c.mu.Lock()
+		epoch, after := cc.want, cc.safe
+		cc.held = false
+		c.mu.Unlock()
+		err := a.readHistory(ctx, ch, after)
+		if ctx.Err() != nil {
+			return // stopping: what is not handed on stays after the cursor
+		}
+		if err != nil {
+			a.count("catch_up_failed")
+			c.failed(ch, "") // the gap is read again at the next session
+		}
+		// the live messages that waited, then the channel is live again
+		for {
+			c.mu.Lock()
+			if cc.want > epoch {
+				c.mu.Unlock()
+				continue read // a newer session's gap
+			}
+			buf := cc.buf
+			cc.buf = nil
+			if len(buf) == 0 {
+				cc.catching = false
+				c.mu.Unlock()
+				return
+			}
+			safe, held := cc.safe, cc.held
+			c.mu.Unlock()
+			for _, m := range buf {
+				if !held && !later(m.ID, safe) {
+					continue // already in the history read
+				}
+				if !a.deliver(ctx, m, m.GuildID == "", "received") && ctx.Err() != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// readHistory pages through a channel's messages after id and hands on the people's.
+func (a *Adapter) readHistory(ctx context.Context, ch, after string) error {
+	ci, err := a.channel(ctx, ch)
+	if err != nil {
+		return err
+	}
+	for {
+		page, err := a.history(ctx, ch, after)
+		if err != nil {
+			return err
+		}
+		for _, m := range page {
+			if !later(m.ID, after) {
+				continue
+			}
+			after = m.ID
+			if m.ChannelID == "" {
+				m.ChannelID = ch
+			}
+			if !a.person(m) {
+				a.cur.handed(ch, m.ID) // nothing to hand on: the cursor passes it
+				continue
+			}
+			if !a.deliver(ctx, m, ci.dm, "caught_up") {
+				return fmt.Errorf("discord: catch up on %s: stopped or not accepted", ch)
+			}
+		}
+		if len(page) < historyPage {
+			return nil
+		}
+	}
+}
+
+// deliver hands one message on under the stop's lock; false when Run is stopping or the
+// Handler did not take it.
+func (a *Adapter) deliver(ctx context.Context, m *discordgo.Message, dm bool, counter string) bool {
+	a.inflight.RLock()
+	defer a.inflight.RUnlock()
+	a.mu.Lock()
+	h := a.h
+	a.mu.Unlock()
+	if h == nil || ctx.Err() != nil {
+		return false
+	}
+	return a.handOn(ctx, h, m, dm, counter)
+}
+
+// history is one page of a channel's messages after id, oldest first.
+func (a *Adapter) history(ctx context.Context, ch, after string) ([]*discordgo.Message, error) {
+	ep := discordgo.EndpointChannelMessages(ch)
+	uri := ep + "?" + url.Values{"after": {after}, "limit": {fmt.Sprint(historyPage)}}.Encode()
+	raw, err := a.do(ctx, "read history", func() ([]byte, error) {
+		// a bucket of its own: discordgo's ChannelMessages shares the create's
+		return a.s.RequestWithBucketID(http.MethodGet, uri, nil, ep+"#history", discordgo.WithContext(ctx))
+	})
+	if err != nil {
+		return nil, err
+	}
+	var ms []*discordgo.Message
+	if err := json.Unmarshal(raw, &ms); err != nil {
+		return nil, fmt.Errorf("discord: read history of %s: unreadable answer", ch)
+	}
+	out := ms[:0]
+	for _, m := range ms {
+		if m != nil && m.ID != "" {
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return later(out[j].ID, out[i].ID) }) // Discord: newest first
+	return out, nil
+}
