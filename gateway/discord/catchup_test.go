@@ -330,7 +330,7 @@ func TestCatchUpAfterCrash(t *testing.T) {
 		t.Errorf("counts %v: want the four missed messages and the two whose cursor was lost caught up", c)
 	}
 	for key, want := range map[string][]string{
-		"agent:main:discord:group:500:43":  {"u: SAY a1", "a: a1", "u: SAY a2", "a: a2", "u: SAY a3", "a: a3", "u: SAY a4", "a: a4", "u: SAY a5", "a: a5"},
+		"agent:main:discord:group:500:43":   {"u: SAY a1", "a: a1", "u: SAY a2", "a: a2", "u: SAY a3", "a: a3", "u: SAY a4", "a: a4", "u: SAY a5", "a: a5"},
 		"agent:main:discord:thread:500:501": {"u: SAY t1", "a: t1", "u: SAY t2", "a: t2"},
 		"agent:main:discord:dm:600":         {"u: SAY d1", "a: d1", "u: SAY d2", "a: d2", "u: SAY d3", "a: d3"},
 	} {
