@@ -73,6 +73,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		registerTSVector(c.TypeMap())
+		return nil
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", Redact(dsn), err)

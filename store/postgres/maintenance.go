@@ -217,7 +217,7 @@ func (db *DB) Check(ctx context.Context) ([]string, error) {
 			m.ToolName = *name
 		}
 		want, wantCJK := rowIndex(m, calls)
-		if (wantCJK != nil) != cjk || !sameTSV(ctx, db, tsv, want) {
+		if (wantCJK != nil) != cjk || !sameTSV(ctx, db, tsv, want.literal()) {
 			problems = append(problems, fmt.Sprintf("search: message %d is indexed differently from its text (re-save it)", m.ID))
 		}
 	}

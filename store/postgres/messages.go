@@ -34,7 +34,7 @@ func (db *DB) AppendBatch(ctx context.Context, sessionID string, ms []store.Mess
 type encodedMessage struct {
 	m     store.Message
 	calls *string
-	tsv   string
+	tsv   tsVector
 	cjk   *string
 }
 
