@@ -2,7 +2,13 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,11 +21,13 @@ import (
 // BenchmarkAppendWAL appends the standard workload's messages (bench.Generator's W1: 60 sessions,
 // 6,000 messages), one per transaction, and reports the WAL each append writes (WAL-B/op),
 // which does not depend on the disk's moment the way a commit rate does. -benchtime 3000x
-// measures the first half of the messages on a fresh index.
+// measures the first half of the messages on a fresh index. With the server on this machine it
+// also reports the CPU time an append costs the server's backend (server-CPU-us/op, from
+// /proc; the handle has one connection) and this process (client-CPU-us/op).
 func BenchmarkAppendWAL(b *testing.B) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(b)
-	db, err := postgres.Open(ctx, url, postgres.Options{})
+	db, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,6 +57,12 @@ func BenchmarkAppendWAL(b *testing.B) {
 		}
 		return n
 	}
+	var pid int
+	if err := db.Pool().QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		b.Fatal(err)
+	}
+	srv0, srvOK := procCPU(pid)
+	cli0 := selfCPU()
 	b.ResetTimer()
 	before := lsn()
 	for i := range b.N {
@@ -59,4 +73,42 @@ func BenchmarkAppendWAL(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(lsn()-before)/float64(b.N), "WAL-B/op")
+	b.ReportMetric((selfCPU()-cli0).Seconds()*1e6/float64(b.N), "client-CPU-us/op")
+	if srv1, ok := procCPU(pid); ok && srvOK {
+		b.ReportMetric((srv1-srv0).Seconds()*1e6/float64(b.N), "server-CPU-us/op")
+	}
+}
+
+// procCPU is the user and system time of process pid so far, if /proc shows it (the server
+// runs on this machine).
+func procCPU(pid int) (time.Duration, bool) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	s := string(raw)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, false
+	}
+	// utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(u+st) * 10 * time.Millisecond, true
+}
+
+// selfCPU is this process's user and system time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
