@@ -27,6 +27,15 @@ type Options struct {
 	WriteBudget time.Duration
 	// Logger receives warnings (reclaimed locks, lost notifications). Default: slog.Default().
 	Logger *slog.Logger
+
+	// For the tests that compare bounded and unbounded searches: searchSpan is the first id
+	// range of a ranked search (0: sized from the word's frequency; negative: no bounded
+	// passes; positive: that span, widened fourfold until it holds the window), rankWindow
+	// replaces the window's size (0: rankWindow), and onPass, when set, sees each pass (its
+	// lower id bound, 0 for none, and the window size it found).
+	searchSpan int64
+	rankWindow int
+	onPass     func(lo, found int64)
 }
 
 // DB is a store.Store on one PostgreSQL database.
@@ -38,6 +47,8 @@ type DB struct {
 
 	watchOnce sync.Once
 	hub       *notifyHub
+
+	words wordStats // the word index's statistics, for sizing a ranked search's first range
 }
 
 var _ store.Store = (*DB)(nil)

@@ -8,7 +8,8 @@
 //     fenced transcript write locks the lease row and checks (conversation, holder, generation)
 //     inside its own transaction. A holder on another host cannot be probed, so its lease is
 //     reclaimed only after its TTL; expiry uses the database's clock, never the hosts'.
-//   - Pooler-safe: no session state (no SET, no session advisory locks, no temporary tables);
+//   - Pooler-safe: no session state (no session-level SET, no session advisory locks, no
+//     temporary tables; a planner setting a search needs is transaction-local, set_config(…, true));
 //     it works behind PgBouncer in transaction mode with default_query_exec_mode=exec (or
 //     cache_describe) in the URL. Migrations take a transaction-scoped advisory lock, so
 //     replicas starting together migrate once.

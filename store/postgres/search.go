@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -118,12 +121,13 @@ type hit struct {
 	text, toolText string
 }
 
-func scanHit(r rowScanner) (hit, error) {
+// scanHit reads hitCols, after the columns of lead when given.
+func scanHit(r rowScanner, lead ...any) (hit, error) {
 	var h hit
 	var started, ts int64
 	var calls string
-	err := r.Scan(&h.MessageID, &h.SessionID, &h.Role, &h.Source, &h.Model, &started, &ts, &h.Active, &h.Compacted,
-		&h.ToolName, &h.Summary, &h.text, &calls)
+	err := r.Scan(append(lead, &h.MessageID, &h.SessionID, &h.Role, &h.Source, &h.Model, &started, &ts, &h.Active, &h.Compacted,
+		&h.ToolName, &h.Summary, &h.text, &calls)...)
 	h.SessionStarted, h.Timestamp = fromMicros(started), fromMicros(ts)
 	if calls != "" {
 		// The word index holds the calls' names and argument values, not their JSON.
@@ -154,31 +158,16 @@ func (db *DB) queryHits(ctx context.Context, query string, args []any) ([]hit, e
 func (db *DB) searchWords(ctx context.Context, match, tsq string, q store.SearchQuery) ([]store.SearchHit, error) {
 	want := q.Offset + q.Limit
 	tools := wantsTools(q)
-	cond, args := filters(q, []any{tsq}, tools)
-	n := len(args)
-	var query string
+	var hits []hit
+	var err error
 	if q.Sort == store.SortRelevance {
-		args = append(args, rankWindow+q.Offset, want)
-		// The window is the newest matches' ids and tsvectors, unranked; only its rows are
-		// ranked (ranking in the window's own select list ranked every match before the
-		// limit), and the page is cut before the rows are joined again (joining the whole window
-		// let the planner read every row of messages to keep 20). The sessions table is joined
-		// only for filters that read it: every message has its session.
-		from := "messages m"
-		if sessionFilters(q) {
-			from += " JOIN sessions s ON s.id = m.session_id"
-		}
-		query = `WITH w AS (SELECT m.id, m.tsv FROM ` + from + `
-			WHERE m.tsv @@ $1::tsquery AND ` + cond + fmt.Sprintf(` ORDER BY m.id DESC LIMIT $%d),
-			page AS (SELECT id, ts_rank(tsv, $1::tsquery) AS rank FROM w ORDER BY rank DESC, id LIMIT $%d)
-			SELECT `, n+1, n+2) + hitCols + ` FROM page JOIN messages m ON m.id = page.id JOIN sessions s ON s.id = m.session_id
-			ORDER BY page.rank DESC, m.id`
+		hits, err = db.rankedWindow(ctx, match, tsq, q, tools)
 	} else {
+		cond, args := filters(q, []any{tsq}, tools)
 		args = append(args, want)
-		query = `SELECT ` + hitCols + ` FROM messages m JOIN sessions s ON s.id = m.session_id
-			WHERE m.tsv @@ $1::tsquery AND ` + cond + ` ORDER BY ` + orderBy(q.Sort, "") + fmt.Sprintf(` LIMIT $%d`, n+1)
+		hits, err = db.queryHits(ctx, `SELECT `+hitCols+` FROM messages m JOIN sessions s ON s.id = m.session_id
+			WHERE m.tsv @@ $1::tsquery AND `+cond+` ORDER BY `+orderBy(q.Sort, "")+fmt.Sprintf(` LIMIT $%d`, len(args)), args)
 	}
-	hits, err := db.queryHits(ctx, query, args)
 	if err != nil {
 		return nil, err
 	}
@@ -196,6 +185,309 @@ func (db *DB) searchWords(ctx context.Context, match, tsq string, q store.Search
 		out[i] = h.SearchHit
 	}
 	return out, nil
+}
+
+// rankedWindow returns the ranked page (up to Offset+Limit hits) of the newest rankWindow matches
+// of tsq that pass q's filters. GIN finds a word's matches but cannot order them, so for a word
+// in a few percent of the rows PostgreSQL reads the primary key backwards, testing every row
+// until the window is full: about 1,000/f rows for a word in a fraction f of them (8,600–11,900
+// buffers a query for the benchmark's words in 7–10% of its 66,000 rows, W3's most expensive
+// queries). For such a word the window is first looked for among the newest ids: the query is
+// bounded by m.id > lo and planned without plain index scans (queryWindow), so PostgreSQL ANDs
+// the GIN bitmap with a primary-key range and reads only the matches in the range. The range is
+// sized from the query's estimated frequency (matchFraction over the column's statistics,
+// pg_stats.most_common_elems) to hold the window with a margin. When it does hold the whole
+// window, the window is the unbounded query's (every match outside the range is older than each
+// of the rankWindow in it), and so is the page ranked from it; when it does not, the unbounded
+// query runs. Words in most rows (the backward scan stops soon) and rare ones (GIN's bitmap
+// holds few rows) go unbounded at once, as before.
+func (db *DB) rankedWindow(ctx context.Context, match, tsq string, q store.SearchQuery, tools bool) ([]hit, error) {
+	want := q.Offset + q.Limit
+	window := cmp.Or(db.opts.rankWindow, rankWindow) + q.Offset
+	var top, span int64
+	if span = db.opts.searchSpan; span == 0 {
+		var err error
+		if span, top, err = db.firstRange(ctx, match, window); err != nil {
+			return nil, err
+		}
+	} else if span > 0 {
+		var err error
+		if top, err = db.topID(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		bounded := span > 0 && top-span > 0
+		cond, args := filters(q, []any{tsq}, tools)
+		if bounded {
+			args = append(args, top-span)
+			cond += fmt.Sprintf(" AND m.id > $%d", len(args))
+		}
+		n := len(args)
+		args = append(args, window, want)
+		// The window is the newest matches' ids and ranks. Under the backward primary-key scan
+		// only the rows the limit keeps are ranked; under a bitmap scan every match is ranked
+		// before the sort, which costs less than sorting the matches' tsvectors to rank them
+		// afterwards (those sorts spilled to disk for a phrase with 2,541 matches: 17 ms of
+		// server CPU against 7.8). The page is cut before the rows are joined again (joining
+		// the whole window let the planner read every row of messages to keep 20). The sessions
+		// table is joined only for filters that read it: every message has its session. Each
+		// row also carries the window's size, which says whether a bounded pass found all of it.
+		from := "messages m"
+		if sessionFilters(q) {
+			from += " JOIN sessions s ON s.id = m.session_id"
+		}
+		query := `WITH w AS (SELECT m.id, ts_rank(m.tsv, $1::tsquery) AS rank FROM ` + from + `
+			WHERE m.tsv @@ $1::tsquery AND ` + cond + fmt.Sprintf(` ORDER BY m.id DESC LIMIT $%d),
+			page AS (SELECT id, rank FROM w ORDER BY rank DESC, id LIMIT $%d)
+			SELECT (SELECT count(*) FROM w), `, n+1, n+2) + hitCols + ` FROM page JOIN messages m ON m.id = page.id
+			JOIN sessions s ON s.id = m.session_id
+			ORDER BY page.rank DESC, m.id`
+		var found int64
+		hits, err := db.queryWindow(ctx, query, args, bounded, &found)
+		if err != nil {
+			return nil, err
+		}
+		if db.opts.onPass != nil {
+			lo := int64(0)
+			if bounded {
+				lo = top - span
+			}
+			db.opts.onPass(lo, found)
+		}
+		if !bounded || found >= int64(window) {
+			return hits, nil
+		}
+		if db.opts.searchSpan > 0 {
+			// Tests: ranges that widen step by step, so some fill and some do not.
+			span *= 4
+			continue
+		}
+		span = 0 // the range did not hold the window: the unbounded query
+	}
+}
+
+// planBitmap turns off plain index scans for the rest of the transaction, and makes a prepared
+// statement planned for its own parameters (pgx prepares a batch's statements in its default
+// exec mode). Both settings are transaction-local (set_config's third argument), so nothing
+// outlives the batch's implicit transaction: pooler-safe.
+const planBitmap = `SELECT set_config('enable_indexscan', 'off', true), set_config('plan_cache_mode', 'force_custom_plan', true)`
+
+// queryWindow runs a ranked search query whose rows start with the window's size (read into
+// found) and then hitCols. A bounded pass runs with planBitmap in the same implicit transaction
+// (one round trip, pipelined): for a word in a few percent of the rows PostgreSQL keeps the
+// backward primary-key scan even with the range (it expects to stop early), and that scan reads
+// every row, match or not, from the newest down to the window's last match (8,606 buffers for
+// "column", in 9% of the benchmark's rows); without plain index scans it ANDs the word's GIN
+// bitmap with the range's primary-key bitmap and reads only the matches in the range (1,297).
+func (db *DB) queryWindow(ctx context.Context, query string, args []any, bounded bool, found *int64) ([]hit, error) {
+	scan := func(r pgx.CollectableRow) (hit, error) { return scanHit(r, found) }
+	if !bounded {
+		rows, err := db.pool.Query(ctx, query, append([]any{pgx.QueryExecModeExec}, args...)...)
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, scan)
+	}
+	b := &pgx.Batch{}
+	b.Queue(planBitmap)
+	b.Queue(query, args...)
+	br := db.pool.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	hits, err := pgx.CollectRows(rows, scan)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return hits, err
+}
+
+// Bounds of the frequency-sized first range: a word in at least maxBoundedFraction of the rows
+// is left to the backward scan, and a range that would cover more than maxRangeShare of the ids
+// is not worth a pass of its own.
+const (
+	maxBoundedFraction = 0.15
+	maxRangeShare      = 0.5
+	rangeMargin        = 1.5
+)
+
+// firstRange returns the first id span of a ranked search for match (0: unbounded) and, when
+// it is bounded, the highest id it counts back from.
+func (db *DB) firstRange(ctx context.Context, match string, window int) (span, top int64, err error) {
+	stats := db.words.get(ctx, db.pool, db.opts.Logger)
+	if len(stats.freq) == 0 {
+		return 0, 0, nil
+	}
+	f := matchFraction(match, stats.fraction)
+	if f <= 0 || f >= maxBoundedFraction {
+		return 0, 0, nil
+	}
+	if top, err = db.topID(ctx); err != nil {
+		return 0, 0, err
+	}
+	span = int64(float64(window) * rangeMargin / f)
+	if float64(span) > float64(top)*maxRangeShare {
+		return 0, 0, nil
+	}
+	return span, top, nil
+}
+
+// wordStats caches the word index's element statistics (refreshed once a minute at most).
+type wordStats struct {
+	mu   sync.Mutex
+	at   time.Time
+	snap wordSnapshot
+}
+
+type wordSnapshot struct {
+	freq map[string]float64 // lexeme: fraction of rows holding it
+	min  float64            // the least frequency kept; rarer lexemes are not listed
+}
+
+const wordStatsAge = time.Minute
+
+// get returns the statistics, read again when they are older than wordStatsAge. They only size
+// a search's first range, so a failure to read them is logged and the searches run unbounded
+// until the next attempt.
+func (w *wordStats) get(ctx context.Context, q querier, log *slog.Logger) wordSnapshot {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.at.IsZero() && time.Since(w.at) < wordStatsAge {
+		return w.snap
+	}
+	snap, err := readWordStats(ctx, q)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn("search: read the word index's statistics", "err", err)
+			w.snap, w.at = wordSnapshot{}, time.Now()
+		}
+		return wordSnapshot{}
+	}
+	w.snap, w.at = snap, time.Now()
+	return snap
+}
+
+// readWordStats reads the most common lexemes of messages.tsv with the fraction of rows holding
+// each, and the least fraction listed (pg_stats: the three numbers after the elements' are the
+// least, the greatest and the null fraction). Empty before the table's first ANALYZE.
+func readWordStats(ctx context.Context, q querier) (wordSnapshot, error) {
+	rows, err := q.Query(ctx, `SELECT e, f, s.most_common_elem_freqs[array_length(s.most_common_elem_freqs, 1) - 2]
+		FROM pg_stats s, unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS u(e, f)
+		WHERE s.schemaname = current_schema() AND s.tablename = 'messages' AND s.attname = 'tsv' AND e IS NOT NULL`)
+	if err != nil {
+		return wordSnapshot{}, err
+	}
+	snap := wordSnapshot{freq: map[string]float64{}}
+	var e string
+	var f, least float64
+	if _, err := pgx.ForEachRow(rows, []any{&e, &f, &least}, func() error {
+		snap.freq[e], snap.min = f, least
+		return nil
+	}); err != nil {
+		return wordSnapshot{}, err
+	}
+	return snap, nil
+}
+
+// fraction estimates the share of rows holding tok (any lexeme starting with tok for a prefix).
+func (s wordSnapshot) fraction(tok string, prefix bool) float64 {
+	if !prefix {
+		if f, ok := s.freq[tok]; ok {
+			return f
+		}
+		return s.min / 2
+	}
+	sum := 0.0
+	for e, f := range s.freq {
+		if strings.HasPrefix(e, tok) {
+			sum += f
+		}
+	}
+	return min(1, max(sum, s.min/2))
+}
+
+// matchFraction estimates the share of rows a sanitized match expression (the one buildTSQuery
+// translates) finds, as if its tokens occurred independently: a phrase or a run of terms as the
+// product of its tokens' fractions, AND as the product, OR as the sum, NOT as the left side's
+// share of the rows without the right side. Only the size of a search's first range depends on
+// it. Too high an estimate costs a bounded pass that does not fill (the min of the tokens, used
+// at first, did that for most two-word phrases); too low a one a larger range or none.
+func matchFraction(match string, fraction func(tok string, prefix bool) float64) float64 {
+	acc, run := -1.0, -1.0
+	op := ""
+	flush := func() {
+		if run < 0 {
+			return
+		}
+		switch {
+		case acc < 0:
+			acc = run
+		case op == "|":
+			acc = min(1, acc+run)
+		case op == "& !":
+			acc *= 1 - run
+		default:
+			acc *= run
+		}
+		run, op = -1, ""
+	}
+	for rest := strings.TrimSpace(match); rest != ""; rest = strings.TrimSpace(rest) {
+		var text string
+		var prefix bool
+		if rest[0] == '"' {
+			end := strings.IndexByte(rest[1:], '"')
+			if end < 0 {
+				end = len(rest) - 1
+			}
+			text = rest[1 : end+1]
+			rest = rest[min(end+2, len(rest)):]
+			prefix = strings.HasPrefix(rest, "*")
+			rest = strings.TrimLeft(rest, "*")
+		} else {
+			word, tail, _ := strings.Cut(rest, " ")
+			rest = tail
+			switch word {
+			case "AND", "OR", "NOT":
+				flush()
+				if acc >= 0 {
+					op = map[string]string{"AND": "&", "OR": "|", "NOT": "& !"}[word]
+				}
+				continue
+			}
+			text, prefix = strings.TrimRight(word, "*"), strings.HasSuffix(word, "*")
+		}
+		toks := tokens(text)
+		for i, t := range toks {
+			f := fraction(t, prefix && i == len(toks)-1)
+			if run < 0 {
+				run = 1
+			}
+			run *= f
+		}
+	}
+	flush()
+	return acc
+}
+
+// topID is the highest message id: the bounded passes of rankedWindow count back from it. Any
+// value is correct (a stale one only makes a range hold more or fewer rows); this one is read
+// from the primary key's last entry.
+func (db *DB) topID(ctx context.Context) (int64, error) {
+	var top *int64
+	if err := db.pool.QueryRow(ctx, "SELECT max(id) FROM messages").Scan(&top); err != nil {
+		return 0, err
+	}
+	if top == nil {
+		return 0, nil
+	}
+	return *top, nil
 }
 
 // mergeHits puts the whole-body scan's hits after the ranked ones, or merges both by time.
