@@ -131,6 +131,11 @@ type PlatformsReport struct {
 	// injected ones: the adapter's pacing should keep it 0 (a restarted bot does not know
 	// what the one before it sent a moment ago, so a restart may cost one).
 	TelegramLimited int `json:"telegram_flood_429s"`
+	// SlackLimited counts the Slack fake's 429s for Slack's own rate limits (chat.postMessage
+	// one a second per channel after a burst of 3, Tier 3's 50 a minute for chat.update and
+	// the history reads), apart from the injected ones: the adapter paces itself to stay under
+	// them and waits out Retry-After when it does not.
+	SlackLimited int `json:"slack_ratelimited_429s"`
 	// TelegramDuringRestart counts the Telegram messages sent while the gateway restarted:
 	// their added latency counts from the moment the new process was up (Slack's and
 	// Discord's such messages count from their redelivery to it).
@@ -157,6 +162,8 @@ type PlatformsReport struct {
 	// first token included), stream (→ the first send begins), adapter (→ the request reaches
 	// the platform: pacing and HTTP).
 	Steps map[string]Latency `json:"steps_idle"`
+	// StepsByPlatform is Steps for each platform's messages.
+	StepsByPlatform map[string]map[string]Latency `json:"steps_idle_by_platform"`
 	// Slowest names the idle messages with the most added latency and their steps.
 	Slowest    []string `json:"slowest_idle,omitempty"`
 	TargetsMet bool     `json:"targets_met"`
@@ -511,6 +518,7 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 				return rep, err
 			}
 			defer sf.Close()
+			sf.SetLimits(slackfake.SlackLimits)
 			fk.sf = sf
 		case "discord":
 			df, err := discordfake.Start()
@@ -875,6 +883,9 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 	if tg != nil {
 		rep.TelegramLimited = tg.Limited("")
 	}
+	if sf != nil {
+		sf.Inspect(func(v slackfake.View) { rep.SlackLimited = v.Limited("") })
+	}
 	firstTry := map[string]time.Time{}
 	for k, l := range expected {
 		var t time.Time
@@ -899,6 +910,7 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 	}
 	var slowest []slow
 	steps := map[string][]time.Duration{}
+	stepsBy := map[string]map[string][]time.Duration{}
 	for _, l := range lanes {
 		rep.Messages += len(l.sent)
 		switch l.platform {
@@ -983,6 +995,10 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 						{"stream", mk["first_delta"], mk["flush"]}, {"adapter", mk["flush"], ft},
 					} {
 						steps[st.name] = append(steps[st.name], st.to.Sub(st.from))
+						if stepsBy[l.platform] == nil {
+							stepsBy[l.platform] = map[string][]time.Duration{}
+						}
+						stepsBy[l.platform][st.name] = append(stepsBy[l.platform][st.name], st.to.Sub(st.from))
 						if d := st.to.Sub(st.from); d >= time.Millisecond {
 							split = append(split, fmt.Sprintf("%s %s", st.name, d.Round(time.Millisecond)))
 						}
@@ -1001,6 +1017,13 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 	}
 	for n, xs := range steps {
 		rep.Steps[n] = summarize(xs)
+	}
+	rep.StepsByPlatform = map[string]map[string]Latency{}
+	for p, by := range stepsBy {
+		rep.StepsByPlatform[p] = map[string]Latency{}
+		for n, xs := range by {
+			rep.StepsByPlatform[p][n] = summarize(xs)
+		}
 	}
 	sort.Slice(slowest, func(i, j int) bool { return slowest[i].added > slowest[j].added })
 	for _, s := range slowest[:min(len(slowest), 12)] {

@@ -29,8 +29,12 @@ func (a *app) benchPlatformsCommand() *cobra.Command {
 			"before and after the effect, timeouts, failed long polls, dropped gateway sockets, duplicate\n" +
 			"deliveries, messages into running turns and gateway restarts on the same database; the Telegram fake\n" +
 			"enforces Telegram's flood limits (1 call/s per chat after a burst of 3, 20 new messages a minute per\n" +
-			"group: its own 429s are counted apart), and Telegram group lanes send at --telegram-group-share of the\n" +
-			"rate. Reports messages\n" +
+			"group: its own 429s are counted apart, telegram_flood_429s), the Slack fake Slack's Web API limits\n" +
+			"(chat.postMessage 1/s per channel after a burst of 3, Tier 3's 50 a minute per workspace for\n" +
+			"chat.update and the history reads: slack_ratelimited_429s), and Telegram group lanes send at\n" +
+			"--telegram-group-share of the rate. The adapters pace themselves to stay under those limits (a\n" +
+			"Telegram edit or notice never takes a chat's last call, so a reply's first message finds one).\n" +
+			"Reports messages\n" +
 			"lost, duplicated sends and turns, turns interleaved, keys mixed up (targets 0) and the added latency\n" +
 			"from inbound event to the first attempt to post the reply, beyond the model's first token (target\n" +
 			"p99 < 200 ms, for messages that found their chat idle), per platform and split into steps.\n" +

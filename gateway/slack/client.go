@@ -32,6 +32,7 @@ type Client struct {
 	retries int
 	// OnRetry, when set, hears every retry (metrics, tests).
 	OnRetry func(method string, status int, wait time.Duration)
+	pace    *pacer
 }
 
 // ClientConfig configures a Client. Zero fields take defaults.
@@ -42,6 +43,10 @@ type ClientConfig struct {
 	HTTP     *http.Client
 	Sleep    platform.Sleeper
 	Retries  int // 5xx / network retries (0: 3; <0: none)
+	// Pacing is the rate limits the client keeps to (zero fields: DefaultPacing's). Now is
+	// its clock (nil: time.Now; tests fix it); its waits use Sleep.
+	Pacing Pacing
+	Now    func() time.Time
 }
 
 // NewClient returns a client.
@@ -67,7 +72,11 @@ func NewClient(c ClientConfig) *Client {
 	} else if r < 0 {
 		r = 0
 	}
-	return &Client{base: base, token: c.Token, appToken: c.AppToken, hc: hc, sleep: sl, retries: r}
+	pc := newPacer(c.Pacing, sl)
+	if c.Now != nil {
+		pc.now = c.Now
+	}
+	return &Client{base: base, token: c.Token, appToken: c.AppToken, hc: hc, sleep: sl, retries: r, pace: pc}
 }
 
 // APIError is an ok:false answer (or a non-retryable HTTP status).
@@ -200,16 +209,25 @@ func (c *Client) OpenConnection(ctx context.Context) (string, error) {
 	return out.URL, nil
 }
 
-// call POSTs a JSON body to method and decodes the answer into out. It retries a 429 after its
-// Retry-After (however long) and a 5xx or a transport failure up to c.retries times; before
-// such a retry it asks unsure (when set) whether the call took effect after all (done: stop).
+// call POSTs a JSON body to method and decodes the answer into out, each attempt in its turn
+// of the client's pacing. It retries a 429 after its Retry-After (however long) and a 5xx or
+// a transport failure up to c.retries times; before such a retry it asks unsure (when set)
+// whether the call took effect after all (done: stop).
 func (c *Client) call(ctx context.Context, method, token string, body any, out any, unsure func() (done bool, err error)) error {
 	payload, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("slack %s: %w", method, err)
 	}
+	channel := ""
+	if m, ok := body.(map[string]any); ok {
+		channel, _ = m["channel"].(string)
+	}
 	failures := 0
 	for {
+		// every attempt is paced: Slack counts retries like any call
+		if err := c.pace.wait(ctx, method, channel); err != nil {
+			return fmt.Errorf("slack %s: %w", method, err)
+		}
 		status, wait, raw, err := c.once(ctx, method, token, payload)
 		if err == nil && status == http.StatusOK {
 			return decode(method, raw, out)

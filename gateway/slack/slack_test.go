@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -491,5 +492,71 @@ func TestRunRefusedToken(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run with Slack down at start: %v", err)
+	}
+}
+
+// liftingSleeps records each wait and, on the first, lifts the fake's rate limits: the wait
+// "passed" without wall time.
+type liftingSleeps struct {
+	sleeps
+	fake *slackfake.Server
+}
+
+func (l *liftingSleeps) sleep(ctx context.Context, d time.Duration) error {
+	l.fake.SetLimits(slackfake.Limits{})
+	return l.sleeps.sleep(ctx, d)
+}
+
+// Slack's own rate limit (the fake's, not an injected fault): a post over the channel's
+// allowance and an update over the workspace's tier are answered 429 with Retry-After in
+// whole seconds; the client waits out exactly that, however long, and the call then goes
+// once: every message posted once, every update applied.
+func TestRateLimitedBySlack(t *testing.T) {
+	t.Parallel()
+	fake, err := slackfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	for _, method := range []string{"chat.postMessage", "chat.update"} {
+		fake.SetLimits(slackfake.Limits{PostEvery: time.Hour, PostBurst: 1, PerMinute: map[string]int{"chat.update": 1}, Window: 2 * time.Hour})
+		ls := &liftingSleeps{fake: fake}
+		c := slack.NewClient(slack.ClientConfig{BaseURL: fake.URL, Token: fake.BotToken, Sleep: ls.sleep, Pacing: slack.Pacing{Off: true}})
+		ad, err := slack.New(slack.Config{Client: c, BotUser: "U0BOT"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch := "C-" + method
+		to := platform.Address{Platform: "slack", ChatType: platform.Group, ChatID: ch}
+		first, err := ad.Send(context.Background(), to, "first")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if method == "chat.postMessage" {
+			if _, err := ad.Send(context.Background(), to, "second"); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			for _, text := range []string{"first, edited", "first, edited again"} {
+				if err := ad.Edit(context.Background(), to, first, text); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		var texts []string
+		var limited int
+		fake.Inspect(func(v slackfake.View) {
+			for _, m := range v.Messages(ch) {
+				texts = append(texts, m.Text)
+			}
+			limited = v.Limited(method)
+		})
+		want, wait := []string{"first", "second"}, time.Hour // the channel's next post in an hour
+		if method == "chat.update" {
+			want, wait = []string{"first, edited again"}, 2*time.Hour // the workspace's next update in two
+		}
+		if s := ls.all(); !slices.Equal(texts, want) || limited != 1 || len(s) != 1 || s[0] < wait-100*time.Second || s[0] > wait {
+			t.Errorf("%s: messages %q, limited %d, waits %v; want %q, one 429, one wait of its Retry-After (%v)", method, texts, limited, s, want, wait)
+		}
 	}
 }

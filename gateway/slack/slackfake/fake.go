@@ -3,7 +3,9 @@
 // auth.test, apps.connections.open) answering with Slack's documented shapes ({"ok":false,
 // "error":...} on failure, 429 with Retry-After), a Socket Mode websocket (hello, events_api
 // envelopes redelivered until acked, disconnect), and a poster of signed Events API requests.
-// Faults are queued per method. It never sleeps to synchronise: Wait blocks on a condition.
+// Faults are queued per method. When asked (SetLimits), it enforces Slack's Web API rate
+// limits: a call over them is answered 429 with Retry-After and counted (Limited), apart
+// from the injected faults. It never sleeps to synchronise: Wait blocks on a condition.
 package slackfake
 
 import (
@@ -63,6 +65,104 @@ type Server struct {
 	ticket   int
 	upgrader websocket.Upgrader
 	firstTry map[string]time.Time // chat.postMessage text → its first attempt (faulted or not)
+	limits   Limits
+	posts    map[string]*postBucket // chat.postMessage per channel: the limits' state
+	window   map[string][]time.Time // per method (the workspace's): calls in the last minute
+	limited  map[string]int         // 429s answered for the limits, by method
+}
+
+// Limits are the Web API rate limits the fake enforces (the zero value: none), as Slack
+// documents them: per method per app per workspace, in tiers of calls a minute (Tier 3, such
+// as chat.update and conversations.history: 50+ a minute), and chat.postMessage about one
+// message a second per channel with short bursts. A call over a limit is answered 429 with
+// Retry-After (whole seconds until it would be taken) and {"ok":false,"error":"ratelimited"},
+// and is not performed.
+type Limits struct {
+	// PostEvery and PostBurst: chat.postMessage to one channel, a burst of PostBurst, then
+	// one per PostEvery. Grace is how much early a call may come (the network's jitter).
+	PostEvery time.Duration
+	PostBurst int
+	Grace     time.Duration
+	// PerMinute are methods' tiers: at most so many calls in any minute (Window, if set: a
+	// test's longer span), per workspace.
+	PerMinute map[string]int
+	Window    time.Duration
+}
+
+// SlackLimits are the limits as Slack's rate-limit guide states them, with a burst of 3
+// posts per channel assumed (Slack says only "short bursts") and 250 ms of grace: Tier 3
+// (50 a minute) for chat.update, conversations.history and conversations.replies, Tier 1
+// (1 a minute) for apps.connections.open. Slack's workspace-wide limit on posts is not
+// stated, so it is not enforced; neither is auth.test's (a special tier).
+var SlackLimits = Limits{PostEvery: time.Second, PostBurst: 3, Grace: 250 * time.Millisecond,
+	PerMinute: map[string]int{"chat.update": 50, "conversations.history": 50, "conversations.replies": 50, "apps.connections.open": 1}}
+
+type postBucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// SetLimits makes the fake enforce l from now on.
+func (s *Server) SetLimits(l Limits) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limits = l
+}
+
+// overLimit reports, under s.mu, how long a call of method (to channel) must wait for the
+// limits (0: it may go, and it is counted).
+func (s *Server) overLimit(method, channel string, now time.Time) time.Duration {
+	l := s.limits
+	var wait time.Duration
+	var pb *postBucket
+	if method == "chat.postMessage" && l.PostEvery > 0 {
+		burst := float64(max(l.PostBurst, 1))
+		if pb = s.posts[channel]; pb == nil {
+			pb = &postBucket{tokens: burst, at: now}
+			s.posts[channel] = pb
+		}
+		pb.tokens = min(burst, pb.tokens+float64(now.Sub(pb.at))/float64(l.PostEvery))
+		pb.at = now
+		if need := 1 - pb.tokens - float64(l.Grace)/float64(l.PostEvery); need > 0 {
+			wait = time.Duration(need * float64(l.PostEvery))
+		}
+	}
+	n, span := l.PerMinute[method], l.Window
+	if span <= 0 {
+		span = time.Minute
+	}
+	if n > 0 {
+		w := s.window[method]
+		for len(w) > 0 && !w[0].Add(span).After(now) {
+			w = w[1:]
+		}
+		s.window[method] = w
+		if len(w) >= n {
+			wait = max(wait, w[len(w)-n].Add(span-l.Grace).Sub(now))
+		}
+	}
+	if wait > 0 {
+		return wait
+	}
+	if pb != nil {
+		pb.tokens--
+	}
+	if n > 0 {
+		s.window[method] = append(s.window[method], now)
+	}
+	return 0
+}
+
+// Limited counts the 429s answered for the limits (not injected) to method ("" all).
+func (v View) Limited(method string) int {
+	if method != "" {
+		return v.s.limited[method]
+	}
+	n := 0
+	for _, c := range v.s.limited {
+		n += c
+	}
+	return n
 }
 
 type pendingEnv struct {
@@ -81,7 +181,8 @@ func Start() (*Server, error) {
 	s := &Server{BotToken: "xoxb-fake-bot", AppToken: "xapp-fake-app", TeamID: "T0FAKE", BotUser: "U0BOT",
 		ln: ln, URL: "http://" + ln.Addr().String() + "/api/", changed: make(chan struct{}),
 		faults: map[string][]Fault{}, calls: map[string]int{}, byKey: map[string]*Posted{},
-		conns: map[*websocket.Conn]bool{}, tsN: 1_700_000_000_000_000, firstTry: map[string]time.Time{}}
+		conns: map[*websocket.Conn]bool{}, tsN: 1_700_000_000_000_000, firstTry: map[string]time.Time{},
+		posts: map[string]*postBucket{}, window: map[string][]time.Time{}, limited: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.api)
 	mux.HandleFunc("/link/", s.socket)
@@ -222,6 +323,16 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 	str := func(k string) string { v, _ := body[k].(string); return v }
 	var out map[string]any
 	s.mu.Lock()
+	if f == nil { // (an injected fault stands in for Slack's answer, limits or not)
+		if wait := s.overLimit(method, str("channel"), time.Now()); wait > 0 {
+			s.limited[method]++
+			s.notify()
+			s.mu.Unlock()
+			w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+			writeJSON(w, 429, map[string]any{"ok": false, "error": "ratelimited"})
+			return
+		}
+	}
 	switch method {
 	case "auth.test":
 		out = map[string]any{"ok": true, "url": "https://fake.slack.com/", "team": "Fake", "user": "spool",

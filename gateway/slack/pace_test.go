@@ -1,0 +1,233 @@
+package slack
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// vclock is a virtual clock for one caller at a time: a sleep moves it on by the wait.
+type vclock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (v *vclock) now() time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.t
+}
+
+func (v *vclock) sleep(ctx context.Context, d time.Duration) error {
+	v.mu.Lock()
+	v.t = v.t.Add(d)
+	v.mu.Unlock()
+	return ctx.Err()
+}
+
+func (v *vclock) wait(t *testing.T, pc *pacer, method, channel string) time.Duration {
+	t.Helper()
+	t0 := v.now()
+	if err := pc.wait(context.Background(), method, channel); err != nil {
+		t.Fatal(err)
+	}
+	return v.now().Sub(t0)
+}
+
+// Posts to one channel go a burst of 3, then one a second; another channel waits for
+// nothing; chat.update takes its tier's 50 a minute across the workspace, then waits for the
+// minute since the first; methods without a limit are not held.
+func TestPacePostsAndTiers(t *testing.T) {
+	t.Parallel()
+	v := &vclock{t: time.Unix(1_800_000_000, 0)}
+	pc := newPacer(Pacing{}, v.sleep)
+	pc.now = v.now
+	var got []time.Duration
+	for range 5 {
+		got = append(got, v.wait(t, pc, "chat.postMessage", "C1"))
+	}
+	if want := []time.Duration{0, 0, 0, time.Second, time.Second}; !slices.Equal(got, want) {
+		t.Fatalf("posts to one channel waited %v, want %v", got, want)
+	}
+	if d := v.wait(t, pc, "chat.postMessage", "C2"); d != 0 {
+		t.Fatalf("a post to another channel waited %v", d)
+	}
+	u0 := v.now()
+	var longest time.Duration
+	for i := range 50 {
+		longest = max(longest, v.wait(t, pc, "chat.update", fmt.Sprint("C", i%7)))
+	}
+	if longest != 0 {
+		t.Fatalf("updates within the tier waited %v", longest)
+	}
+	v.wait(t, pc, "chat.update", "C1")
+	if got := v.now().Sub(u0); got != paceWindow {
+		t.Fatalf("the 51st update went %v after the first, want %v", got, paceWindow)
+	}
+	for range 100 {
+		if d := v.wait(t, pc, "auth.test", ""); d != 0 {
+			t.Fatalf("auth.test waited %v", d)
+		}
+	}
+	off := newPacer(Pacing{Off: true}, v.sleep)
+	off.now = v.now
+	for range 10 {
+		if d := v.wait(t, off, "chat.postMessage", "C1"); d != 0 {
+			t.Fatalf("with pacing off a post waited %v", d)
+		}
+	}
+}
+
+// sim runs paced calls on a virtual clock, one event at a time: a sleep ends when the driver
+// moves the clock past it, and the driver moves on only when every call is asleep or done.
+type sim struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	t      time.Time
+	active int
+	wakes  []*simWake
+}
+
+type simWake struct {
+	at time.Time
+	ch chan struct{}
+}
+
+func newSim(t0 time.Time) *sim {
+	s := &sim{t: t0}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+func (s *sim) now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.t
+}
+
+func (s *sim) sleep(ctx context.Context, d time.Duration) error {
+	s.mu.Lock()
+	w := &simWake{at: s.t.Add(d), ch: make(chan struct{})}
+	s.wakes = append(s.wakes, w)
+	s.active--
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	<-w.ch
+	return ctx.Err()
+}
+
+// start runs f as a call; it returns the virtual time f returned at, once it did.
+func (s *sim) start(f func()) func() time.Time {
+	var done time.Time
+	s.mu.Lock()
+	s.active++
+	s.mu.Unlock()
+	go func() {
+		f()
+		s.mu.Lock()
+		done = s.t
+		s.active--
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}()
+	return func() time.Time {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return done
+	}
+}
+
+// advance runs every sleep that ends by to, in time order, and leaves the clock at to.
+func (s *sim) advance(to time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		for s.active > 0 {
+			s.cond.Wait()
+		}
+		i := -1
+		for j, w := range s.wakes {
+			if !w.at.After(to) && (i < 0 || w.at.Before(s.wakes[i].at)) {
+				i = j
+			}
+		}
+		if i < 0 {
+			s.t = latest(s.t, to)
+			return
+		}
+		w := s.wakes[i]
+		s.wakes = slices.Delete(s.wakes, i, i+1)
+		s.t = latest(s.t, w.at)
+		s.active++
+		close(w.ch)
+	}
+}
+
+// Under any mix of posts and updates arriving at any times, more than the limits take, the
+// calls go within Slack's limits as the fake checks them without its grace (per channel a
+// burst of 3 posts and then one a second; 50 updates in any minute), each in the order it
+// came within its line, and every call goes.
+func TestPaceKeepsSlackLimits(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(10) {
+		rng := rand.New(rand.NewPCG(seed, 2))
+		s := newSim(time.Unix(1_800_000_000, 0))
+		pc := newPacer(Pacing{}, s.sleep)
+		pc.now = s.now
+		type arrival struct {
+			method, channel string
+			went            func() time.Time
+		}
+		var arr []*arrival
+		for range 600 {
+			s.advance(s.now().Add(time.Duration(rng.Float64() * float64(600*time.Millisecond))))
+			a := &arrival{method: []string{"chat.postMessage", "chat.update"}[rng.IntN(2)], channel: []string{"C1", "C2", "D3"}[rng.IntN(3)]}
+			a.went = s.start(func() {
+				if err := pc.wait(context.Background(), a.method, a.channel); err != nil {
+					t.Error(err)
+				}
+			})
+			arr = append(arr, a)
+		}
+		s.advance(s.now().Add(10 * time.Hour))
+		posts := map[string][]time.Time{}
+		var updates []time.Time
+		for i, a := range arr {
+			g := a.went()
+			if g.IsZero() {
+				t.Fatalf("seed %d: call %d never went", seed, i)
+			}
+			if a.method == "chat.update" {
+				if n := len(updates); n > 0 && g.Before(updates[n-1]) {
+					t.Fatalf("seed %d: update %d went before one that came earlier", seed, i)
+				}
+				updates = append(updates, g)
+				continue
+			}
+			if ps := posts[a.channel]; len(ps) > 0 && g.Before(ps[len(ps)-1]) {
+				t.Fatalf("seed %d: post %d went before one that came earlier", seed, i)
+			}
+			posts[a.channel] = append(posts[a.channel], g)
+		}
+		for ch, gs := range posts {
+			tokens, at := 3.0, gs[0]
+			for i, g := range gs {
+				tokens = min(3, tokens+float64(g.Sub(at))/float64(time.Second))
+				at = g
+				if tokens < 1-1e-6 {
+					t.Fatalf("seed %d: post %d to %s is over the per-channel limit (%.3f left)", seed, i, ch, tokens)
+				}
+				tokens--
+			}
+		}
+		for i := 50; i < len(updates); i++ {
+			if updates[i].Sub(updates[i-50]) < time.Minute {
+				t.Fatalf("seed %d: updates %d and %d went %v apart (50 a minute)", seed, i-50, i, updates[i].Sub(updates[i-50]))
+			}
+		}
+	}
+}
