@@ -508,3 +508,30 @@ func lastUserContent(t *testing.T, body []byte) string {
 	}
 	return ""
 }
+
+// The last turn's call is found behind auxiliary calls recorded after it (a title, a recall
+// summary): a restart with a cold provider cache is still explained as a resume.
+func TestCacheBreakBehindAuxiliaryCalls(t *testing.T) {
+	t.Parallel()
+	for _, aux := range []int{0, 1, 3} {
+		t.Run(fmt.Sprintf("%d auxiliary", aux), func(t *testing.T) {
+			t.Parallel()
+			st, path := newStore(t)
+			a := newAgent(t, st, fake.New(fake.Config{}), stdTools())
+			sid := ""
+			for i := range 6 {
+				sid = run(t, a, sid, "CALL read {\"path\":\"f"+string(rune('a'+i))+"\"}").SessionID
+			}
+			for i := range aux {
+				if err := st.RecordRequest(context.Background(), sid, store.RequestRecord{Model: "fake", Task: "title", Usage: store.Usage{InputTokens: int64(10 + i)}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b := newAgent(t, openStore(t, path), fake.New(fake.Config{}), stdTools())
+			res := run(t, b, sid, "after the restart")
+			if len(res.Breaks) != 1 || res.Breaks[0].Reason != string(wire.ReasonResume) || res.Breaks[0].LostTokens <= 0 {
+				t.Fatalf("breaks after a restart behind %d auxiliary calls: %+v", aux, res.Breaks)
+			}
+		})
+	}
+}

@@ -166,14 +166,21 @@ func (a *Agent) remember(sessionID string, m *memo) {
 // this process's memory when it is still the newest recorded call, otherwise a fingerprint
 // derived from the store (a restart, or another process ran turns meanwhile).
 func (a *Agent) previousCall(ctx context.Context, r *run) (*memo, error) {
-	recs, err := a.st.Requests(ctx, r.sess.ID, 8)
-	if err != nil {
-		return nil, fmt.Errorf("load request history of %s: %w", r.sess.ID, err)
-	}
+	// The newest record is nearly always the last turn's call: one row read instead of eight
+	// (each on a page of its own). Otherwise the newest turn call among the last eight.
 	var last *store.RequestRecord
-	for i := range recs {
-		if recs[i].Task == "" || recs[i].Task == "turn" {
-			last = &recs[i]
+	for _, limit := range []int{1, 8} {
+		recs, err := a.st.Requests(ctx, r.sess.ID, limit)
+		if err != nil {
+			return nil, fmt.Errorf("load request history of %s: %w", r.sess.ID, err)
+		}
+		for i := range recs {
+			if recs[i].Task == "" || recs[i].Task == "turn" {
+				last = &recs[i]
+				break
+			}
+		}
+		if last != nil || len(recs) < limit {
 			break
 		}
 	}

@@ -11,9 +11,11 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spoolhq/spool/agent"
@@ -43,6 +45,10 @@ type GatewayConfig struct {
 	// OpenLoad is the open-loop phase's offered load, a fraction of the distinct phase's
 	// turns/s (0.5); a negative value skips the phase.
 	OpenLoad float64
+	// CPUProfile and MemProfile, when set, get a CPU profile of the HTTP phases (distinct, open
+	// loop, shared: both ends of the connections, client and server share the process) and the
+	// heap profile (allocations since the process started) at their end, in pprof's format.
+	CPUProfile, MemProfile io.Writer
 
 	// writeDelay (tests) makes every store write take at least this long: a slow store, which
 	// the report must show.
@@ -59,6 +65,10 @@ type GatewayPhase struct {
 	InSpool Latency `json:"in_spool"`
 	// Parts is what the time in spool is made of, per turn (see GatewayParts).
 	Parts GatewayParts `json:"in_spool_parts"`
+	// CPUPerTurn is the process's CPU time (user and system, getrusage) during the phase over
+	// its turns, in milliseconds: what one turn costs, both ends of the HTTP connection and the
+	// in-process fake model included. Less swayed by the machine's load than turns/s.
+	CPUPerTurn float64 `json:"cpu_ms_per_turn"`
 }
 
 // GatewayParts splits a turn's time in spool, as its client saw it, into where it went, on one
@@ -306,6 +316,15 @@ func (c *countingStore) Requests(ctx context.Context, id string, limit int) ([]s
 	return c.Store.Requests(ctx, id, limit)
 }
 
+// processCPU is the CPU time this process has used (user and system), 0 when unknown.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // Gateway runs the gateway benchmark: clients over real HTTP on 127.0.0.1 against spool's
 // gateway and the in-process fake model (no delay), on distinct and on shared sessions.
 func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
@@ -401,7 +420,7 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 		var before, lease, writes, reads, agentT, after []time.Duration
 		keys := map[string]bool{}
 		var wg sync.WaitGroup
-		start := time.Now()
+		start, cpu0 := time.Now(), processCPU()
 		for c := 0; c < cfg.Clients; c++ {
 			wg.Add(1)
 			go func(c int) {
@@ -431,15 +450,23 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 			}(c)
 		}
 		wg.Wait()
-		el := time.Since(start)
+		el, cpu := time.Since(start), processCPU()-cpu0
 		p := GatewayPhase{Sessions: len(keys), Turns: len(lats), Latency: summarize(lats), InSpool: summarize(inSpool),
 			Parts: GatewayParts{BeforeTurn: summarize(before), Lease: summarize(lease), StoreWrites: summarize(writes),
 				StoreReads: summarize(reads), Agent: summarize(agentT), AfterTurn: summarize(after)}}
 		p.TurnsPerSec = round3(float64(len(lats)) / el.Seconds())
+		if len(lats) > 0 {
+			p.CPUPerTurn = round3(float64(cpu) / float64(time.Millisecond) / float64(len(lats)))
+		}
 		logf("gateway %s: %d turns on %d sessions in %s (%.0f turns/s, in spool p99 %.2f ms)", name, p.Turns, p.Sessions, el.Round(time.Millisecond), p.TurnsPerSec, p.InSpool.P99)
 		return p
 	}
 
+	if cfg.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
+			return rep, fmt.Errorf("cpu profile: %w", err)
+		}
+	}
 	w0 := st.writes.Load()
 	rep.Distinct = phase("distinct", func(c int) string { return fmt.Sprintf("distinct-%d", c) }, "")
 	rep.WritesPerTurn = round3(float64(st.writes.Load()-w0) / float64(max(rep.Distinct.Turns, 1)))
@@ -493,6 +520,14 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 			ol.Turns, ol.OfferedPerSec, ol.FractionOfCapacity, ol.InSpool.P50, ol.InSpool.P99, ol.Late)
 	}
 	rep.Shared = phase("shared", func(c int) string { return fmt.Sprintf("shared-%d", c%cfg.Shared) }, "queue")
+	if cfg.CPUProfile != nil {
+		pprof.StopCPUProfile()
+	}
+	if cfg.MemProfile != nil {
+		if err := pprof.Lookup("allocs").WriteTo(cfg.MemProfile, 0); err != nil {
+			return rep, fmt.Errorf("heap profile: %w", err)
+		}
+	}
 
 	// Time to first byte of streams, one per client on its distinct session.
 	var ttfbs []time.Duration

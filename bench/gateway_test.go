@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -10,9 +11,19 @@ import (
 // and the report's figures are filled in.
 func TestGatewaySmall(t *testing.T) {
 	t.Parallel()
-	rep, err := Gateway(context.Background(), GatewayConfig{Dir: t.TempDir(), Clients: 4, Turns: 3, Shared: 2})
+	var cpu, mem bytes.Buffer
+	rep, err := Gateway(context.Background(), GatewayConfig{Dir: t.TempDir(), Clients: 4, Turns: 3, Shared: 2, CPUProfile: &cpu, MemProfile: &mem})
 	if err != nil {
 		t.Fatalf("%v\n%+v", err, rep)
+	}
+	// Both profiles are written, in pprof's format (gzipped protocol buffers).
+	for name, b := range map[string][]byte{"cpu": cpu.Bytes(), "heap": mem.Bytes()} {
+		if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Fatalf("%s profile: %d bytes, not gzip", name, len(b))
+		}
+	}
+	if rep.Distinct.CPUPerTurn <= 0 || rep.Shared.CPUPerTurn <= 0 {
+		t.Fatalf("CPU a turn: %v / %v", rep.Distinct.CPUPerTurn, rep.Shared.CPUPerTurn)
 	}
 	if rep.Distinct.Turns != 12 || rep.Shared.Turns != 12 || rep.Distinct.Sessions != 4 || rep.Shared.Sessions != 2 {
 		t.Fatalf("turns: %+v / %+v", rep.Distinct, rep.Shared)

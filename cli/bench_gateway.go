@@ -11,8 +11,9 @@ import (
 
 func (a *app) benchGatewayCommand() *cobra.Command {
 	var (
-		cfg   bench.GatewayConfig
-		quiet bool
+		cfg                    bench.GatewayConfig
+		quiet                  bool
+		cpuProfile, memProfile string
 	)
 	cmd := &cobra.Command{
 		Use:   "gateway",
@@ -46,6 +47,20 @@ func (a *app) benchGatewayCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			for _, p := range []struct {
+				path string
+				w    *io.Writer
+			}{{cpuProfile, &cfg.CPUProfile}, {memProfile, &cfg.MemProfile}} {
+				if p.path == "" {
+					continue
+				}
+				f, err := os.Create(p.path)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				*p.w = f
+			}
 			return a.scratchBench("gateway", quiet, func(dir string, log io.Writer) (any, error) {
 				cfg.Dir, cfg.Log, cfg.Exe = dir, log, exe
 				return bench.Gateway(cmd.Context(), cfg)
@@ -61,6 +76,8 @@ func (a *app) benchGatewayCommand() *cobra.Command {
 	fl.IntVar(&cfg.IdlePad, "idle-pad", 0, "bytes added to each idle stream's message (a control: the verdict must fail)")
 	fl.DurationVar(&cfg.IdleRenew, "idle-renew-every", 0, "the idle-streams server's leases.renew_every (0: its default; 1s renews during the hold)")
 	fl.Float64Var(&cfg.OpenLoad, "open-load", 0.5, "open-loop phase's offered load, a fraction of the distinct phase's turns/s (negative: skip it)")
+	fl.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the HTTP phases (both ends: client and server share the process) to this file (go tool pprof)")
+	fl.StringVar(&memProfile, "memprofile", "", "write the allocation profile at the end of the HTTP phases to this file (go tool pprof -sample_index=alloc_space)")
 	fl.BoolVar(&quiet, "quiet", false, "no progress on stderr")
 	return cmd
 }

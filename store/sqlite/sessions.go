@@ -541,7 +541,7 @@ func encodeRequest(r store.RequestRecord) (encodedRequest, error) {
 func (db *DB) recordTx(ctx context.Context, tx *sql.Tx, id string, e encodedRequest, l *store.Lease) error {
 	var root string
 	q := cachedTx{db, tx}
-	r, u := e.r, e.r.Usage
+	u := e.r.Usage
 	err := q.QueryRowContext(ctx, usageAddSQL, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens,
 		u.APICalls, u.CostUSD, id).Scan(&root)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -553,7 +553,13 @@ func (db *DB) recordTx(ctx context.Context, tx *sql.Tx, id string, e encodedRequ
 	if err := db.checkLease(ctx, tx, root, l); err != nil {
 		return err // rolls the usage back too
 	}
-	_, err = q.ExecContext(ctx, requestAddSQL, id, micros(r.At), r.Model, r.Task, u.InputTokens, u.OutputTokens,
+	return insertRequest(ctx, q, id, e)
+}
+
+// insertRequest adds e's row to the requests table (the session's usage is added by the caller).
+func insertRequest(ctx context.Context, q cachedTx, id string, e encodedRequest) error {
+	r, u := e.r, e.r.Usage
+	_, err := q.ExecContext(ctx, requestAddSQL, id, micros(r.At), r.Model, r.Task, u.InputTokens, u.OutputTokens,
 		u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, e.brk, max(r.Latency.Microseconds(), 0), r.Fallback)
 	return err
 }

@@ -90,11 +90,22 @@ const (
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// modelConfigSetSQL is the session patch a turn's last commit carries (its compaction state).
 	modelConfigSetSQL = "UPDATE sessions SET model_config = ? WHERE id = ? RETURNING root_id"
+	// turnSessionSQL is a turn commit's whole change to its session row (CommitTurn): what
+	// bumpSessionSQL, usageAddSQL and modelConfigSetSQL do, in one statement. A commit without
+	// messages passes 0 as the last activity (max keeps the row's) and NULL as the preview; one
+	// without a patch passes NULL as the model config (coalesce keeps the row's).
+	turnSessionSQL = `UPDATE sessions SET message_count = message_count + ?, tool_call_count = tool_call_count + ?,
+			last_active = max(last_active, ?), preview = coalesce(preview, ?),
+			input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+			cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,
+			reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ?,
+			cost_usd = cost_usd + ?, model_config = coalesce(?, model_config)
+			WHERE id = ? RETURNING root_id, ended_at IS NOT NULL AND end_reason = 'compression'`
 )
 
 func init() {
 	writerStatements = append(writerStatements, rootOfSQL, leaseGetSQL, leaseExtendSQL, leaseTakeSQL, leaseRenewSQL,
-		leaseReleaseSQL, leaseCheckSQL, leaseTouchSQL, usageAddSQL, requestAddSQL, modelConfigSetSQL)
+		leaseReleaseSQL, leaseCheckSQL, leaseTouchSQL, usageAddSQL, requestAddSQL, modelConfigSetSQL, turnSessionSQL)
 }
 
 // prepared is the writer's statement for query, nil when it was not prepared at open.

@@ -89,6 +89,7 @@ func Run(t *testing.T, h Harness) {
 		{"CompressionLocks", testCompressionLocks},
 		{"Leases", testLeases},
 		{"CommitTurn", testCommitTurn},
+		{"CommitTurnEqualsParts", testCommitTurnEqualsParts},
 		{"HeldLeases", testHeldLeases},
 		{"ListFilters", testListFilters},
 		{"ListTrees", testListTrees},

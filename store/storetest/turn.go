@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -134,5 +135,104 @@ func testCommitTurn(t *testing.T, h Harness) {
 	}
 	if err := watch.Wait(bg, time.Minute); err != nil {
 		t.Fatalf("the commit's release did not wake the watcher: %v", err)
+	}
+}
+
+// testCommitTurnEqualsParts: whatever a CommitTurn carries, the session it leaves (counters,
+// usage, cost, compaction state, model, preview, last activity), its transcript and its request
+// rows are what the same writes made one by one (AppendBatch, RecordRequest, UpdateSession)
+// leave on a twin session: a backend may merge the commit's statements, never change its effect.
+func testCommitTurnEqualsParts(t *testing.T, h Harness) {
+	st, _ := h.open(t)
+	at := time.Now().UTC().Add(time.Hour).Truncate(time.Second) // after both sessions started: each step moves the last activity
+	msg := func(role, text string, sec int) store.Message {
+		return store.Message{Role: role, Content: text, Timestamp: at.Add(time.Duration(sec) * time.Second)}
+	}
+	call := store.Message{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{{ID: "c1", Type: "function", Function: store.ToolFunction{Name: "read", Arguments: `{"path":"x"}`}}},
+		Timestamp: at.Add(3 * time.Second)}
+	req := func(in, out int64, cost float64) store.RequestRecord {
+		return store.RequestRecord{At: at, Model: "m", Usage: store.Usage{InputTokens: in, OutputTokens: out, CacheReadTokens: in / 2,
+			CacheWriteTokens: 1, ReasoningTokens: 2, CostUSD: cost}}
+	}
+	model, cwd := "other-model", "/tmp/x"
+	steps := []store.TurnWrite{
+		{Messages: []store.Message{msg(store.RoleUser, "the first question, long enough to be cut in the preview of a picker", 1)}},
+		{Messages: []store.Message{msg(store.RoleAssistant, "answer", 2)}, Requests: []store.RequestRecord{req(10, 5, 0.1)},
+			Patch: &store.SessionPatch{ModelConfig: json.RawMessage(`{"compression":{"n":1}}`)}},
+		{Messages: []store.Message{call, {Role: store.RoleTool, ToolCallID: "c1", ToolName: "read", Content: "x", Timestamp: at.Add(4 * time.Second)}},
+			Requests: []store.RequestRecord{req(20, 7, 0.2)}},
+		{Requests: []store.RequestRecord{req(3, 1, 0.3)}},
+		{Patch: &store.SessionPatch{ModelConfig: json.RawMessage(`{"compression":{"n":2}}`)}},
+		{Patch: &store.SessionPatch{}},
+		{Messages: []store.Message{msg(store.RoleUser, "second", 5), msg(store.RoleAssistant, "two calls", 6)},
+			Requests: []store.RequestRecord{req(1, 1, 0.1), req(2, 2, 0.2)}},
+		{Messages: []store.Message{msg(store.RoleAssistant, "moved", 7)}, Requests: []store.RequestRecord{req(4, 4, 0.7)},
+			Patch: &store.SessionPatch{Model: &model, Cwd: &cwd, ModelConfig: json.RawMessage(`{"compression":{"n":3}}`)}},
+		{Messages: []store.Message{msg(store.RoleUser, "last", 8), msg(store.RoleAssistant, "bye", 9)}, Requests: []store.RequestRecord{req(5, 6, 0.05)},
+			Release: true},
+	}
+	mustCreate(t, st, store.NewSession{ID: "whole", Model: "m"})
+	mustCreate(t, st, store.NewSession{ID: "parts", Model: "m"})
+	var held *store.Lease
+	for i, w := range steps {
+		if held == nil {
+			a, err := st.AcquireLease(bg, "whole", "holder", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = &a
+		}
+		if _, err := st.CommitTurn(bg, "whole", *held, w); err != nil {
+			t.Fatalf("step %d: commit: %v", i, err)
+		}
+		if w.Release {
+			held = nil
+		}
+		if len(w.Messages) > 0 {
+			if _, err := st.AppendBatch(bg, "parts", w.Messages); err != nil {
+				t.Fatalf("step %d: append: %v", i, err)
+			}
+		}
+		for _, r := range w.Requests {
+			if err := st.RecordRequest(bg, "parts", r); err != nil {
+				t.Fatalf("step %d: record: %v", i, err)
+			}
+		}
+		if w.Patch != nil {
+			if err := st.UpdateSession(bg, "parts", *w.Patch); err != nil {
+				t.Fatalf("step %d: update: %v", i, err)
+			}
+		}
+		whole, parts := mustSession(t, st, "whole"), mustSession(t, st, "parts")
+		whole.ID, whole.StartedAt, parts.ID, parts.StartedAt = "", time.Time{}, "", time.Time{}
+		if !reflect.DeepEqual(whole, parts) {
+			t.Fatalf("step %d: the committed session differs from its parts:\nwhole %+v\nparts %+v", i, whole, parts)
+		}
+		ls, err := st.ListSessions(bg, store.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := map[string]store.SessionListing{}
+		for _, l := range ls {
+			listed[l.ID] = l
+		}
+		if lw, lp := listed["whole"], listed["parts"]; lw.Preview != lp.Preview || !lw.LastActive.Equal(lp.LastActive) {
+			t.Fatalf("step %d: listing whole %q %v, parts %q %v", i, lw.Preview, lw.LastActive, lp.Preview, lp.LastActive)
+		}
+		cw, cp := mustConversation(t, st, "whole", store.ViewAll), mustConversation(t, st, "parts", store.ViewAll)
+		if len(cw) != len(cp) {
+			t.Fatalf("step %d: %d messages committed, %d by parts", i, len(cw), len(cp))
+		}
+		for j := range cw {
+			cw[j].ID, cw[j].SessionID, cp[j].ID, cp[j].SessionID = 0, "", 0, ""
+			if !reflect.DeepEqual(cw[j], cp[j]) {
+				t.Fatalf("step %d: message %d differs:\nwhole %+v\nparts %+v", i, j, cw[j], cp[j])
+			}
+		}
+		rw, _ := st.Requests(bg, "whole", 0)
+		rp, _ := st.Requests(bg, "parts", 0)
+		if !reflect.DeepEqual(rw, rp) {
+			t.Fatalf("step %d: request rows differ:\nwhole %+v\nparts %+v", i, rw, rp)
+		}
 	}
 }
