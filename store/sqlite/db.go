@@ -32,6 +32,9 @@ type Options struct {
 	WriteBudget time.Duration
 	// Logger receives warnings (journal fallback, reclaimed locks). Default: slog.Default().
 	Logger *slog.Logger
+	// HistoryCacheBytes bounds the cache of loaded active histories (see historyCache; 0: 64
+	// MiB, negative: no cache). Only the default build's raw reader uses it.
+	HistoryCacheBytes int
 
 	// manualCheckpoints (tests) starts no checkpointer goroutine: the test runs its passes.
 	manualCheckpoints bool
@@ -54,6 +57,7 @@ type DB struct {
 	wstmts       stmtCache    // prepared statements on the writer connection
 	rstmts       stmtCache    // prepared statements of the hot read paths, on the reader pool
 	raw          *rawReader
+	hist         *historyCache // nil: no cache
 	ckpt         *checkpointer // nil unless the journal is WAL
 	// readerFallbacks counts transcript loads the reader failed and database/sql served.
 	readerFallbacks atomic.Int64
@@ -192,6 +196,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	db.r.SetMaxOpenConns(opts.ReadConns)
 	db.r.SetMaxIdleConns(opts.ReadConns)
 	db.raw = newRawReader(abs, opts.ReadConns)
+	db.hist = newHistoryCache(opts.HistoryCacheBytes)
 	if db.journal == "wal" {
 		ck, err := sql.Open(driverName, dsn(abs, writeBusyTimeoutMS, opts.Synchronous, false))
 		if err != nil {

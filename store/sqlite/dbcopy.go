@@ -24,8 +24,9 @@ var (
 // copySkipTables hold no data of their own: index state, locks that die with their holders.
 var copySkipTables = map[string]bool{"fts_state": true, "meta": true, "compression_locks": true}
 
-// copyDerived are the columns the writer computes from the row (search index inputs).
-var copyDerived = map[string]bool{"messages.cjk": true, "messages.call_text": true}
+// copyDerived are the columns the writer computes from the row (search index inputs) or keeps
+// for itself (the history cache's change counter, which only needs to move).
+var copyDerived = map[string]bool{"messages.cjk": true, "messages.call_text": true, "sessions.history_changes": true}
 
 // copyLoadBudget is how long a load waits for a target another process holds locked.
 const copyLoadBudget = 2 * time.Minute

@@ -58,6 +58,10 @@ func (*rawReader) load(context.Context, string, string) ([]store.Message, error)
 	return nil, errNoRawReader
 }
 
+func (*rawReader) loadActive(context.Context, string, *historyCache) ([]store.Message, bool, error) {
+	return nil, false, errNoRawReader
+}
+
 func (*rawReader) query(context.Context, string, []any, func(rowScanner) error) error {
 	return errNoRawReader
 }

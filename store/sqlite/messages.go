@@ -220,6 +220,20 @@ func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) 
 		return nil, fmt.Errorf("conversation %s: %w", sessionID, store.Invalid("view", "unknown view %d", v))
 	}
 	q := db.read()
+	if v == store.ViewActive && db.raw != nil && db.hist != nil {
+		ms, found, err := db.raw.loadActive(ctx, sessionID, db.hist)
+		switch {
+		case err == nil && !found:
+			return nil, fmt.Errorf("conversation: %w", notFound("session", sessionID))
+		case err == nil:
+			return ms, nil
+		case isCorrupt(err):
+			return nil, fmt.Errorf("conversation %s: %w", sessionID, db.damage(err))
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("conversation %s: %w", sessionID, err)
+		}
+		db.rawFallback(fmt.Errorf("load %s: %w", sessionID, err))
+	}
 	ms, err := db.loadMessages(ctx, sessionID, where)
 	if isCorrupt(err) {
 		err = db.damage(err)

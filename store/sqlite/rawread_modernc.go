@@ -269,6 +269,11 @@ func (t *rawReader) each(ctx context.Context, query string, args []any, row func
 		return err
 	}
 	defer func() { t.release(c, err != nil && ctx.Err() == nil) }()
+	return c.each(ctx, query, args, row)
+}
+
+// each is rawReader.each on c.
+func (c *rawConn) each(ctx context.Context, query string, args []any, row func(*rowReader) error) error {
 	s, err := c.stmt(query)
 	if err != nil {
 		return err
@@ -330,6 +335,86 @@ func (t *rawReader) load(ctx context.Context, sessionID, where string) ([]store.
 		return nil, err
 	}
 	return ms, nil
+}
+
+// loadActive reads the session's active history like load(ctx, sessionID, "m.active = 1"),
+// through hc (see historyCache): in one read transaction it reads the session's counters and,
+// when hc's entry for the session is proven current, only the active rows from the entry's last
+// on; otherwise all of them, which it stores in hc. found is false when the session does not
+// exist.
+func (t *rawReader) loadActive(ctx context.Context, sessionID string, hc *historyCache) (ms []store.Message, found bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	c, err := t.acquire(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	failed := false
+	defer func() { t.release(c, failed) }()
+	if err := c.each(ctx, "BEGIN", nil, func(*rowReader) error { return nil }); err != nil {
+		failed = ctx.Err() == nil
+		return nil, false, err
+	}
+	defer func() {
+		if cerr := c.each(ctx, "COMMIT", nil, func(*rowReader) error { return nil }); cerr != nil {
+			failed = true // closed on release: never reused inside a transaction
+			if err == nil {
+				err = cerr
+			}
+		}
+	}()
+	defer func() {
+		if err != nil && ctx.Err() == nil {
+			failed = true
+		}
+	}()
+	var count int
+	var changes int64
+	err = c.each(ctx, "SELECT message_count, history_changes FROM sessions WHERE id = ?1", []any{sessionID}, func(r *rowReader) error {
+		found, count, changes = true, r.int(0), sqlite3.Xsqlite3_column_int64(r.c.tls, r.s, 1)
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if !found {
+		hc.drop(sessionID)
+		return nil, false, nil
+	}
+	const query = "SELECT " + rawMessageCols + " FROM messages m WHERE m.session_id = ?1 AND m.active = 1 AND m.id >= ?2 ORDER BY m.id"
+	if e := hc.get(sessionID); e != nil && e.changes == changes && len(e.msgs) > 0 {
+		last := e.msgs[len(e.msgs)-1].ID
+		var added []store.Message
+		err := c.each(ctx, query, []any{sessionID, last}, func(r *rowReader) error {
+			added = append(added, r.message(sessionID))
+			return nil
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		if len(added) > 0 && added[0].ID == last && len(e.msgs)+len(added)-1 == count {
+			hc.extended.Add(1)
+			if len(added) == 1 {
+				return callerCopy(e.msgs), true, nil
+			}
+			ms := make([]store.Message, 0, len(e.msgs)+len(added)-1)
+			ms = append(append(ms, e.msgs...), added[1:]...)
+			hc.put(sessionID, changes, ms)
+			return callerCopy(ms), true, nil
+		}
+	}
+	hc.loaded.Add(1)
+	ms = make([]store.Message, 0, min(max(count, 0), 1<<20))
+	err = c.each(ctx, query, []any{sessionID, 0}, func(r *rowReader) error {
+		ms = append(ms, r.message(sessionID))
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	hc.put(sessionID, changes, ms)
+	return callerCopy(ms), true, nil
 }
 
 // rowReader copies the current row's text into large shared chunks, so a transcript costs a few

@@ -90,6 +90,7 @@ func Run(t *testing.T, h Harness) {
 		{"Leases", testLeases},
 		{"CommitTurn", testCommitTurn},
 		{"CommitTurnEqualsParts", testCommitTurnEqualsParts},
+		{"HistoryStaysCurrent", testHistoryStaysCurrent},
 		{"HeldLeases", testHeldLeases},
 		{"ListFilters", testListFilters},
 		{"ListTrees", testListTrees},

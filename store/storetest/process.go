@@ -90,6 +90,9 @@ func runChild(role string, open func(ctx context.Context, dsn string) (store.Sto
 			}
 			fmt.Println(i + 1)
 		}
+	case "history":
+		// args: op, session. One change to the session's history (testHistoryStaysCurrent).
+		return changeHistory(ctx, st, args[0], args[1])
 	}
 	return fmt.Errorf("unknown role %q", role)
 }
