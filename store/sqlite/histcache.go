@@ -15,7 +15,7 @@ import (
 // only what was appended since (every gateway turn loads its conversation, which its previous
 // turn extended by two rows). An entry is only ever used after a check, in the same read
 // transaction as the rows it adds, that proves it still holds (see rawReader.loadActive):
-//   - the session's history_changes (migration 0011: every update or delete of one of its
+//   - the session's history_changes (migration 0012: every update or delete of one of its
 //     message rows, and an active row inserted below its newest active one, count one, by
 //     triggers, in whatever process writes) is the entry's, so no row the entry holds changed or
 //     went away, and every active row added since has a larger id than the entry's last;

@@ -12,7 +12,7 @@ import (
 )
 
 // The history cache against changes no store method makes but another program on the file may
-// (the triggers of migration 0011 see them all): a row edited in place in the middle of the
+// (the triggers of migration 0012 see them all): a row edited in place in the middle of the
 // history, and an active row inserted with an explicit id below the newest. After each, the
 // cached handle loads what a handle without the cache loads. Appends are served from the cache.
 func TestHistoryCacheSeesChangesOfOtherWriters(t *testing.T) {
