@@ -108,7 +108,7 @@ var messageColTypes = [...]uint32{pgtype.Int8OID, pgtype.TextOID, pgtype.TextOID
 // pgx's generic scan, with a pointer per nullable column, was half of the client's CPU.
 func collectMessages(rows pgx.Rows, sessionID string) ([]store.Message, error) {
 	defer rows.Close()
-	var out []store.Message
+	out := []store.Message{} // not nil when empty, as pgx.CollectRows and store/sqlite return
 	var fds []pgconn.FieldDescription
 	for rows.Next() {
 		if fds == nil {

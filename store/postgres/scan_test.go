@@ -122,4 +122,11 @@ func TestCollectMessagesSortsByID(t *testing.T) {
 	if !reflect.DeepEqual(got, ids) {
 		t.Fatalf("ids %v, want %v", got, ids)
 	}
+	// An empty transcript is an empty slice, not nil, as on SQLite (store/dbcopy compares them).
+	if _, err := db.CreateSession(bg, store.NewSession{ID: "empty"}); err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := db.Conversation(bg, "empty", store.ViewAll); err != nil || ms == nil || len(ms) != 0 {
+		t.Fatalf("empty session: %#v, %v; want an empty slice", ms, err)
+	}
 }
