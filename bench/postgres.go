@@ -77,6 +77,7 @@ type PostgresReport struct {
 	Postgres     *Report      `json:"postgres"`
 	W1WAL        WALResult    `json:"postgres_w1_wal"`
 	Commits      CommitRates  `json:"postgres_commit_rates"`
+	W1Bound      *W1Bound     `json:"postgres_w1_bound,omitempty"`
 	Handover     HandoverRes  `json:"postgres_lease_handover"`
 	Targets      []TargetLine `json:"targets"`
 	TotalS       float64      `json:"total_runtime_s"`
@@ -226,6 +227,7 @@ func runPostgres(ctx context.Context, cfg PostgresConfig) (*PostgresReport, erro
 		return nil, err
 	}
 	rep.Targets = postgresTargets(rep)
+	rep.W1Bound = w1Bound(rep.Postgres.W1.MsgsPerS, rep.Commits, rep.FsyncCeiling)
 	rep.TotalS = round3(time.Since(start).Seconds())
 	return rep, verifyErr
 }
@@ -240,6 +242,25 @@ type CommitRates struct {
 	SmallAfter  float64 `json:"small_after_w1_per_s"`
 	LargeBefore float64 `json:"5kb_before_w1_per_s"`
 	LargeAfter  float64 `json:"5kb_after_w1_per_s"`
+}
+
+// W1Bound sets W1 beside one writer's cheapest commit in the same run (the 4-byte row of
+// postgres_commit_rates, the mean of before and after W1). Each append is a commit with its
+// round trip, so W1 cannot pass that rate whatever an append costs; CheapestShare is that rate
+// over the fsync ceiling, the most any one-commit-per-append writer could score against it.
+type W1Bound struct {
+	CheapestCommitPerS float64 `json:"cheapest_commit_per_s"`
+	W1Share            float64 `json:"w1_share_of_cheapest_commit"`
+	CheapestShare      float64 `json:"cheapest_commit_share_of_ceiling"`
+}
+
+// w1Bound is nil unless both commit rates and the ceiling were measured.
+func w1Bound(w1 float64, c CommitRates, f FsyncResult) *W1Bound {
+	if c.SmallBefore <= 0 || c.SmallAfter <= 0 || !f.Measured || f.OpsPerS <= 0 {
+		return nil
+	}
+	cheapest := (c.SmallBefore + c.SmallAfter) / 2
+	return &W1Bound{CheapestCommitPerS: round3(cheapest), W1Share: round3(w1 / cheapest), CheapestShare: round3(cheapest / f.OpsPerS)}
 }
 
 // commitDuration is how long each commit rate is measured.

@@ -54,10 +54,11 @@ func buildTSV(role, content, toolName, toolCalls string) tsVector {
 		tok string
 		pos uint16
 	}
-	var occ []occurrence
+	cols := [3][]string{tokens(fts.IndexedText(role, content)), tokens(toolName), tokens(toolCalls)}
+	occ := make([]occurrence, 0, len(cols[0])+len(cols[1])+len(cols[2]))
 	pos, bound := 0, 0
-	add := func(text string) {
-		for _, tok := range tokens(text) {
+	for _, toks := range cols {
+		for _, tok := range toks {
 			pos++
 			if len(tok) > maxLexeme {
 				continue
@@ -67,9 +68,6 @@ func buildTSV(role, content, toolName, toolCalls string) tsVector {
 		}
 		pos++ // the gap between columns
 	}
-	add(fts.IndexedText(role, content))
-	add(toolName)
-	add(toolCalls)
 	if bound > tsvSoftLimit {
 		// Near PostgreSQL's size limit: lexemes that first occur late may be left out.
 		return buildTSVBounded(role, content, toolName, toolCalls)

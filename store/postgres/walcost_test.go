@@ -57,6 +57,7 @@ func BenchmarkAppendWAL(b *testing.B) {
 		}
 		return n
 	}
+	pgLSN := func(n int64) string { return fmt.Sprintf("%X/%X", uint64(n)>>32, uint32(n)) }
 	var pid int
 	if err := db.Pool().QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
 		b.Fatal(err)
@@ -72,7 +73,11 @@ func BenchmarkAppendWAL(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(lsn()-before)/float64(b.N), "WAL-B/op")
+	after := lsn()
+	// For a profile of the backend (perf record -g -p PID) and the WAL by record type
+	// (pg_waldump --stats=record -p DATADIR/pg_wal -s FROM -e TO), with -v.
+	b.Logf("server backend pid %d; WAL of the appends from %s to %s", pid, pgLSN(before), pgLSN(after))
+	b.ReportMetric(float64(after-before)/float64(b.N), "WAL-B/op")
 	b.ReportMetric((selfCPU()-cli0).Seconds()*1e6/float64(b.N), "client-CPU-us/op")
 	if srv1, ok := procCPU(pid); ok && srvOK {
 		b.ReportMetric((srv1-srv0).Seconds()*1e6/float64(b.N), "server-CPU-us/op")
