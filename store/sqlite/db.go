@@ -600,6 +600,16 @@ func readColumn[T any](ctx context.Context, db *DB, query string, args ...any) (
 	return out, err
 }
 
+// readRow is readRows for a query of at most one row (the turn's point reads: the session, its
+// route, its tip, its prompt); found reports whether there was one.
+func (db *DB) readRow(ctx context.Context, query string, args []any, row func(rowScanner) error) (found bool, err error) {
+	err = db.readRows(ctx, query, args, func(r rowScanner) error {
+		found = true
+		return row(r)
+	})
+	return found, err
+}
+
 // rawFallback notes a read the raw reader failed and database/sql serves instead.
 func (db *DB) rawFallback(err error) {
 	db.readerFallbacks.Add(1)

@@ -113,8 +113,8 @@ func (db *DB) ResumeTarget(ctx context.Context, id string) (string, error) {
 	// Every gateway turn asks: one read instead of chainOf's three when nothing was rotated.
 	var root string
 	var continued bool // or the root is gone
-	err := cachedReads{db}.QueryRowContext(ctx, resumeFastSQL, id).Scan(&root, &continued)
-	if errors.Is(err, sql.ErrNoRows) {
+	found, err := db.readRow(ctx, resumeFastSQL, []any{id}, func(r rowScanner) error { return r.Scan(&root, &continued) })
+	if err == nil && !found {
 		return "", fmt.Errorf("resume target of %s: %w", id, notFound("session", id))
 	}
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -41,9 +40,11 @@ func (db *DB) GetRoute(ctx context.Context, key string) (store.Route, error) {
 	r := store.Route{Key: key}
 	var origin sql.NullString
 	var updated int64
-	err := cachedReads{db}.QueryRowContext(ctx, `SELECT session_id, suspended, resume_pending, origin, updated_at
-		FROM routes WHERE session_key = ?`, key).Scan(&r.SessionID, &r.Suspended, &r.ResumePending, &origin, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
+	found, err := db.readRow(ctx, `SELECT session_id, suspended, resume_pending, origin, updated_at
+		FROM routes WHERE session_key = ?`, []any{key}, func(row rowScanner) error {
+		return row.Scan(&r.SessionID, &r.Suspended, &r.ResumePending, &origin, &updated)
+	})
+	if err == nil && !found {
 		return store.Route{}, notFound("route", key)
 	}
 	if err != nil {

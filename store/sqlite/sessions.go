@@ -137,7 +137,14 @@ func titleHolder(ctx context.Context, tx *sql.Tx, title string) (string, error) 
 
 // GetSession implements store.Store.
 func (db *DB) GetSession(ctx context.Context, id string) (store.Session, error) {
-	s, err := getSession(ctx, cachedReads{db}, id)
+	var s store.Session
+	found, err := db.readRow(ctx, getSessionSQL, []any{id}, func(r rowScanner) (err error) {
+		s, err = scanSession(r)
+		return err
+	})
+	if err == nil && !found {
+		err = notFound("session", id)
+	}
 	if err != nil {
 		return s, fmt.Errorf("get session: %w", err)
 	}
@@ -149,8 +156,10 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
+const getSessionSQL = "SELECT " + sessionCols + " FROM sessions s WHERE s.id = ?"
+
 func getSession(ctx context.Context, q querier, id string) (store.Session, error) {
-	s, err := scanSession(q.QueryRowContext(ctx, "SELECT "+sessionCols+" FROM sessions s WHERE s.id = ?", id))
+	s, err := scanSession(q.QueryRowContext(ctx, getSessionSQL, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, notFound("session", id)
 	}
@@ -497,9 +506,11 @@ func setPromptTx(ctx context.Context, tx *sql.Tx, id, prompt, hash string) error
 // SystemPrompt implements store.Store.
 func (db *DB) SystemPrompt(ctx context.Context, id string) (string, error) {
 	var prompt sql.NullString
-	err := cachedReads{db}.QueryRowContext(ctx, `SELECT p.prompt FROM sessions s
-		LEFT JOIN system_prompts p ON p.hash = s.system_prompt_hash WHERE s.id = ?`, id).Scan(&prompt)
-	if errors.Is(err, sql.ErrNoRows) {
+	found, err := db.readRow(ctx, `SELECT p.prompt FROM sessions s
+		LEFT JOIN system_prompts p ON p.hash = s.system_prompt_hash WHERE s.id = ?`, []any{id}, func(r rowScanner) error {
+		return r.Scan(&prompt)
+	})
+	if err == nil && !found {
 		return "", notFound("session", id)
 	}
 	if err != nil {
@@ -569,37 +580,34 @@ func (db *DB) Requests(ctx context.Context, id string, limit int) ([]store.Reque
 	if limit <= 0 {
 		limit = -1
 	}
-	q := cachedReads{db} // every turn reads its session's last call (the cache forensics)
-	rows, err := q.QueryContext(ctx, `SELECT at, model, task, input_tokens, output_tokens, cache_read_tokens,
-		cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us, fallback FROM requests WHERE session_id = ?
-		ORDER BY id DESC LIMIT ?`, id, limit)
-	if err != nil {
-		return nil, fmt.Errorf("requests of %s: %w", id, err)
-	}
-	defer rows.Close()
+	// Every turn reads its session's last call (the cache forensics).
 	var out []store.RequestRecord
-	for rows.Next() {
+	err := db.readRows(ctx, `SELECT at, model, task, input_tokens, output_tokens, cache_read_tokens,
+		cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us, fallback FROM requests WHERE session_id = ?
+		ORDER BY id DESC LIMIT ?`, []any{id, limit}, func(row rowScanner) error {
 		var r store.RequestRecord
 		var at int64
 		var brk sql.NullString
 		var latency int64
 		u := &r.Usage
-		if err := rows.Scan(&at, &r.Model, &r.Task, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens,
+		if err := row.Scan(&at, &r.Model, &r.Task, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens,
 			&u.CacheWriteTokens, &u.ReasoningTokens, &u.CostUSD, &brk, &latency, &r.Fallback); err != nil {
-			return nil, fmt.Errorf("requests of %s: %w", id, err)
+			return err
 		}
 		r.At, u.APICalls, r.Latency = fromMicros(at), 1, time.Duration(latency)*time.Microsecond
 		if brk.Valid {
 			r.Break = &store.CacheBreak{}
 			if err := json.Unmarshal([]byte(brk.String), r.Break); err != nil {
-				return nil, fmt.Errorf("requests of %s: cache break: %w", id, err)
+				return fmt.Errorf("cache break: %w", err)
 			}
 		}
 		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("requests of %s: %w", id, err)
 	}
+	q := cachedReads{db}
 	if len(out) == 0 {
 		if _, err := getSession(ctx, q, id); err != nil {
 			return nil, fmt.Errorf("requests: %w", err)
