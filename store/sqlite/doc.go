@@ -23,6 +23,11 @@
 // Transcripts, listings and search (the hot reads: every turn and resume loads a transcript) are
 // read in the default build by rawReader, on read-only connections of its own through SQLite's
 // C API, with database/sql as its fallback; see rawread_modernc.go for why and what it measured.
+// So are a turn's point reads (its session, route, tip, prompt and last calls). The model's view
+// of a session (Conversation with ViewActive) is kept between loads by historyCache
+// (histcache.go): a load reads only the rows appended since, after a check in the same read
+// transaction that proves the kept rows current (migration 0012's history_changes, maintained by
+// triggers for every writer of the file).
 //
 // Full-text indexing is batched (see index.go): appends land in the table at once and reach the
 // indexes every 512 appends, before any search and at close, so a search never misses a row.
