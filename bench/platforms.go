@@ -61,6 +61,12 @@ type PlatformsConfig struct {
 	// RestartEvery restarts the gateway (router, adapters, store handle) on the same database
 	// (90s; negative: never).
 	RestartEvery time.Duration
+	// DiscordAbruptEvery makes every Nth restart a crash for Discord (2: the first, third, ...;
+	// negative: none): the bot's socket is cut and Discord forgets its session before the old
+	// gateway stops, and people go on writing meanwhile; the next gateway finds those messages
+	// in the channels' history. The other restarts are graceful: Discord delivers nothing to a
+	// bot that is away, so the soak sends nothing to Discord while they run.
+	DiscordAbruptEvery int
 	// NoDedup is the control: every delivery gets a fresh event id, so the inbox cannot tell
 	// a redelivery from a new message. It must score badly.
 	NoDedup bool
@@ -106,6 +112,9 @@ func (c PlatformsConfig) withDefaults() PlatformsConfig {
 	if c.RestartEvery == 0 {
 		c.RestartEvery = 90 * time.Second
 	}
+	if c.DiscordAbruptEvery == 0 {
+		c.DiscordAbruptEvery = 2
+	}
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
@@ -140,6 +149,17 @@ type PlatformsReport struct {
 	// their added latency counts from the moment the new process was up (Slack's and
 	// Discord's such messages count from their redelivery to it).
 	TelegramDuringRestart int `json:"telegram_sent_during_restart"`
+	// DiscordAbrupt counts the restarts that cut the Discord bot off (DiscordAbruptEvery), and
+	// DiscordDuringRestart the Discord messages sent while it was off: they reach the next
+	// gateway only through the channels' history, and their added latency counts from the
+	// moment the new process was up.
+	DiscordAbrupt        int `json:"discord_abrupt_restarts"`
+	DiscordDuringRestart int `json:"discord_sent_during_restart"`
+	// DiscordLimited counts the Discord fake's 429s for Discord's own rate limits (message
+	// create and edit 5 per 5 s per channel, 50 requests a second per bot), apart from the
+	// injected ones.
+	DiscordLimited      int            `json:"discord_limit_429s"`
+	DiscordLimitedRoute map[string]int `json:"discord_limit_429s_by_route,omitempty"`
 	// Outcomes (targets: all 0).
 	Lost            int `json:"messages_lost"`
 	DuplicatedSends int `json:"duplicated_sends"`
@@ -441,7 +461,7 @@ func startSoakInstance(db string, model provider.Client, fk soakFakes, cfg Platf
 		adapters = append(adapters, sl)
 	}
 	if df != nil {
-		dc, err := discord.New(discord.Config{Token: df.Token, BaseURL: df.URL, HTTP: hc})
+		dc, err := discord.New(discord.Config{Token: df.Token, BaseURL: df.URL, HTTP: hc, Cursors: st, Log: fk.log})
 		if err != nil {
 			st.Close()
 			return nil, err
@@ -526,6 +546,7 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 				return rep, err
 			}
 			defer df.Close()
+			df.SetLimits(discordfake.DiscordLimits) // Discord's own limits: the adapter must keep them
 			fk.df = df
 		default:
 			return rep, fmt.Errorf("bench platforms: no platform %q (telegram, slack, discord)", p)
@@ -619,6 +640,7 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 	}
 	cur.Store(in)
 	var discordGate sync.RWMutex // held for writing while the gateway restarts: Discord delivers nothing to a bot that is away
+	var discordCut atomic.Bool   // an abrupt restart: messages go on, into the channels' history only
 	start := time.Now()
 	end := start.Add(cfg.Duration)
 	runCtx, stopRun := context.WithDeadline(ctx, end)
@@ -682,7 +704,7 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 		discordGate.RLock()
 		defer discordGate.RUnlock()
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
-		err := df.Wait(wctx, func(v discordfake.View) bool { return v.Ready() >= 1 })
+		err := df.Wait(wctx, func(v discordfake.View) bool { return v.Ready() >= 1 || discordCut.Load() })
 		cancel()
 		if err != nil {
 			return
@@ -760,8 +782,24 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 					return
 				case <-t.C:
 				}
-				discordGate.Lock()
+				// every DiscordAbruptEvery-th restart (the first included) is a crash for Discord
+				abrupt := df != nil && cfg.DiscordAbruptEvery > 0 && rep.Restarts%cfg.DiscordAbruptEvery == 0
 				down := time.Now()
+				if abrupt {
+					df.Refuse(1 << 30) // its reconnects fail: nothing more is read
+					discordCut.Store(true)
+					df.Expire() // the socket cut, the session forgotten: no replay to the next one
+				} else {
+					discordGate.Lock()
+				}
+				reopen := func() {
+					if abrupt {
+						df.Accept()
+						discordCut.Store(false)
+					} else {
+						discordGate.Unlock()
+					}
+				}
 				old := cur.Load()
 				err := old.stop()
 				if tg != nil {
@@ -771,18 +809,24 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 				}
 				var next *soakInstance
 				if err == nil {
+					if abrupt {
+						df.Accept() // the new process may connect
+					}
 					next, err = startSoakInstance(db, model, fk, cfg, &ids)
 				}
 				if err != nil {
 					restartErr = err
-					discordGate.Unlock()
+					reopen()
 					stopRun()
 					return
 				}
 				cur.Store(next)
 				outages = append(outages, [2]time.Time{down, time.Now()})
 				rep.Restarts++
-				discordGate.Unlock()
+				if abrupt {
+					rep.DiscordAbrupt++
+				}
+				reopen()
 				logf("restart %d at %s", rep.Restarts, time.Since(start).Round(time.Millisecond))
 			}
 		}()
@@ -886,6 +930,11 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 	if sf != nil {
 		sf.Inspect(func(v slackfake.View) { rep.SlackLimited = v.Limited("") })
 	}
+	if df != nil {
+		df.Inspect(func(v discordfake.View) {
+			rep.DiscordLimited, rep.DiscordLimitedRoute = v.Limited(""), v.LimitedByRoute()
+		})
+	}
 	firstTry := map[string]time.Time{}
 	for k, l := range expected {
 		var t time.Time
@@ -966,12 +1015,18 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 			// the new process polls; Slack's and Discord's deliveries fail (or are held) then
 			// and count from the delivery that reached the new process. For the same measure,
 			// such an update counts from the moment the new process was up.
+			// A Discord message sent during an abrupt restart (graceful ones send none) reaches
+			// the new process from the channel's history: it counts from the same moment.
 			from := m.at
-			if l.platform == "telegram" {
+			if l.platform == "telegram" || l.platform == "discord" {
 				for _, o := range outages {
 					if !from.Before(o[0]) && from.Before(o[1]) {
 						from = o[1]
-						rep.TelegramDuringRestart++
+						if l.platform == "telegram" {
+							rep.TelegramDuringRestart++
+						} else {
+							rep.DiscordDuringRestart++
+						}
 					}
 				}
 			}

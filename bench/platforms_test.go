@@ -15,7 +15,7 @@ func TestPlatformsSoakShort(t *testing.T) {
 	}
 	rep, err := Platforms(context.Background(), PlatformsConfig{Dir: t.TempDir(), Duration: 6 * time.Second, Lanes: 8, Rate: 8,
 		FirstToken: 5 * time.Millisecond, FaultEvery: 150 * time.Millisecond, DupShare: 0.3, BurstShare: 0.2, RestartEvery: 2 * time.Second})
-	if rep.Messages == 0 || rep.Telegram == 0 || rep.Slack == 0 || rep.Discord == 0 || rep.Restarts == 0 || rep.DuplicateDeliveries == 0 {
+	if rep.Messages == 0 || rep.Telegram == 0 || rep.Slack == 0 || rep.Discord == 0 || rep.Restarts == 0 || rep.DiscordAbrupt == 0 || rep.DuplicateDeliveries == 0 {
 		t.Fatalf("the soak did not exercise what it should: %+v (%v)", rep, err)
 	}
 	if rep.Lost != 0 || rep.DuplicatedSends != 0 || rep.DuplicatedTurns != 0 || rep.Interleaved != 0 || rep.KeysMixed != 0 {

@@ -27,17 +27,22 @@ func (a *app) benchPlatformsCommand() *cobra.Command {
 			"--first-token) for --duration: messages at --rate per second across --lanes chat lanes (DMs, groups\n" +
 			"and channels per user, shared threads and forum topics), with injected 429s (retry_after 1 s), 5xx\n" +
 			"before and after the effect, timeouts, failed long polls, dropped gateway sockets, duplicate\n" +
-			"deliveries, messages into running turns and gateway restarts on the same database; the Telegram fake\n" +
+			"deliveries, messages into running turns and gateway restarts on the same database (every\n" +
+			"--discord-abrupt-every-th restart is a crash for Discord: the bot's socket cut and its session\n" +
+			"forgotten while people go on writing; the next gateway reads those messages from the channels'\n" +
+			"history, and they count from the moment it was up: discord_sent_during_restart); the Telegram fake\n" +
 			"enforces Telegram's flood limits (1 call/s per chat after a burst of 3, 20 new messages a minute per\n" +
 			"group: its own 429s are counted apart, telegram_flood_429s), the Slack fake Slack's Web API limits\n" +
 			"(chat.postMessage 1/s per channel after a burst of 3, Tier 3's 50 a minute per workspace for\n" +
-			"chat.update and the history reads: slack_ratelimited_429s), and Telegram group lanes send at\n" +
-			"--telegram-group-share of the rate. The adapters pace themselves to stay under those limits (a\n" +
-			"Telegram edit or notice never takes a chat's last call, so a reply's first message finds one).\n" +
-			"Reports messages\n" +
-			"lost, duplicated sends and turns, turns interleaved, keys mixed up (targets 0) and the added latency\n" +
-			"from inbound event to the first attempt to post the reply, beyond the model's first token (target\n" +
-			"p99 < 200 ms, for messages that found their chat idle), per platform and split into steps.\n" +
+			"chat.update and the history reads: slack_ratelimited_429s), the Discord fake Discord's rate limits\n" +
+			"(message create and edit 5 per 5 s per channel, 50 requests a second per bot: discord_limit_429s),\n" +
+			"and Telegram group lanes send at --telegram-group-share of the rate. The adapters pace themselves\n" +
+			"to stay under those limits (a Telegram edit or notice never takes a chat's last call, so a reply's\n" +
+			"first message finds one; discordgo paces each Discord bucket from its headers, the adapter the\n" +
+			"global limit). Reports messages lost, duplicated sends and turns, turns interleaved, keys mixed up\n" +
+			"(targets 0) and the added latency from inbound event to the first attempt to post the reply, beyond\n" +
+			"the model's first token (target p99 < 200 ms, for messages that found their chat idle), per platform\n" +
+			"and split into steps.\n" +
 			"--no-dedup is the control: every delivery a fresh event id; it must fail. Exits 1 when a target is\n" +
 			"missed.",
 		Args: args(cobra.NoArgs),
@@ -77,6 +82,7 @@ func (a *app) benchPlatformsCommand() *cobra.Command {
 	fl.Float64Var(&cfg.DupShare, "dup-share", 0, "share of deliveries sent twice (default 0.05)")
 	fl.Float64Var(&cfg.TelegramGroupShare, "telegram-group-share", 0, "a Telegram group lane's share of the per-lane rate (default 1/3: Telegram takes 20 new messages a minute per group)")
 	fl.DurationVar(&cfg.RestartEvery, "restart-every", 0, "gateway restarts (default 90s; negative: never)")
+	fl.IntVar(&cfg.DiscordAbruptEvery, "discord-abrupt-every", 0, "every Nth restart cuts the Discord bot off abruptly, messages going on meanwhile (default 2: the first, third, ...; negative: never)")
 	fl.BoolVar(&cfg.NoDedup, "no-dedup", false, "the control: defeat inbound deduplication (must score badly)")
 	fl.StringVar(&trace, "trace", "", "write a debug log of the run to this file (the adapters' and routers' steps)")
 	fl.BoolVar(&quiet, "quiet", false, "no progress on stderr")

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -32,7 +33,7 @@ func init() {
 		if s.Token == "" {
 			return nil, errors.New("discord: no bot token (platforms.discord.token_env names an empty variable)")
 		}
-		return New(Config{Token: s.Token, BaseURL: s.BaseURL, Cursors: env.Cursors})
+		return New(Config{Token: s.Token, BaseURL: s.BaseURL, Cursors: env.Cursors, Log: env.Log})
 	})
 }
 
@@ -56,6 +57,12 @@ type Config struct {
 	// resume) the adapter reads each known channel's history after it and hands on what it
 	// missed: Discord does not replay to a new session what it sent while no bot was connected.
 	Cursors platform.Cursors
+	// GlobalRate bounds the adapter's REST requests in any second (0: 45, under Discord's 50
+	// per bot; <0: none). discordgo paces each route's bucket from its headers, but not the
+	// global limit: a catch-up after a restart reads every channel at once.
+	GlobalRate int
+	// Log hears the catch-up's steps at debug level and its failures as warnings (nil: none).
+	Log *slog.Logger
 }
 
 // Adapter is one Discord bot (platform.Adapter).
@@ -76,6 +83,44 @@ type Adapter struct {
 
 	cursors platform.Cursors
 	cur     cursorState
+	log     *slog.Logger
+	global  pacer
+}
+
+// pacer allows at most n requests in any second (bursts included): Discord's global limit.
+type pacer struct {
+	mu   sync.Mutex
+	n    int // 0: none
+	sent []time.Time
+	next int
+}
+
+// wait takes a request's place, waiting (for real) until the n-th last one is a second old.
+func (p *pacer) wait(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		if p.n <= 0 {
+			p.mu.Unlock()
+			return nil
+		}
+		now := time.Now()
+		if len(p.sent) < p.n {
+			p.sent = append(p.sent, now)
+			p.mu.Unlock()
+			return nil
+		}
+		d := p.sent[p.next].Add(time.Second).Sub(now)
+		if d <= 0 {
+			p.sent[p.next] = now
+			p.next = (p.next + 1) % p.n
+			p.mu.Unlock()
+			return nil
+		}
+		p.mu.Unlock()
+		if err := platform.Sleep(ctx, d); err != nil {
+			return err
+		}
+	}
 }
 
 type chanInfo struct {
@@ -139,8 +184,17 @@ func New(cfg Config) (*Adapter, error) {
 	case cfg.StopGrace < 0:
 		cfg.StopGrace = 0
 	}
-	a := &Adapter{s: s, sleep: cfg.Sleep, retries: cfg.Retries, limits: cfg.Limits, grace: cfg.StopGrace,
-		threads: map[string]chanInfo{}, cursors: cfg.Cursors}
+	switch {
+	case cfg.GlobalRate == 0:
+		cfg.GlobalRate = 45
+	case cfg.GlobalRate < 0:
+		cfg.GlobalRate = 0
+	}
+	a := &Adapter{s: s, sleep: cfg.Sleep, global: pacer{n: cfg.GlobalRate}, retries: cfg.Retries, limits: cfg.Limits, grace: cfg.StopGrace,
+		threads: map[string]chanInfo{}, cursors: cfg.Cursors, log: cfg.Log}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
 	a.cur.init()
 	s.AddHandler(a.onMessage)
 	s.AddHandler(a.onConnect)
@@ -323,6 +377,7 @@ func (a *Adapter) handOn(ctx context.Context, h platform.Handler, m *discordgo.M
 			}
 		}
 		if err != nil {
+			a.log.Warn("discord: message dropped: its channel is unknown", "channel", m.ChannelID, "message", m.ID, "err", err)
 			a.count("dropped_unknown_channel")
 			a.cur.failed(m.ChannelID, m.ID)
 			return false
@@ -343,6 +398,7 @@ func (a *Adapter) handOn(ctx context.Context, h platform.Handler, m *discordgo.M
 			return true
 		}
 		if attempt >= 5 {
+			a.log.Warn("discord: message not accepted", "channel", m.ChannelID, "message", m.ID, "err", err)
 			a.count("not_accepted")
 			a.cur.failed(m.ChannelID, m.ID)
 			return false
@@ -367,9 +423,15 @@ func (a *Adapter) channel(ctx context.Context, id string) (chanInfo, error) {
 		ch, _ = a.s.State.Channel(id)
 	}
 	if ch == nil {
-		var err error
-		if ch, err = a.s.Channel(id, discordgo.WithContext(ctx)); err != nil {
+		raw, err := a.do(ctx, "get channel", func() ([]byte, error) {
+			return a.s.RequestWithBucketID(http.MethodGet, discordgo.EndpointChannel(id), nil, discordgo.EndpointChannel(id), discordgo.WithContext(ctx))
+		})
+		if err != nil {
 			return chanInfo{}, fmt.Errorf("discord: channel %s: %w", id, err)
+		}
+		ch = &discordgo.Channel{}
+		if err := json.Unmarshal(raw, ch); err != nil {
+			return chanInfo{}, fmt.Errorf("discord: channel %s: unreadable answer", id)
 		}
 	}
 	ci = chanInfo{thread: ch.IsThread(), parent: ch.ParentID,
@@ -446,6 +508,9 @@ func (e *Error) Error() string {
 func (a *Adapter) do(ctx context.Context, op string, call func() ([]byte, error)) ([]byte, error) {
 	failures := 0
 	for {
+		if err := a.global.wait(ctx); err != nil {
+			return nil, fmt.Errorf("discord %s: %w", op, err)
+		}
 		raw, err := call()
 		if err == nil {
 			return raw, nil

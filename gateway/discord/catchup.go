@@ -167,6 +167,7 @@ func (a *Adapter) onReady(_ *discordgo.Session, r *discordgo.Ready) {
 		if err != nil {
 			c.noStore = true // catch up on what this process saw; write nothing
 			a.count("cursor_read_failed")
+			a.log.Warn("discord: read cursors unreadable: no catch-up of what came before this process", "err", err)
 		} else {
 			c.loaded = true
 			for _, sc := range stored {
@@ -179,12 +180,16 @@ func (a *Adapter) onReady(_ *discordgo.Session, r *discordgo.Ready) {
 	}
 	c.mu.Lock()
 	c.epoch++
+	n := 0
 	for _, cc := range c.chans {
 		if cc.safe != "" && time.Since(cc.at) < store.InboundRetention {
 			cc.want, cc.catching = c.epoch, true
+			n++
 		}
 	}
+	epoch := c.epoch
 	c.mu.Unlock()
+	a.log.Debug("discord: new session: catching up", "session", r.SessionID, "epoch", epoch, "channels", n)
 	signal(c.catch)
 }
 
@@ -301,9 +306,12 @@ read:
 		c.mu.Unlock()
 		err := a.readHistory(ctx, ch, after)
 		if ctx.Err() != nil {
+			a.log.Debug("discord: catch-up stopped", "channel", ch, "after", after)
 			return // stopping: what is not handed on stays after the cursor
 		}
+		a.log.Debug("discord: caught up", "channel", ch, "after", after, "err", err)
 		if err != nil {
+			a.log.Warn("discord: catch-up failed: read again at the next session", "channel", ch, "err", err)
 			a.count("catch_up_failed")
 			c.failed(ch, "") // the gap is read again at the next session
 		}
@@ -358,6 +366,7 @@ func (a *Adapter) readHistory(ctx context.Context, ch, after string) error {
 				a.cur.handed(ch, m.ID) // nothing to hand on: the cursor passes it
 				continue
 			}
+			a.log.Debug("discord: caught up a message", "channel", ch, "message", m.ID)
 			if !a.deliver(ctx, m, ci.dm, "caught_up") {
 				return fmt.Errorf("discord: catch up on %s: stopped or not accepted", ch)
 			}

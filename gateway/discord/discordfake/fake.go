@@ -240,6 +240,15 @@ func (v View) Limited(route string) int {
 	return n
 }
 
+// LimitedByRoute is Limited for every route that had one.
+func (v View) LimitedByRoute() map[string]int {
+	out := map[string]int{}
+	for r, n := range v.s.limited {
+		out[r] = n
+	}
+	return out
+}
+
 // History is a channel's messages, people's and the bot's, oldest first, as their ids.
 func (v View) History(channel string) []string {
 	return append([]string(nil), v.s.history[channel]...)
