@@ -3,6 +3,7 @@ package discord_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -455,4 +456,57 @@ func TestNoConnectionAfterStop(t *testing.T) {
 	// closed, when Run's own close ends it): either way no connection stays.
 	wait("the reconnect loop's success", func(v discordfake.View) bool { return v.Identifies()+v.Resumes() >= 2 })
 	wait("no open connection", func(v discordfake.View) bool { return v.Ready() == 0 })
+}
+
+// TestRateLimitsHonoured: with the fake enforcing per-channel limits on creates and edits,
+// two bots' worth of sends into one channel (two adapters: the second knows nothing of what
+// the first spent, so it meets the fake's 429s) all land exactly once, edited, and no call
+// fails: discordgo paces each bucket from the headers, a 429 is waited out.
+func TestRateLimitsHonoured(t *testing.T) {
+	t.Parallel()
+	fake := startFake(t)
+	fake.SetLimits(discordfake.Limits{Create: discordfake.Limit{N: 2, Per: 300 * time.Millisecond},
+		Edit: discordfake.Limit{N: 2, Per: 300 * time.Millisecond}, Global: discordfake.Limit{N: 50, Per: time.Second}})
+	to := platform.Address{Platform: "discord", ChatType: platform.Group, ChatID: "500"}
+	var wg sync.WaitGroup
+	errs := make(chan error, 24)
+	for a := range 2 {
+		ad, err := discord.New(discord.Config{Token: fake.Token, BaseURL: fake.URL, Sleep: platform.Sleep, HTTP: &http.Client{Timeout: 10 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 6 {
+				text := fmt.Sprintf("bot %d message %d", a, i)
+				id, err := ad.Send(context.Background(), to, text)
+				if err == nil {
+					err = ad.Edit(context.Background(), to, id, text+" edited")
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a call failed under the rate limits: %v", err)
+	}
+	fake.Inspect(func(v discordfake.View) {
+		n := map[string]int{}
+		for _, m := range v.Messages("500") {
+			n[m.Content]++
+		}
+		for a := range 2 {
+			for i := range 6 {
+				if k := fmt.Sprintf("bot %d message %d edited", a, i); n[k] != 1 {
+					t.Errorf("%q: %d, want once (%v)", k, n[k], n)
+				}
+			}
+		}
+		t.Logf("the fake's own 429s: %v", v.LimitedByRoute())
+	})
 }

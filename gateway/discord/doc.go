@@ -36,7 +36,14 @@
 // Sending. Replies to a thread go to the thread. A create carries a nonce with enforce_nonce
 // (under the Router derived from the send ledger's platform.SendKey, so the same in every
 // process), so a retry after an unsure failure (a 5xx, a timeout, a crash between send and
-// ack) returns the message Discord already made instead of a second one. A 429 is waited out for its retry_after however long, through
-// an injectable Sleeper (discordgo's own blind retry is off); 5xx are retried a bounded number
-// of times. The token comes from the environment only and never appears in an error or log.
+// ack) returns the message Discord already made instead of a second one.
+//
+// Rate limits. discordgo paces each route's bucket (per channel) from Discord's
+// X-RateLimit-Remaining and Reset-After headers, holding a request until its bucket resets;
+// it does not pace Discord's global limit (50 requests a second per bot), so every REST call
+// also takes a place in the adapter's own window (Config.GlobalRate, 45 in any second). A 429
+// that still comes is waited out for its retry_after however long, through an injectable
+// Sleeper (discordgo's own blind retry is off); 5xx are retried a bounded number of times.
+//
+// The token comes from the environment only and never appears in an error or log.
 package discord
