@@ -59,7 +59,8 @@ type Config struct {
 	Cursors platform.Cursors
 	// GlobalRate bounds the adapter's REST requests in any second (0: 45, under Discord's 50
 	// per bot; <0: none). discordgo paces each route's bucket from its headers, but not the
-	// global limit: a catch-up after a restart reads every channel at once.
+	// global limit: a catch-up after a restart reads every channel at once. A catch-up takes
+	// at most 4/9 of it (20 a second), leaving the rest to replies.
 	GlobalRate int
 	// Log hears the catch-up's steps at debug level and its failures as warnings (nil: none).
 	Log *slog.Logger
@@ -85,6 +86,9 @@ type Adapter struct {
 	cur     cursorState
 	log     *slog.Logger
 	global  pacer
+	// catchPace keeps a catch-up to under half the global window, so replies going out while
+	// every channel's history is read after a restart do not wait behind it.
+	catchPace pacer
 }
 
 // pacer allows at most n requests in any second (bursts included): Discord's global limit.
@@ -190,7 +194,7 @@ func New(cfg Config) (*Adapter, error) {
 	case cfg.GlobalRate < 0:
 		cfg.GlobalRate = 0
 	}
-	a := &Adapter{s: s, sleep: cfg.Sleep, global: pacer{n: cfg.GlobalRate}, retries: cfg.Retries, limits: cfg.Limits, grace: cfg.StopGrace,
+	a := &Adapter{s: s, sleep: cfg.Sleep, global: pacer{n: cfg.GlobalRate}, catchPace: pacer{n: cfg.GlobalRate * 4 / 9}, retries: cfg.Retries, limits: cfg.Limits, grace: cfg.StopGrace,
 		threads: map[string]chanInfo{}, cursors: cfg.Cursors, log: cfg.Log}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)

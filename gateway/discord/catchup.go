@@ -343,12 +343,11 @@ read:
 	}
 }
 
-// readHistory pages through a channel's messages after id and hands on the people's.
+// readHistory pages through a channel's messages after id and hands on the people's. The
+// channel is looked up (DM, thread) only when there is someone's message to hand on: after a
+// restart without a gap a channel's history holds the bot's own replies at most.
 func (a *Adapter) readHistory(ctx context.Context, ch, after string) error {
-	ci, err := a.channel(ctx, ch)
-	if err != nil {
-		return err
-	}
+	var ci *chanInfo
 	for {
 		page, err := a.history(ctx, ch, after)
 		if err != nil {
@@ -365,6 +364,16 @@ func (a *Adapter) readHistory(ctx context.Context, ch, after string) error {
 			if !a.person(m) {
 				a.cur.handed(ch, m.ID) // nothing to hand on: the cursor passes it
 				continue
+			}
+			if ci == nil {
+				if err := a.catchPace.wait(ctx); err != nil {
+					return err
+				}
+				got, err := a.channel(ctx, ch)
+				if err != nil {
+					return err
+				}
+				ci = &got
 			}
 			a.log.Debug("discord: caught up a message", "channel", ch, "message", m.ID)
 			if !a.deliver(ctx, m, ci.dm, "caught_up") {
@@ -395,6 +404,9 @@ func (a *Adapter) deliver(ctx context.Context, m *discordgo.Message, dm bool, co
 func (a *Adapter) history(ctx context.Context, ch, after string) ([]*discordgo.Message, error) {
 	ep := discordgo.EndpointChannelMessages(ch)
 	uri := ep + "?" + url.Values{"after": {after}, "limit": {fmt.Sprint(historyPage)}}.Encode()
+	if err := a.catchPace.wait(ctx); err != nil {
+		return nil, err
+	}
 	raw, err := a.do(ctx, "read history", func() ([]byte, error) {
 		// a bucket of its own: discordgo's ChannelMessages shares the create's
 		return a.s.RequestWithBucketID(http.MethodGet, uri, nil, ep+"#history", discordgo.WithContext(ctx))
