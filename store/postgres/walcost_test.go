@@ -76,7 +76,9 @@ func BenchmarkAppendWAL(b *testing.B) {
 	after := lsn()
 	// For a profile of the backend (perf record -g -p PID) and the WAL by record type
 	// (pg_waldump --stats=record -p DATADIR/pg_wal -s FROM -e TO), with -v.
-	b.Logf("server backend pid %d; WAL of the appends from %s to %s", pid, pgLSN(before), pgLSN(after))
+	if testing.Verbose() {
+		b.Logf("server backend pid %d; WAL of the appends from %s to %s", pid, pgLSN(before), pgLSN(after))
+	}
 	b.ReportMetric(float64(after-before)/float64(b.N), "WAL-B/op")
 	b.ReportMetric((selfCPU()-cli0).Seconds()*1e6/float64(b.N), "client-CPU-us/op")
 	if srv1, ok := procCPU(pid); ok && srvOK {
