@@ -602,7 +602,11 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 			case 1:
 				l.channel, l.users = fmt.Sprintf("C%04d", i/6), []string{fmt.Sprintf("U%04d", i)}
 			default:
-				l.channel, l.thread, l.users = "C9999", fmt.Sprintf("1800000000.%06d", i), []string{fmt.Sprintf("U%04d", i), fmt.Sprintf("U%04d", i+1)}
+				// threads spread over channels as the channel lanes are (i/6): Slack takes about
+				// one post a second per channel, and every thread lane in one channel asked for
+				// about that — with the notices and the faults' retries, a backlog no client
+				// could clear once the fake enforced the limit
+				l.channel, l.thread, l.users = fmt.Sprintf("C9%03d", i/6), fmt.Sprintf("1800000000.%06d", i), []string{fmt.Sprintf("U%04d", i), fmt.Sprintf("U%04d", i+1)}
 			}
 		} else {
 			l.name = fmt.Sprintf("d%d", i)
