@@ -37,7 +37,16 @@ func hostID() (string, error) {
 			return r
 		}, h), nil
 	}
-	return os.Hostname()
+	hostName.once.Do(func() { hostName.name, hostName.err = os.Hostname() })
+	return hostName.name, hostName.err
+}
+
+// hostName caches the host name: NewHolder runs at every turn, and os.Hostname reads
+// /proc/sys/kernel/hostname each time.
+var hostName struct {
+	once sync.Once
+	name string
+	err  error
 }
 
 // NewHolder describes the current process with a fresh nonce.
