@@ -161,11 +161,12 @@ type PlatformsReport struct {
 	DiscordLimited      int            `json:"discord_limit_429s"`
 	DiscordLimitedRoute map[string]int `json:"discord_limit_429s_by_route,omitempty"`
 	// Outcomes (targets: all 0).
-	Lost            int `json:"messages_lost"`
-	DuplicatedSends int `json:"duplicated_sends"`
-	DuplicatedTurns int `json:"duplicated_turns"`
-	Interleaved     int `json:"turns_interleaved"`
-	KeysMixed       int `json:"keys_mixed_up"`
+	Lost            int            `json:"messages_lost"`
+	LostBy          map[string]int `json:"messages_lost_by_platform,omitempty"`
+	DuplicatedSends int            `json:"duplicated_sends"`
+	DuplicatedTurns int            `json:"duplicated_turns"`
+	Interleaved     int            `json:"turns_interleaved"`
+	KeysMixed       int            `json:"keys_mixed_up"`
 	// Samples name a few of the messages behind non-zero outcomes.
 	Samples []string `json:"samples,omitempty"`
 	// AddedLatency is inbound event → first attempt to post the reply, minus the model's
@@ -980,6 +981,10 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 			ps := got[k]
 			if len(ps) == 0 {
 				rep.Lost++
+				if rep.LostBy == nil {
+					rep.LostBy = map[string]int{}
+				}
+				rep.LostBy[l.platform]++
 				if len(rep.Samples) < 10 {
 					var seen []string
 					mk := fk.marks.get(k)

@@ -512,10 +512,16 @@ func (e *Error) Error() string {
 func (a *Adapter) do(ctx context.Context, op string, call func() ([]byte, error)) ([]byte, error) {
 	failures := 0
 	for {
+		t0 := time.Now()
 		if err := a.global.wait(ctx); err != nil {
 			return nil, fmt.Errorf("discord %s: %w", op, err)
 		}
+		t1 := time.Now()
 		raw, err := call()
+		if d := time.Since(t1); d > 300*time.Millisecond || t1.Sub(t0) > 100*time.Millisecond {
+			// the call's own time includes discordgo's wait for its route's bucket
+			a.log.Debug("discord: slow call", "op", op, "global_wait", t1.Sub(t0), "call", d, "err", err)
+		}
 		if err == nil {
 			return raw, nil
 		}
