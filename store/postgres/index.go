@@ -328,37 +328,50 @@ func buildTSQuery(match string) string {
 		out = append(out, "("+strings.Join(run, " & ")+")")
 		run, op = nil, ""
 	}
+	walkMatch(match, func(text string, prefix bool) {
+		if phrase := renderPhrase(text, prefix); phrase != "" {
+			run = append(run, phrase)
+		}
+	}, func(o string) {
+		flush()
+		if len(out) > 0 {
+			op = o
+		}
+	})
+	flush()
+	return strings.Join(out, " ")
+}
+
+// walkMatch reads a sanitized FTS5 MATCH expression (see buildTSQuery) left to right: term gets
+// each bareword or "phrase" with whether a * follows it, operator each AND, OR and NOT as
+// tsquery's "&", "|" and "& !".
+func walkMatch(match string, term func(text string, prefix bool), operator func(op string)) {
 	for rest := strings.TrimSpace(match); rest != ""; rest = strings.TrimSpace(rest) {
-		var text string
-		var prefix bool
 		if rest[0] == '"' {
 			end := strings.IndexByte(rest[1:], '"')
 			if end < 0 {
 				end = len(rest) - 1
 			}
-			text = rest[1 : end+1]
+			text := rest[1 : end+1]
 			rest = rest[min(end+2, len(rest)):]
-			prefix = strings.HasPrefix(rest, "*")
+			prefix := strings.HasPrefix(rest, "*")
 			rest = strings.TrimLeft(rest, "*")
-		} else {
-			word, tail, _ := strings.Cut(rest, " ")
-			rest = tail
-			switch word {
-			case "AND", "OR", "NOT":
-				flush()
-				if len(out) > 0 {
-					op = map[string]string{"AND": "&", "OR": "|", "NOT": "& !"}[word]
-				}
-				continue
-			}
-			text, prefix = strings.TrimRight(word, "*"), strings.HasSuffix(word, "*")
+			term(text, prefix)
+			continue
 		}
-		if phrase := renderPhrase(text, prefix); phrase != "" {
-			run = append(run, phrase)
+		word, tail, _ := strings.Cut(rest, " ")
+		rest = tail
+		switch word {
+		case "AND":
+			operator("&")
+		case "OR":
+			operator("|")
+		case "NOT":
+			operator("& !")
+		default:
+			term(strings.TrimRight(word, "*"), strings.HasSuffix(word, "*"))
 		}
 	}
-	flush()
-	return strings.Join(out, " ")
 }
 
 func cmpOr(a, b string) string {

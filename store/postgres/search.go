@@ -438,31 +438,7 @@ func matchFraction(match string, fraction func(tok string, prefix bool) float64)
 		}
 		run, op = -1, ""
 	}
-	for rest := strings.TrimSpace(match); rest != ""; rest = strings.TrimSpace(rest) {
-		var text string
-		var prefix bool
-		if rest[0] == '"' {
-			end := strings.IndexByte(rest[1:], '"')
-			if end < 0 {
-				end = len(rest) - 1
-			}
-			text = rest[1 : end+1]
-			rest = rest[min(end+2, len(rest)):]
-			prefix = strings.HasPrefix(rest, "*")
-			rest = strings.TrimLeft(rest, "*")
-		} else {
-			word, tail, _ := strings.Cut(rest, " ")
-			rest = tail
-			switch word {
-			case "AND", "OR", "NOT":
-				flush()
-				if acc >= 0 {
-					op = map[string]string{"AND": "&", "OR": "|", "NOT": "& !"}[word]
-				}
-				continue
-			}
-			text, prefix = strings.TrimRight(word, "*"), strings.HasSuffix(word, "*")
-		}
+	walkMatch(match, func(text string, prefix bool) {
 		toks := tokens(text)
 		for i, t := range toks {
 			f := fraction(t, prefix && i == len(toks)-1)
@@ -471,7 +447,12 @@ func matchFraction(match string, fraction func(tok string, prefix bool) float64)
 			}
 			run *= f
 		}
-	}
+	}, func(o string) {
+		flush()
+		if acc >= 0 {
+			op = o
+		}
+	})
 	flush()
 	return acc
 }
