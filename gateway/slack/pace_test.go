@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spoolhq/spool/internal/simclock"
 )
 
 // vclock is a virtual clock for one caller at a time: a sleep moves it on by the wait.
@@ -82,90 +84,10 @@ func TestPacePostsAndTiers(t *testing.T) {
 	}
 }
 
-// sim runs paced calls on a virtual clock, one event at a time: a sleep ends when the driver
-// moves the clock past it, and the driver moves on only when every call is asleep or done.
-type sim struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	t      time.Time
-	active int
-	wakes  []*simWake
-}
+// sim is the pacers' virtual clock (internal/simclock).
+type sim = simclock.Clock
 
-type simWake struct {
-	at time.Time
-	ch chan struct{}
-}
-
-func newSim(t0 time.Time) *sim {
-	s := &sim{t: t0}
-	s.cond = sync.NewCond(&s.mu)
-	return s
-}
-
-func (s *sim) now() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.t
-}
-
-func (s *sim) sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	w := &simWake{at: s.t.Add(d), ch: make(chan struct{})}
-	s.wakes = append(s.wakes, w)
-	s.active--
-	s.cond.Broadcast()
-	s.mu.Unlock()
-	<-w.ch
-	return ctx.Err()
-}
-
-// start runs f as a call; it returns the virtual time f returned at, once it did.
-func (s *sim) start(f func()) func() time.Time {
-	var done time.Time
-	s.mu.Lock()
-	s.active++
-	s.mu.Unlock()
-	go func() {
-		f()
-		s.mu.Lock()
-		done = s.t
-		s.active--
-		s.cond.Broadcast()
-		s.mu.Unlock()
-	}()
-	return func() time.Time {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return done
-	}
-}
-
-// advance runs every sleep that ends by to, in time order, and leaves the clock at to.
-func (s *sim) advance(to time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for {
-		for s.active > 0 {
-			s.cond.Wait()
-		}
-		i := -1
-		for j, w := range s.wakes {
-			if !w.at.After(to) && (i < 0 || w.at.Before(s.wakes[i].at)) {
-				i = j
-			}
-		}
-		if i < 0 {
-			s.t = latest(s.t, to)
-			return
-		}
-		w := s.wakes[i]
-		s.wakes = slices.Delete(s.wakes, i, i+1)
-		s.t = latest(s.t, w.at)
-		s.active++
-		close(w.ch)
-	}
-}
+func newSim(t0 time.Time) *sim { return simclock.New(t0) }
 
 // Under any mix of posts and updates arriving at any times, more than the limits take, the
 // calls go within Slack's limits as the fake checks them without its grace (per channel a
@@ -176,24 +98,24 @@ func TestPaceKeepsSlackLimits(t *testing.T) {
 	for seed := range uint64(10) {
 		rng := rand.New(rand.NewPCG(seed, 2))
 		s := newSim(time.Unix(1_800_000_000, 0))
-		pc := newPacer(Pacing{}, s.sleep)
-		pc.now = s.now
+		pc := newPacer(Pacing{}, s.Sleep)
+		pc.now = s.Now
 		type arrival struct {
 			method, channel string
 			went            func() time.Time
 		}
 		var arr []*arrival
 		for range 600 {
-			s.advance(s.now().Add(time.Duration(rng.Float64() * float64(600*time.Millisecond))))
+			s.Advance(s.Now().Add(time.Duration(rng.Float64() * float64(600*time.Millisecond))))
 			a := &arrival{method: []string{"chat.postMessage", "chat.update"}[rng.IntN(2)], channel: []string{"C1", "C2", "D3"}[rng.IntN(3)]}
-			a.went = s.start(func() {
+			a.went = s.Start(func() {
 				if err := pc.wait(context.Background(), a.method, a.channel); err != nil {
 					t.Error(err)
 				}
 			})
 			arr = append(arr, a)
 		}
-		s.advance(s.now().Add(10 * time.Hour))
+		s.Advance(s.Now().Add(10 * time.Hour))
 		posts := map[string][]time.Time{}
 		var updates []time.Time
 		for i, a := range arr {

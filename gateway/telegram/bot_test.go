@@ -16,6 +16,7 @@ import (
 	"github.com/spoolhq/spool/gateway/platform"
 	"github.com/spoolhq/spool/gateway/platform/platformtest"
 	"github.com/spoolhq/spool/gateway/telegram/telegramtest"
+	"github.com/spoolhq/spool/internal/simclock"
 	"github.com/spoolhq/spool/store"
 )
 
@@ -589,90 +590,10 @@ func TestPaceReplyFindsLastCall(t *testing.T) {
 	}
 }
 
-// sim runs paced calls on a virtual clock, one event at a time: a sleep ends when the driver
-// moves the clock past it, and the driver moves on only when every call is asleep or done.
-type sim struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	t      time.Time
-	active int
-	wakes  []*simWake
-}
+// sim is the pacers' virtual clock (internal/simclock).
+type sim = simclock.Clock
 
-type simWake struct {
-	at time.Time
-	ch chan struct{}
-}
-
-func newSim(t0 time.Time) *sim {
-	s := &sim{t: t0}
-	s.cond = sync.NewCond(&s.mu)
-	return s
-}
-
-func (s *sim) now() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.t
-}
-
-func (s *sim) sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	w := &simWake{at: s.t.Add(d), ch: make(chan struct{})}
-	s.wakes = append(s.wakes, w)
-	s.active--
-	s.cond.Broadcast()
-	s.mu.Unlock()
-	<-w.ch
-	return ctx.Err()
-}
-
-// start runs f as a call; it returns the virtual time f returned at, once it did.
-func (s *sim) start(f func()) func() time.Time {
-	var done time.Time
-	s.mu.Lock()
-	s.active++
-	s.mu.Unlock()
-	go func() {
-		f()
-		s.mu.Lock()
-		done = s.t
-		s.active--
-		s.cond.Broadcast()
-		s.mu.Unlock()
-	}()
-	return func() time.Time {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return done
-	}
-}
-
-// advance runs every sleep that ends by to, in time order, and leaves the clock at to.
-func (s *sim) advance(to time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for {
-		for s.active > 0 {
-			s.cond.Wait()
-		}
-		i := -1
-		for j, w := range s.wakes {
-			if !w.at.After(to) && (i < 0 || w.at.Before(s.wakes[i].at)) {
-				i = j
-			}
-		}
-		if i < 0 {
-			s.t = latest(s.t, to)
-			return
-		}
-		w := s.wakes[i]
-		s.wakes = slices.Delete(s.wakes, i, i+1)
-		s.t = latest(s.t, w.at)
-		s.active++
-		close(w.ch)
-	}
-}
+func newSim(t0 time.Time) *sim { return simclock.New(t0) }
 
 // A reply's first message that finds even the last call spent (three replies just went in a
 // group) goes before the edits and notices waiting in its chat, at the first call the
@@ -682,21 +603,21 @@ func TestPaceSendBeforeEdits(t *testing.T) {
 	t.Parallel()
 	t0 := time.Unix(1_800_000_000, 0)
 	s := newSim(t0)
-	b := pacedBot(t, time.Second, s.sleep)
-	b.now = s.now
+	b := pacedBot(t, time.Second, s.Sleep)
+	b.now = s.Now
 	went := map[string]func() time.Time{}
 	for _, x := range []struct {
 		name string
 		c    call
 	}{{"reply0", callReply}, {"reply1", callReply}, {"reply2", callReply}, {"edit", callEdit}, {"notice", callNotice}, {"reply", callReply}} {
-		went[x.name] = s.start(func() {
+		went[x.name] = s.Start(func() {
 			if err := b.pace(bg, "-100", x.c); err != nil {
 				t.Error(err)
 			}
 		})
-		s.advance(t0)
+		s.Advance(t0)
 	}
-	s.advance(t0.Add(time.Minute))
+	s.Advance(t0.Add(time.Minute))
 	for name, w := range map[string]time.Duration{"reply0": 0, "reply1": 0, "reply2": 0, "reply": time.Second, "edit": 3 * time.Second, "notice": 4 * time.Second} {
 		if got := went[name]().Sub(t0); got != w {
 			t.Errorf("%s went at +%v, want +%v (the reply at the next call; the edit and the notice, which leave a call, behind it)", name, got, w)
@@ -714,8 +635,8 @@ func TestPaceKeepsLimits(t *testing.T) {
 	for seed := range uint64(30) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		s := newSim(time.Unix(1_800_000_000, 0))
-		b := pacedBot(t, time.Second, s.sleep)
-		b.now = s.now
+		b := pacedBot(t, time.Second, s.Sleep)
+		b.now = s.Now
 		type arrival struct {
 			chat string
 			c    call
@@ -725,16 +646,16 @@ func TestPaceKeepsLimits(t *testing.T) {
 		var arr []*arrival
 		gap := []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 4 * time.Second}[seed%3]
 		for range 500 {
-			s.advance(s.now().Add(time.Duration(rng.Float64() * float64(gap))))
-			a := &arrival{chat: []string{"5", "-100"}[rng.IntN(2)], c: call(rng.IntN(3)), at: s.now()}
-			a.went = s.start(func() {
+			s.Advance(s.Now().Add(time.Duration(rng.Float64() * float64(gap))))
+			a := &arrival{chat: []string{"5", "-100"}[rng.IntN(2)], c: call(rng.IntN(3)), at: s.Now()}
+			a.went = s.Start(func() {
 				if err := b.pace(bg, a.chat, a.c); err != nil {
 					t.Error(err)
 				}
 			})
 			arr = append(arr, a)
 		}
-		s.advance(s.now().Add(time.Hour))
+		s.Advance(s.Now().Add(time.Hour))
 		calls, sends := map[string][]time.Time{}, map[string][]time.Time{}
 		for i, a := range arr {
 			g := a.went()
