@@ -3,7 +3,6 @@ package cli_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,36 +13,6 @@ import (
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/sqlite"
 )
-
-// serveDiscord starts `spool serve` (a real process, the offline model) with its Discord
-// adapter pointed at the fake whose token is in DC_TEST_TOKEN.
-func serveDiscord(t *testing.T, home, token string) (*served, *lockedBuf) {
-	t.Helper()
-	cmd := exec.Command(spoolBin, "--home", home, "serve", "--listen", "127.0.0.1:0", "--provider", "fake")
-	cmd.Env = append(cleanEnv(), "DC_TEST_TOKEN="+token)
-	errb := &lockedBuf{}
-	cmd.Stderr = errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &served{cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(s.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-s.done:
-			return
-		default:
-		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.done:
-		case <-time.After(time.Minute):
-			_ = cmd.Process.Kill()
-			<-s.done
-		}
-	})
-	return s, errb
-}
 
 // TestServeDiscordKilled: a `spool serve` killed (SIGKILL) while people write to the bot on
 // Discord, which does not replay to the next process's new gateway session: the next process
@@ -71,29 +40,15 @@ func TestServeDiscordKilled(t *testing.T) {
 			t.Fatalf("waiting for %s: %v", what, err)
 		}
 	}
-	answered := func(texts ...string) func(v discordfake.View) bool {
-		return func(v discordfake.View) bool {
-			have := map[string]bool{}
-			for _, m := range v.Messages("") {
-				have[m.Content] = true
-			}
-			for _, x := range texts {
-				if !have[x] {
-					return false
-				}
-			}
-			return true
-		}
-	}
 	say := func(ch string, dm bool, text string) {
 		fake.Say(discordfake.UserMessage{ChannelID: ch, DM: dm, AuthorID: "42", Username: "ann", Content: "SAY " + text})
 	}
 
-	first, errb := serveDiscord(t, home, fake.Token)
+	first, errb := servePlatform(t, home, "DC_TEST_TOKEN="+fake.Token)
 	wait("the first connection", func(v discordfake.View) bool { return v.Ready() == 1 })
 	say("600", true, "one")
 	say("500", false, "two")
-	wait("the first answers", answered("one", "two"))
+	wait("the first answers", discordfake.HasPosted("one", "two"))
 	if err := first.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,10 +60,10 @@ func TestServeDiscordKilled(t *testing.T) {
 		t.Fatalf("the token reached stderr:\n%s", errb.String())
 	}
 
-	second, _ := serveDiscord(t, home, fake.Token)
-	wait("the missed messages' answers", answered("three, sent while no process ran", "four, sent while no process ran"))
+	second, _ := servePlatform(t, home, "DC_TEST_TOKEN="+fake.Token)
+	wait("the missed messages' answers", discordfake.HasPosted("three, sent while no process ran", "four, sent while no process ran"))
 	say("600", true, "five")
-	wait("a live answer", answered("five"))
+	wait("a live answer", discordfake.HasPosted("five"))
 	_ = second.cmd.Process.Signal(syscall.SIGTERM)
 	second.wait()
 

@@ -35,7 +35,7 @@ func (l *lockedBuf) String() string {
 }
 
 // served is a running `spool serve`; wait returns once it has exited (its one cmd.Wait runs on
-// the goroutine serveTelegram starts).
+// the goroutine servePlatform starts).
 type served struct {
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -43,12 +43,13 @@ type served struct {
 
 func (s *served) wait() { <-s.done }
 
-// serveTelegram starts `spool serve` (a real process, the offline model) with its Telegram
-// adapter pointed at api; it returns the process and its stderr.
-func serveTelegram(t *testing.T, home string) (*served, *lockedBuf) {
+// servePlatform starts `spool serve` (a real process, the offline model) on home, whose config
+// points a platform adapter at a fake, with env (the token variable) added; it returns the
+// process and its stderr.
+func servePlatform(t *testing.T, home string, env ...string) (*served, *lockedBuf) {
 	t.Helper()
 	cmd := exec.Command(spoolBin, "--home", home, "serve", "--listen", "127.0.0.1:0", "--provider", "fake")
-	cmd.Env = append(cleanEnv(), "TG_TEST_TOKEN=42:secret-bot-token")
+	cmd.Env = append(cleanEnv(), env...)
 	errb := &lockedBuf{}
 	cmd.Stderr = errb
 	if err := cmd.Start(); err != nil {
@@ -84,7 +85,7 @@ func TestServeTelegram(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	first, errb := serveTelegram(t, home)
+	first, errb := servePlatform(t, home, "TG_TEST_TOKEN=42:secret-bot-token")
 	id := api.Push(7, "private", 0, 7, "SAY hello over telegram")
 	api.WaitFor(t, "the first reply", func() bool { return len(api.Texts(7, 0)) == 1 })
 	id = api.Push(-500, "supergroup", 3, 7, "WAIT held 2\nSAY the held answer")
@@ -100,7 +101,7 @@ func TestServeTelegram(t *testing.T) {
 		t.Fatalf("the token reached stderr:\n%s", errb.String())
 	}
 
-	second, errb2 := serveTelegram(t, home)
+	second, errb2 := servePlatform(t, home, "TG_TEST_TOKEN=42:secret-bot-token")
 	// The killed turn runs again in the new process (held at the barrier again); a message in
 	// another chat arrives at the barrier too and releases it.
 	last := api.Push(8, "private", 0, 8, "WAIT held 2\nSAY released")

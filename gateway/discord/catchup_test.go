@@ -286,24 +286,10 @@ func TestCatchUpAfterCrash(t *testing.T) {
 	env2 := platformtest.New(t, platformtest.Options{DB: env.DB})
 	fake.Accept()
 	ad2, _ := serveOn(t, env2, fake, discord.Config{Cursors: env2.Store})
-	answered := func(texts ...string) func(v discordfake.View) bool {
-		return func(v discordfake.View) bool {
-			have := map[string]bool{}
-			for _, m := range v.Messages("") {
-				have[m.Content] = true
-			}
-			for _, x := range texts {
-				if !have[x] {
-					return false
-				}
-			}
-			return true
-		}
-	}
-	waitFor(t, fake, answered("a3", "a4", "t2", "d3"))
+	waitFor(t, fake, discordfake.HasPosted("a3", "a4", "t2", "d3"))
 	env2.Idle(t)
 	say("500", false, "43", "a5") // live after the new start
-	waitFor(t, fake, answered("a5"))
+	waitFor(t, fake, discordfake.HasPosted("a5"))
 	env2.Idle(t)
 
 	fake.Inspect(func(v discordfake.View) {

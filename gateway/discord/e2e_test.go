@@ -15,25 +15,7 @@ import (
 func serveDiscord(t *testing.T, fake *discordfake.Server, o platformtest.Options) (*platformtest.Env, func()) {
 	t.Helper()
 	env := platformtest.New(t, o)
-	sl := &sleeps{}
-	ad, err := discord.New(discord.Config{Token: fake.Token, BaseURL: fake.URL, Sleep: sl.sleep, HTTP: &http.Client{Timeout: 2 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- env.Router.Serve(ctx, ad) }()
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		}
-	}
-	t.Cleanup(stop)
+	_, stop := serveOn(t, env, fake, discord.Config{HTTP: &http.Client{Timeout: 2 * time.Second}})
 	return env, stop
 }
 

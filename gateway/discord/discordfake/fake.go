@@ -197,6 +197,23 @@ func (v View) Messages(channel string) []Posted {
 	return out
 }
 
+// HasPosted reports whether the bot has posted a message with each of contents, in any channel
+// (a condition for Wait).
+func HasPosted(contents ...string) func(v View) bool {
+	return func(v View) bool {
+		have := map[string]bool{}
+		for _, m := range v.Messages("") {
+			have[m.Content] = true
+		}
+		for _, c := range contents {
+			if !have[c] {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 // FirstAttempt is when a message with content was first tried (a faulted try too).
 func (v View) FirstAttempt(content string) (time.Time, bool) {
 	t, ok := v.s.firstTry[content]
