@@ -162,18 +162,6 @@ func (s *ptyScreen) waitFor(what string, ok func(screen string) bool) string {
 	}
 }
 
-// expectRaw waits until want appears among the raw bytes (escape sequences included).
-func (s *ptyScreen) expectRaw(want string) {
-	s.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(s.raw(), want) {
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%q was never written; raw screen:\n%q", want, s.raw())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // expect waits until want appears past the last match and returns the screen up to it.
 func (s *ptyScreen) expect(want string) string {
 	s.t.Helper()

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
-	"strings"
-	"sync"
 
 	"github.com/spoolhq/spool/store"
 )
@@ -150,40 +147,4 @@ func StateFromModelConfig(cfg json.RawMessage) (State, error) {
 		return st, fmt.Errorf("read %s from model_config: %w", StateConfigKey, err)
 	}
 	return st, nil
-}
-
-// Factory builds a configured engine.
-type Factory func(cfg Config, s Summarizer) Engine
-
-var (
-	registryMu sync.RWMutex
-	registry   = map[string]Factory{}
-)
-
-// Register makes an engine available to NewEngine under name (compression.engine).
-func Register(name string, f Factory) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	registry[strings.ToLower(name)] = f
-}
-
-// NewEngine returns the engine named name; "" and "default" are the built-in Compressor.
-func NewEngine(name string, cfg Config, s Summarizer) (Engine, error) {
-	n := strings.ToLower(name)
-	if n == "" || n == DefaultEngineName {
-		return New(cfg, s), nil
-	}
-	registryMu.RLock()
-	f, ok := registry[n]
-	known := make([]string, 0, len(registry)+1)
-	known = append(known, DefaultEngineName)
-	for k := range registry {
-		known = append(known, k)
-	}
-	registryMu.RUnlock()
-	if !ok {
-		sort.Strings(known)
-		return nil, fmt.Errorf("compression engine %q is not registered (known: %s)", name, strings.Join(known, ", "))
-	}
-	return f(cfg, s), nil
 }

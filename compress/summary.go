@@ -256,11 +256,6 @@ func redactLowered(s string) string {
 	return s
 }
 
-// summaryBudget is the target summary size in tokens (in the prompt only).
-func summaryBudget(contentTokens, maxSummary int) int {
-	return max(2000, min(int(float64(contentTokens)*0.20), maxSummary))
-}
-
 type promptInput struct {
 	Turns         string
 	Previous      string // previous summary body without the ledger

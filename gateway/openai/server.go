@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -103,15 +102,6 @@ func New(g *gateway.Gateway, o Options) *Server {
 	return s
 }
 
-// principalKey carries the authenticated principal in a request's context.
-type principalKey struct{}
-
-// PrincipalOf is the principal a request was authenticated as (gateway.Local without keys).
-func PrincipalOf(ctx context.Context) string {
-	p, _ := ctx.Value(principalKey{}).(string)
-	return p
-}
-
 // PrincipalFor authenticates a request as the API does: the Bearer key's principal, or
 // gateway.Local when no keys are configured. ok is false for a missing or unknown key.
 func PrincipalFor(keys gateway.Keys, r *http.Request) (principal string, ok bool) {
@@ -143,7 +133,7 @@ func (s *Server) authed(route string, h func(w http.ResponseWriter, r *http.Requ
 			return
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, s.o.MaxBodyBytes)
-		h(sw, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)), principal)
+		h(sw, r, principal)
 	})
 }
 

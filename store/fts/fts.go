@@ -12,17 +12,6 @@ func SanitizeQuery(q string) string { return sanitizeFTSQuery(q) }
 // substring matching, and writers flag such rows).
 func HasCJK(s string) bool { return hasCJK(s) }
 
-// CJKTerms splits a CJK query into the literal substrings to find, all required: the positive
-// terms of a query without OR or NOT. (The SQLite backend now reads OR and NOT in CJK queries:
-// CJKGroups.)
-func CJKTerms(q string) []string {
-	var out []string
-	for _, g := range cjkGroups(q) {
-		out = append(out, g.pos...)
-	}
-	return out
-}
-
 // CJKGroup is one OR branch of a CJK query: substrings that must occur, and ones that must not.
 type CJKGroup struct{ Pos, Neg []string }
 
@@ -81,9 +70,6 @@ func ShapePreview(s string) string { return shapePreview(s) }
 
 // PreviewChars is how much of the first user message a session keeps for pickers.
 const PreviewChars = previewChars
-
-// HeadSnippet is the first n characters of text, with "..." when it was longer.
-func HeadSnippet(text string, n int) string { return headSnippet(text, n) }
 
 // TruncateRunes cuts s to at most n characters.
 func TruncateRunes(s string, n int) string { return truncateRunes(s, n) }

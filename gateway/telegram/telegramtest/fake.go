@@ -579,10 +579,3 @@ func (f *API) Confirmed() int64 {
 	defer f.mu.Unlock()
 	return f.confirmed
 }
-
-// Changed is closed at the next change (a message, an update, a confirmation).
-func (f *API) Changed() <-chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.changed
-}
