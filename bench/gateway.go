@@ -69,6 +69,23 @@ type GatewayPhase struct {
 	// its turns, in milliseconds: what one turn costs, both ends of the HTTP connection and the
 	// in-process fake model included. Less swayed by the machine's load than turns/s.
 	CPUPerTurn float64 `json:"cpu_ms_per_turn"`
+	// ClosedLoopFloor is the mean round trip Little's law gives this closed loop, in
+	// milliseconds: clients ÷ turns/s (each client sends its next turn when its previous answer
+	// came, so the clients are always all in spool). With a model that takes no time that is the
+	// mean time in spool, whatever spool does: a p99 below it needs more turns/s, not a faster
+	// turn. The measured mean round trip is never above it (it leaves out each client's own
+	// time between turns).
+	ClosedLoopFloor float64 `json:"closed_loop_floor_ms"`
+}
+
+// closedLoopFloor is the mean round trip, in milliseconds, of a closed loop of clients that
+// completes turnsPerSec (Little's law: mean time in the system = clients ÷ throughput); 0 when
+// there is no throughput to divide by.
+func closedLoopFloor(clients int, turnsPerSec float64) float64 {
+	if clients <= 0 || turnsPerSec <= 0 {
+		return 0
+	}
+	return round3(float64(clients) / turnsPerSec * 1000)
 }
 
 // GatewayParts splits a turn's time in spool, as its client saw it, into where it went, on one
@@ -455,10 +472,12 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 			Parts: GatewayParts{BeforeTurn: summarize(before), Lease: summarize(lease), StoreWrites: summarize(writes),
 				StoreReads: summarize(reads), Agent: summarize(agentT), AfterTurn: summarize(after)}}
 		p.TurnsPerSec = round3(float64(len(lats)) / el.Seconds())
+		p.ClosedLoopFloor = closedLoopFloor(cfg.Clients, float64(len(lats))/el.Seconds())
 		if len(lats) > 0 {
 			p.CPUPerTurn = round3(float64(cpu) / float64(time.Millisecond) / float64(len(lats)))
 		}
-		logf("gateway %s: %d turns on %d sessions in %s (%.0f turns/s, in spool p99 %.2f ms)", name, p.Turns, p.Sessions, el.Round(time.Millisecond), p.TurnsPerSec, p.InSpool.P99)
+		logf("gateway %s: %d turns on %d sessions in %s (%.0f turns/s, in spool p99 %.2f ms; closed-loop floor %d clients ÷ turns/s = %.2f ms)",
+			name, p.Turns, p.Sessions, el.Round(time.Millisecond), p.TurnsPerSec, p.InSpool.P99, cfg.Clients, p.ClosedLoopFloor)
 		return p
 	}
 

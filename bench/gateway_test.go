@@ -36,6 +36,17 @@ func TestGatewaySmall(t *testing.T) {
 			t.Fatalf("parts %+v add up to %.3f ms, time in spool %.3f ms", p, sum, ph.InSpool.Mean)
 		}
 	}
+	// Little's law: the closed loop's floor is clients ÷ turns/s, and the measured mean round
+	// trip cannot exceed it (each client's round trips fit in the phase's time).
+	for _, ph := range []GatewayPhase{rep.Distinct, rep.Shared} {
+		want := 4 / ph.TurnsPerSec * 1000
+		if d := ph.ClosedLoopFloor - want; ph.ClosedLoopFloor <= 0 || d > want*1e-3 || d < -want*1e-3 {
+			t.Fatalf("closed-loop floor %.3f ms at %.3f turns/s, want 4 ÷ turns/s = %.3f ms", ph.ClosedLoopFloor, ph.TurnsPerSec, want)
+		}
+		if ph.Latency.Mean > ph.ClosedLoopFloor+0.002 {
+			t.Fatalf("mean round trip %.3f ms above the closed-loop floor %.3f ms", ph.Latency.Mean, ph.ClosedLoopFloor)
+		}
+	}
 	if ol := rep.OpenLoop; ol == nil || ol.Turns != 12 || ol.FractionOfCapacity != 0.5 || ol.OfferedPerSec <= 0 || ol.InSpool.P50 <= 0 {
 		t.Fatalf("open loop: %+v", rep.OpenLoop)
 	}
@@ -60,5 +71,26 @@ func TestGatewayOpenLoopReportsSlowStore(t *testing.T) {
 	}
 	if rep.Distinct.InSpool.P50 < floor {
 		t.Fatalf("closed loop %+v: want at least %.0f ms in spool", rep.Distinct.InSpool, floor)
+	}
+}
+
+func TestClosedLoopFloor(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		clients int
+		perSec  float64
+		want    float64
+	}{
+		{64, 2000, 32},     // the quiet machine's figure: 32 ms mean, whatever a turn costs
+		{64, 12800, 5},     // what a 5 ms mean at 64 clients takes
+		{64, 2039, 31.388}, // rounded to 3 decimals
+		{1, 500, 2},        // one client: the round trip itself
+		{64, 0, 0},         // no throughput: no figure
+		{0, 100, 0},        // no clients
+		{64, -1, 0},        // nonsense in, no figure out
+	} {
+		if got := closedLoopFloor(c.clients, c.perSec); got != c.want {
+			t.Errorf("closedLoopFloor(%d, %v) = %v, want %v", c.clients, c.perSec, got, c.want)
+		}
 	}
 }
