@@ -149,7 +149,7 @@ func (a *app) handoff(ctx context.Context, cfg config.Config, st store.Store, ru
 	}()
 	r, err := platform.NewRouter(platform.RouterDeps{Store: st, Turns: g, Log: log, Config: platform.Config{
 		Principal: cfg.Platforms.Principal, Policies: map[string]platform.Policy{name: pol}, Model: model,
-		Window: window, Holder: holder, RecoverEvery: -1,
+		Window: window, Holder: holder, RecoverEvery: -1, HygieneAt: hygieneAt(cfg),
 	}})
 	if err != nil {
 		return handoffResult{}, err

@@ -56,6 +56,7 @@ func setupPlatforms(cfg config.Config, st store.Store, g *gateway.Gateway, model
 	r, err := platform.NewRouter(platform.RouterDeps{Store: st, Turns: g, Log: log, Config: platform.Config{
 		Principal: pc.Principal, Policies: policies, Busy: busy, Model: model, Window: window, Holder: holder,
 		ClaimTTL: cfg.Serve.TurnTimeout + 5*time.Minute, DrainTimeout: cfg.Serve.DrainTimeout,
+		HygieneAt: hygieneAt(cfg),
 	}})
 	if err != nil {
 		return nil, err
@@ -119,4 +120,13 @@ func buildAdapter(name string, c config.Platform, st store.Store, holder string,
 		return nil, fmt.Errorf("platforms.%s: %w", name, err)
 	}
 	return a, nil
+}
+
+// hygieneAt is the router's pre-agent safety net: the default share of the window, or off when
+// compression is disabled (reference §13.5: it fires only when compression is enabled).
+func hygieneAt(cfg config.Config) float64 {
+	if !cfg.Compression.Enabled {
+		return -1
+	}
+	return 0
 }

@@ -277,23 +277,22 @@ func (g Gate) AfterResponse(st *State, threshold, promptTokens, completionTokens
 type HygieneDecision struct {
 	Due    bool
 	Tokens int
-	Source string // "last_prompt", "usage" or "estimate"
+	Source string // "usage" or "estimate"
 	Limit  int
 }
 
-// GatewayHygiene is the gateway's pre-agent safety net: compact when the history has at least 4
-// messages and reaches 85% of the window. Tokens come from the last prompt count when known, else
-// the session's usage anchor plus growth, else the estimate.
-func GatewayHygiene(cfg Config, contextLength, messages, lastPromptTokens, estimate int, st *State) HygieneDecision {
-	h := HygieneDecision{Limit: int(float64(contextLength) * GatewayHygieneRatio)}
-	switch {
-	case lastPromptTokens > 0:
-		h.Tokens, h.Source = lastPromptTokens, "last_prompt"
-	case st != nil:
-		h.Tokens, h.Source = measure(st, estimate)
-	default:
-		h.Tokens, h.Source = estimate, "estimate"
+// GatewayHygiene is the gateway's pre-agent safety net (reference §13.5): compact when the
+// history has at least 4 messages and reaches ratio of the window (GatewayHygieneRatio when
+// ratio is 0). Tokens come from the session's usage anchor (st, as the agent persisted it: the
+// provider's prompt count for the last request plus the estimated growth since), else from
+// estimate, which is what is left after a compaction, before the next response. Whether
+// compression is enabled at all is the caller's to check.
+func GatewayHygiene(ratio float64, contextLength, messages, estimate int, st State) HygieneDecision {
+	if ratio <= 0 {
+		ratio = GatewayHygieneRatio
 	}
-	h.Due = cfg.Enabled && messages >= 4 && contextLength > 0 && h.Tokens >= h.Limit
+	h := HygieneDecision{Limit: int(float64(contextLength) * ratio)}
+	h.Tokens, h.Source = measure(&st, estimate)
+	h.Due = messages >= 4 && contextLength > 0 && h.Tokens >= h.Limit
 	return h
 }

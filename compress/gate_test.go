@@ -155,24 +155,25 @@ func TestAfterResponseAntiThrash(t *testing.T) {
 
 func TestGatewayHygiene(t *testing.T) {
 	t.Parallel()
-	cfg := DefaultConfig()
-	anchored := &State{AnchorPrompt: 160_000, AnchorEstimate: 150_000}
+	anchored := State{AnchorPrompt: 160_000, AnchorEstimate: 150_000}
 	tests := []struct {
-		name                string
-		messages, last, est int
-		st                  *State
-		due                 bool
-		source              string
-		tokens              int
+		name          string
+		messages, est int
+		st            State
+		due           bool
+		source        string
+		tokens        int
 	}{
-		{"last prompt first", 10, 171_000, 10, anchored, true, "last_prompt", 171_000},
-		{"then the usage anchor plus growth", 10, 0, 161_000, anchored, true, "usage", 171_000},
-		{"then the estimate", 10, 0, 169_999, nil, false, "estimate", 169_999},
-		{"85% exactly", 10, 0, 170_000, nil, true, "estimate", 170_000},
-		{"fewer than 4 messages never", 3, 0, 199_000, nil, false, "estimate", 199_000},
+		{"the usage anchor plus growth", 10, 161_000, anchored, true, "usage", 171_000},
+		{"the anchor counts though the estimate is far below", 10, 20_000, State{AnchorPrompt: 175_000, AnchorEstimate: 100_000}, true, "usage", 175_000},
+		{"no growth is no shrinking", 10, 140_000, anchored, false, "usage", 160_000},
+		{"a compaction awaits real usage: the estimate", 10, 120_000, State{AnchorPrompt: 190_000, AnchorEstimate: 180_000, AwaitingRealUsage: true}, false, "estimate", 120_000},
+		{"no anchor: the estimate", 10, 169_999, State{}, false, "estimate", 169_999},
+		{"85% exactly", 10, 170_000, State{}, true, "estimate", 170_000},
+		{"fewer than 4 messages never", 3, 199_000, State{}, false, "estimate", 199_000},
 	}
 	for _, tt := range tests {
-		h := GatewayHygiene(cfg, 200_000, tt.messages, tt.last, tt.est, tt.st)
+		h := GatewayHygiene(0, 200_000, tt.messages, tt.est, tt.st)
 		if h.Due != tt.due || h.Source != tt.source || h.Tokens != tt.tokens || h.Limit != 170_000 {
 			t.Errorf("%s: got %+v", tt.name, h)
 		}

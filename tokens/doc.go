@@ -1,8 +1,7 @@
-// Package tokens estimates prompt sizes without a tokenizer and calibrates the estimate with the
-// provider's real usage.
+// Package tokens estimates prompt sizes without a tokenizer.
 //
 // The rough estimate is the reference's: content characters / 4, plus 10 per message, plus the
-// serialized tool-call envelope / 4, plus replayed reasoning fields / 4. A Calibrated tracker
-// anchors on the last real prompt token count and adds the rough estimate of only what was
-// appended since, so the error stays small however long the session gets.
+// serialized tool-call envelope / 4, plus replayed reasoning fields / 4. Calibration with the
+// provider's real usage lives with its owner: compress.State's anchor (the last real prompt count
+// plus the rough estimate of what was appended since), which the agent persists on the session.
 package tokens

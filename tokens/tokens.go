@@ -2,7 +2,6 @@ package tokens
 
 import (
 	"encoding/json"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/spoolhq/spool/provider"
@@ -74,54 +73,4 @@ func envelope(calls []store.ToolCall) int {
 		return n
 	}
 	return chars(utf8.RuneCount(b))
-}
-
-// Calibrated tracks a session's prompt size from real usage. It is safe for concurrent use.
-type Calibrated struct {
-	// Overhead is added to the rough estimate when there is no usable observation: the system
-	// prompt and tool schemas, which the real count already includes. Set it before use.
-	Overhead int
-
-	mu    sync.Mutex
-	real  int
-	count int
-	ok    bool
-}
-
-// Observe records that a request carrying the first messageCount messages of the history used
-// realPromptTokens prompt tokens (cached ones included). A non-positive count of tokens is no
-// evidence and is ignored.
-func (c *Calibrated) Observe(realPromptTokens, messageCount int) {
-	if realPromptTokens <= 0 || messageCount < 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.real, c.count, c.ok = realPromptTokens, messageCount, true
-}
-
-// Reset forgets the observation. Call it after a compaction: the old usage describes a history
-// that no longer exists.
-func (c *Calibrated) Reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.real, c.count, c.ok = 0, 0, false
-}
-
-// Current is the prompt size of a request carrying history: the last real count plus the rough
-// estimate of messages appended since. Without an observation, or when history is shorter than
-// the observed one (it was replaced), it is Overhead plus the rough estimate of everything.
-func (c *Calibrated) Current(history []store.Message) int {
-	real, count, ok := c.Anchor()
-	if !ok || count > len(history) {
-		return c.Overhead + Estimate(history)
-	}
-	return real + Estimate(history[count:])
-}
-
-// Anchor returns the last observation.
-func (c *Calibrated) Anchor() (realPromptTokens, messageCount int, ok bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.real, c.count, c.ok
 }

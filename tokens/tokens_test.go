@@ -3,7 +3,6 @@ package tokens
 import (
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/spoolhq/spool/provider"
@@ -80,59 +79,6 @@ func TestEstimateRequest(t *testing.T) {
 	if Estimate(stored) != EstimateWire(wire) {
 		t.Errorf("stored %d != wire %d", Estimate(stored), EstimateWire(wire))
 	}
-}
-
-func TestCalibrated(t *testing.T) {
-	t.Parallel()
-	msg := func(n int) store.Message { return store.Message{Role: "user", Content: strings.Repeat("x", n)} }
-	history := []store.Message{msg(400), msg(400), msg(40), msg(4)} // 110, 110, 20, 11
-	cases := []struct {
-		name     string
-		overhead int
-		observe  [][2]int // (real, count) observations in order
-		reset    bool
-		history  []store.Message
-		want     int
-	}{
-		{"no observation: overhead plus estimate", 500, nil, false, history, 500 + 251},
-		{"observed everything: the real count", 500, [][2]int{{1234, 4}}, false, history, 1234},
-		{"appended since: real plus their estimate", 500, [][2]int{{1000, 2}}, false, history, 1000 + 20 + 11},
-		{"the newest observation wins", 0, [][2]int{{1000, 2}, {1100, 3}}, false, history, 1100 + 11},
-		{"history shorter than observed: fall back", 7, [][2]int{{9999, 4}}, false, history[:2], 7 + 220},
-		{"reset forgets", 7, [][2]int{{9999, 1}}, true, history, 7 + 251},
-		{"zero tokens is no evidence", 0, [][2]int{{1000, 2}, {0, 4}}, false, history, 1000 + 31},
-		{"negative count ignored", 0, [][2]int{{50, -1}}, false, history, 251},
-	}
-	for _, c := range cases {
-		tr := &Calibrated{Overhead: c.overhead}
-		for _, o := range c.observe {
-			tr.Observe(o[0], o[1])
-		}
-		if c.reset {
-			tr.Reset()
-		}
-		if got := tr.Current(c.history); got != c.want {
-			t.Errorf("%s: Current = %d, want %d", c.name, got, c.want)
-		}
-	}
-}
-
-func TestCalibratedConcurrentUse(t *testing.T) {
-	t.Parallel()
-	tr := &Calibrated{}
-	history := []store.Message{{Role: "user", Content: "abcd"}}
-	var wg sync.WaitGroup
-	for i := range 8 {
-		wg.Go(func() {
-			for j := range 100 {
-				tr.Observe(100+i*j, 1)
-				if got := tr.Current(history); got < 100 {
-					t.Errorf("Current = %d below any observation", got)
-				}
-			}
-		})
-	}
-	wg.Wait()
 }
 
 func BenchmarkEstimate(b *testing.B) {

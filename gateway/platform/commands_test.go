@@ -1,13 +1,16 @@
 package platform_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/spoolhq/spool/compress"
 	"github.com/spoolhq/spool/gateway/platform"
 	"github.com/spoolhq/spool/gateway/platform/platformtest"
 	"github.com/spoolhq/spool/provider/fake"
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/tokens"
 )
 
 func last(out *platformtest.Outbound, chat string) string {
@@ -117,6 +120,50 @@ func TestHygiene(t *testing.T) {
 	tr := e.Transcript(t, cur)
 	if len(tr) == 0 || !strings.Contains(strings.Join(tr, "|"), "summary") || tr[len(tr)-1] != "a: compacted" {
 		t.Fatalf("after hygiene: %q, want a summary and the answer", tr)
+	}
+}
+
+// Hygiene measures a session by the usage the agent recorded (compress.State's anchor: the
+// provider's real prompt count), not only by the rough estimate: code and other dense text count
+// far more tokens than characters/4 says, and the reference prefers the real count (§13.5).
+func TestHygieneUsesTheRecordedUsage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		anchor  int // the real prompt tokens of the last request
+		hygiene bool
+	}{
+		{"the real count is over 85% of the window", 3600, true},
+		{"the real count is under it", 1000, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := platformtest.New(t, platformtest.Options{Window: 4000})
+			out := platformtest.NewOutbound(tg, platform.Limits{MaxChars: 4096})
+			e.Start(t, out)
+			handle(t, e, dm("31", "1", "SAY hi"))
+			handle(t, e, dm("31", "2", "SAY again"))
+			e.Idle(t)
+			k := key(t, dm("31", "", "").Address)
+			s := onlySession(t, e, k)
+			hist, err := e.Store.Conversation(bg, s.ID, store.ViewActive)
+			if err != nil || len(hist) < 4 || tokens.Estimate(hist) > 1000 {
+				t.Fatalf("the test needs 4 short messages: %d messages, estimate %d, %v", len(hist), tokens.Estimate(hist), err)
+			}
+			st, _ := json.Marshal(compress.State{AnchorPrompt: tc.anchor, AnchorEstimate: 10})
+			cfg, _ := json.Marshal(map[string]json.RawMessage{compress.StateConfigKey: st})
+			if err := e.Store.UpdateSession(bg, s.ID, store.SessionPatch{ModelConfig: cfg}); err != nil {
+				t.Fatal(err)
+			}
+			// The next model call fails: a hygiene compaction, if the router starts one, counts a
+			// failure for the key (the agent's own preflight does not count there).
+			e.Model.FailNext(1, fake.Fault{Kind: fake.FaultAuth})
+			handle(t, e, dm("31", "3", "SAY after"))
+			e.Idle(t)
+			if got := e.Router.HygieneStreak(k) == 1; got != tc.hygiene {
+				t.Fatalf("hygiene ran = %v, want %v (streak %d)", got, tc.hygiene, e.Router.HygieneStreak(k))
+			}
+		})
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spoolhq/spool/compress"
 	"github.com/spoolhq/spool/gateway"
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/tokens"
@@ -273,11 +274,19 @@ func (r *Router) hygiene(ctx context.Context, key string, ev Event, sid string) 
 	if r.cfg.HygieneAt < 0 {
 		return sid
 	}
+	s, err := r.st.GetSession(ctx, sid)
+	if err != nil {
+		return sid
+	}
+	st, err := compress.StateFromModelConfig(s.ModelConfig)
+	if err != nil {
+		r.log.Warn("platform: hygiene reads the estimate only", "session", sid, "err", err)
+	}
 	hist, err := r.st.Conversation(ctx, sid, store.ViewActive)
 	if err != nil || len(hist) < 4 {
 		return sid
 	}
-	if float64(tokens.Estimate(hist)) < r.cfg.HygieneAt*float64(r.cfg.Window) {
+	if !compress.GatewayHygiene(r.cfg.HygieneAt, r.cfg.Window, len(hist), tokens.Estimate(hist), st).Due {
 		r.mu.Lock()
 		delete(r.streak, key) // the streak counts failures in a row of a needed compaction
 		r.mu.Unlock()

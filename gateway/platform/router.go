@@ -62,7 +62,9 @@ type Config struct {
 	// hygiene and /status.
 	Window int
 	// HygieneAt is the share of Window above which a session is compacted before its turn
-	// (0: 0.85; negative: off).
+	// (0: compress.GatewayHygieneRatio, 0.85; negative: off, as when compression is disabled).
+	// The size is the session's usage anchor when the agent recorded one, else the estimate
+	// (compress.GatewayHygiene).
 	HygieneAt float64
 	// Holder names this process in inbox claims (default: a fresh store holder).
 	Holder string
@@ -87,9 +89,6 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.Window <= 0 {
 		c.Window = agent.DefaultContextLength
-	}
-	if c.HygieneAt == 0 {
-		c.HygieneAt = 0.85
 	}
 	if c.Holder == "" {
 		c.Holder = store.NewHolder().String()
