@@ -454,7 +454,7 @@ func startSoakInstance(db string, model provider.Client, fk soakFakes, cfg Platf
 		adapters = append(adapters, bot)
 	}
 	if sf != nil {
-		if sl, err = slack.New(slack.Config{Client: slack.NewClient(slack.ClientConfig{BaseURL: sf.URL, Token: sf.BotToken, HTTP: hc}),
+		if sl, err = slack.New(slack.Config{Client: slack.NewClient(slack.ClientConfig{BaseURL: sf.URL, Token: sf.BotToken, HTTP: hc, Log: fk.log}),
 			SigningSecret: secret, BotUser: sf.BotUser}); err != nil {
 			st.Close()
 			return nil, err

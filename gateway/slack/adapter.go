@@ -153,11 +153,13 @@ func (a *Adapter) Webhook(h platform.Handler) (string, http.Handler) {
 }
 
 // Send implements platform.Outbound: chat.postMessage into to.ChatID (thread to.ThreadID).
+// A reply's first message may take the channel's last posts; the router's notices, a reply's
+// later chunks and resends of a post whose outcome was never recorded leave them (Post).
 func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (string, error) {
 	var m Message
 	var err error
 	if k, ok := platform.SendKeyFrom(ctx); ok {
-		m, err = a.c.PostOnce(ctx, to.ChatID, to.ThreadID, text, k.Nonce(), k.Unsure)
+		m, err = a.c.PostAs(ctx, to.ChatID, to.ThreadID, text, k.Nonce(), k.Unsure, postKind(k))
 	} else {
 		m, err = a.c.PostMessage(ctx, to.ChatID, to.ThreadID, text)
 	}
@@ -165,6 +167,19 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 		return "", err
 	}
 	return m.TS, nil
+}
+
+// postKind is what a send is for its channel's allowance.
+func postKind(k platform.SendKey) Post {
+	switch {
+	case k.Chunk < 0:
+		return PostNotice // the router's one-off notice about an event (ledger chunk -1)
+	case k.Unsure:
+		return PostResend
+	case k.Chunk > 0:
+		return PostChunk
+	}
+	return PostReply
 }
 
 // Edit implements platform.Outbound: chat.update.

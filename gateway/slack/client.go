@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -47,6 +48,8 @@ type ClientConfig struct {
 	// its clock (nil: time.Now; tests fix it); its waits use Sleep.
 	Pacing Pacing
 	Now    func() time.Time
+	// Log hears the calls the pacing held ("slack: paced", at debug level; nil: none).
+	Log *slog.Logger
 }
 
 // NewClient returns a client.
@@ -76,6 +79,7 @@ func NewClient(c ClientConfig) *Client {
 	if c.Now != nil {
 		pc.now = c.Now
 	}
+	pc.log = c.Log
 	return &Client{base: base, token: c.Token, appToken: c.AppToken, hc: hc, sleep: sl, retries: r, pace: pc}
 }
 
@@ -106,13 +110,27 @@ type Message struct {
 func (c *Client) PostMessage(ctx context.Context, channel, threadTS, text string) (Message, error) {
 	var n [12]byte
 	_, _ = rand.Read(n[:])
-	return c.PostOnce(ctx, channel, threadTS, text, hex.EncodeToString(n[:]), false)
+	return c.post(ctx, channel, threadTS, text, hex.EncodeToString(n[:]), false, PostReply)
 }
 
 // PostOnce is PostMessage with the caller's nonce (stable across processes: the send
 // ledger's); with unsure (an earlier attempt may have been posted) the channel or thread is
 // searched for it first.
 func (c *Client) PostOnce(ctx context.Context, channel, threadTS, text, nonce string, unsure bool) (Message, error) {
+	k := PostReply
+	if unsure {
+		k = PostResend
+	}
+	return c.post(ctx, channel, threadTS, text, nonce, unsure, k)
+}
+
+// PostAs is PostOnce for a post of kind k, which says how it shares its channel's posts
+// (Pacing.PostReserve): only a reply's first message may take a channel's last ones.
+func (c *Client) PostAs(ctx context.Context, channel, threadTS, text, nonce string, unsure bool, k Post) (Message, error) {
+	return c.post(ctx, channel, threadTS, text, nonce, unsure, k)
+}
+
+func (c *Client) post(ctx context.Context, channel, threadTS, text, nonce string, unsure bool, k Post) (Message, error) {
 	if unsure {
 		if ts, err := c.findPosted(ctx, channel, threadTS, nonce); err == nil && ts != "" {
 			return Message{Channel: channel, TS: ts}, nil
@@ -128,7 +146,7 @@ func (c *Client) PostOnce(ctx context.Context, channel, threadTS, text, nonce st
 		TS      string `json:"ts"`
 	}
 	var found string
-	err := c.call(ctx, "chat.postMessage", c.token, body, &out, func() (bool, error) {
+	err := c.call(ctx, "chat.postMessage", k, c.token, body, &out, func() (bool, error) {
 		ts, err := c.findPosted(ctx, channel, threadTS, nonce)
 		found = ts
 		return ts != "", err
@@ -163,7 +181,7 @@ func (c *Client) findPosted(ctx context.Context, channel, threadTS, nonce string
 			} `json:"metadata"`
 		} `json:"messages"`
 	}
-	if err := c.call(ctx, method, c.token, body, &out, nil); err != nil {
+	if err := c.call(ctx, method, PostReply, c.token, body, &out, nil); err != nil {
 		return "", err
 	}
 	for _, m := range out.Messages {
@@ -177,7 +195,7 @@ func (c *Client) findPosted(ctx context.Context, channel, threadTS, nonce string
 // Update replaces the text of the message ts in channel (chat.update). Updating with the
 // text the message already has is a success.
 func (c *Client) Update(ctx context.Context, channel, ts, text string) error {
-	return c.call(ctx, "chat.update", c.token, map[string]any{"channel": channel, "ts": ts, "text": text}, nil, nil)
+	return c.call(ctx, "chat.update", PostReply, c.token, map[string]any{"channel": channel, "ts": ts, "text": text}, nil, nil)
 }
 
 // AuthTest returns the bot's user id and team (auth.test).
@@ -186,7 +204,7 @@ func (c *Client) AuthTest(ctx context.Context) (userID, teamID string, err error
 		UserID string `json:"user_id"`
 		TeamID string `json:"team_id"`
 	}
-	if err := c.call(ctx, "auth.test", c.token, map[string]any{}, &out, nil); err != nil {
+	if err := c.call(ctx, "auth.test", PostReply, c.token, map[string]any{}, &out, nil); err != nil {
 		return "", "", err
 	}
 	return out.UserID, out.TeamID, nil
@@ -200,7 +218,7 @@ func (c *Client) OpenConnection(ctx context.Context) (string, error) {
 	var out struct {
 		URL string `json:"url"`
 	}
-	if err := c.call(ctx, "apps.connections.open", c.appToken, map[string]any{}, &out, nil); err != nil {
+	if err := c.call(ctx, "apps.connections.open", PostReply, c.appToken, map[string]any{}, &out, nil); err != nil {
 		return "", err
 	}
 	if out.URL == "" {
@@ -212,8 +230,9 @@ func (c *Client) OpenConnection(ctx context.Context) (string, error) {
 // call POSTs a JSON body to method and decodes the answer into out, each attempt in its turn
 // of the client's pacing. It retries a 429 after its Retry-After (however long) and a 5xx or
 // a transport failure up to c.retries times; before such a retry it asks unsure (when set)
-// whether the call took effect after all (done: stop).
-func (c *Client) call(ctx context.Context, method, token string, body any, out any, unsure func() (done bool, err error)) error {
+// whether the call took effect after all (done: stop). A post's first attempt is paced as k,
+// its retries as PostRetry.
+func (c *Client) call(ctx context.Context, method string, k Post, token string, body any, out any, unsure func() (done bool, err error)) error {
 	payload, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("slack %s: %w", method, err)
@@ -225,9 +244,10 @@ func (c *Client) call(ctx context.Context, method, token string, body any, out a
 	failures := 0
 	for {
 		// every attempt is paced: Slack counts retries like any call
-		if err := c.pace.wait(ctx, method, channel); err != nil {
+		if err := c.pace.wait(ctx, method, channel, k); err != nil {
 			return fmt.Errorf("slack %s: %w", method, err)
 		}
+		k = PostRetry // the next attempt, if any, is a retry
 		status, wait, raw, err := c.once(ctx, method, token, payload)
 		if err == nil && status == http.StatusOK {
 			return decode(method, raw, out)

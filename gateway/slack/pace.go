@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"slices"
 	"sync"
@@ -22,6 +23,10 @@ type Pacing struct {
 	// Window, if set, is the span they are counted over instead (tests).
 	PerMinute map[string]int
 	Window    time.Duration
+	// PostReserve is how many of a channel's posts only a reply's first message may take: a
+	// notice, a retry, a reply's later chunk goes only while PostReserve posts are left after
+	// it (0: 1; negative: none, every post in the order it came).
+	PostReserve int
 	// Off turns pacing off (tests that count calls).
 	Off bool
 }
@@ -31,6 +36,29 @@ type Pacing struct {
 // reads that find an unsure post, Tier 1 for apps.connections.open.
 var DefaultPacing = Pacing{PostEvery: time.Second, PostBurst: 3,
 	PerMinute: map[string]int{"chat.update": 50, "conversations.history": 50, "conversations.replies": 50, "apps.connections.open": 1}}
+
+// Post is what a chat.postMessage attempt is, for its channel's allowance: a reply's first
+// message, which its user waits for, or a post that may wait behind replies (the router's
+// queued notice, a retry after a failed attempt, a reply's later chunk, a resend of a post
+// whose outcome was never recorded).
+type Post int
+
+const (
+	PostReply Post = iota
+	PostNotice
+	PostRetry
+	PostChunk
+	PostResend
+)
+
+var postNames = [...]string{"reply", "notice", "retry", "chunk", "resend"}
+
+func (k Post) String() string {
+	if k >= 0 && int(k) < len(postNames) {
+		return postNames[k]
+	}
+	return "post"
+}
 
 // paceWindow is the span a tier's count is kept over: a minute, and a margin so the
 // requests' trip to Slack cannot make two look closer than they went.
@@ -45,13 +73,18 @@ type pacer struct {
 	p     Pacing
 	now   func() time.Time
 	sleep platform.Sleeper
+	log   *slog.Logger // nil: none
 
 	mu      sync.Mutex
 	posts   map[string]*postLine // per channel
 	methods map[string]*tierLine // per method
 }
 
-type waiter struct{ at time.Time }
+// waiter is one waiting call's turn; urgent: a reply's first message (PostReply).
+type waiter struct {
+	at     time.Time
+	urgent bool
+}
 
 // postLine is a channel's allowance of posts: PostBurst at most, one more every PostEvery.
 type postLine struct {
@@ -73,6 +106,11 @@ func newPacer(p Pacing, sleep platform.Sleeper) *pacer {
 	if p.PostBurst <= 0 {
 		p.PostBurst = DefaultPacing.PostBurst
 	}
+	if p.PostReserve == 0 {
+		p.PostReserve = 1
+	} else if p.PostReserve < 0 {
+		p.PostReserve = 0
+	}
 	if p.PerMinute == nil {
 		p.PerMinute = DefaultPacing.PerMinute
 	}
@@ -82,8 +120,15 @@ func newPacer(p Pacing, sleep platform.Sleeper) *pacer {
 	return &pacer{p: p, now: time.Now, sleep: sleep, posts: map[string]*postLine{}, methods: map[string]*tierLine{}}
 }
 
-// wait holds a call of method (to channel) until the limits allow it.
-func (pc *pacer) wait(ctx context.Context, method, channel string) error {
+// wait holds a call of method (to channel; a post of kind k) until the limits allow it.
+//
+// A channel's posts are shared by its replies, the router's queued notices and the retries
+// of failed attempts, and a reply's first message comes first: its user sees nothing until it
+// goes, while a notice only says a message waits and a retry's message is late already. So
+// anything but a reply's first message goes only while PostReserve posts are left after it,
+// which the next reply may take at once; a reply that finds even those spent goes before the
+// other posts waiting in its channel, and they move back behind it.
+func (pc *pacer) wait(ctx context.Context, method, channel string, k Post) error {
 	if pc == nil || pc.p.Off {
 		return nil
 	}
@@ -95,7 +140,7 @@ func (pc *pacer) wait(ctx context.Context, method, channel string) error {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	now := pc.now()
-	me := &waiter{}
+	me := &waiter{urgent: k == PostReply}
 	var pl *postLine
 	var tl *tierLine
 	if post {
@@ -104,7 +149,7 @@ func (pc *pacer) wait(ctx context.Context, method, channel string) error {
 			pl = &postLine{tokens: float64(pc.p.PostBurst), at: now}
 			pc.posts[channel] = pl
 		}
-		pl.waiting = append(pl.waiting, me)
+		pl.enqueue(me)
 		defer func() { pl.waiting = slices.DeleteFunc(pl.waiting, func(x *waiter) bool { return x == me }) }()
 	}
 	if n > 0 {
@@ -115,6 +160,7 @@ func (pc *pacer) wait(ctx context.Context, method, channel string) error {
 		tl.waiting = append(tl.waiting, me)
 		defer func() { tl.waiting = slices.DeleteFunc(tl.waiting, func(x *waiter) bool { return x == me }) }()
 	}
+	t0 := now
 	for {
 		at := now
 		if pl != nil {
@@ -139,6 +185,16 @@ func (pc *pacer) wait(ctx context.Context, method, channel string) error {
 			pl.tokens = min(float64(pc.p.PostBurst), pl.tokens+float64(now.Sub(pl.at))/float64(pc.p.PostEvery)) - 1
 			pl.at = now
 		}
+		if pc.log != nil && (pl != nil || now.After(t0)) {
+			args := []any{"method", method, "channel", channel, "waited", now.Sub(t0)}
+			if pl != nil {
+				args = append(args, "post", k.String(), "left", pl.tokens, "waiting", len(pl.waiting)-1)
+			}
+			if tl != nil {
+				args = append(args, "tier_calls", len(tl.went))
+			}
+			pc.log.Debug("slack: paced", args...)
+		}
 		if tl != nil {
 			tl.went = append(tl.went, now)
 		}
@@ -146,15 +202,32 @@ func (pc *pacer) wait(ctx context.Context, method, channel string) error {
 	}
 }
 
-// postSlot is when me may post: the channel's allowance, refilling from now, has one for each
-// post waiting ahead of it and then one for it.
+// enqueue puts a post in its channel's line: a reply's first message after the replies
+// waiting, anything else last.
+func (pl *postLine) enqueue(me *waiter) {
+	i := len(pl.waiting)
+	if me.urgent {
+		if i = slices.IndexFunc(pl.waiting, func(x *waiter) bool { return !x.urgent }); i < 0 {
+			i = len(pl.waiting)
+		}
+	}
+	pl.waiting = slices.Insert(pl.waiting, i, me)
+}
+
+// postSlot is when me may post: the channel's allowance, refilling from now, has for each post
+// waiting ahead of it, and then for it, one post — a reply's first message — or one and the
+// PostReserve it leaves — anything else.
 func (pc *pacer) postSlot(pl *postLine, me *waiter, now time.Time) time.Time {
 	left := min(float64(pc.p.PostBurst), pl.tokens+float64(now.Sub(pl.at))/float64(pc.p.PostEvery))
 	t := now
 	for _, x := range pl.waiting {
-		if left < 1 {
-			t = t.Add(time.Duration(math.Ceil((1 - left) * float64(pc.p.PostEvery))))
-			left = 1
+		need := 1.0
+		if !x.urgent {
+			need += float64(min(pc.p.PostReserve, pc.p.PostBurst-1))
+		}
+		if left < need {
+			t = t.Add(time.Duration(math.Ceil((need - left) * float64(pc.p.PostEvery))))
+			left = need
 		}
 		x.at = t
 		if x == me {

@@ -33,8 +33,13 @@ func (v *vclock) sleep(ctx context.Context, d time.Duration) error {
 
 func (v *vclock) wait(t *testing.T, pc *pacer, method, channel string) time.Duration {
 	t.Helper()
+	return v.post(t, pc, method, channel, PostReply)
+}
+
+func (v *vclock) post(t *testing.T, pc *pacer, method, channel string, k Post) time.Duration {
+	t.Helper()
 	t0 := v.now()
-	if err := pc.wait(context.Background(), method, channel); err != nil {
+	if err := pc.wait(context.Background(), method, channel, k); err != nil {
 		t.Fatal(err)
 	}
 	return v.now().Sub(t0)
@@ -89,34 +94,94 @@ type sim = simclock.Clock
 
 func newSim(t0 time.Time) *sim { return simclock.New(t0) }
 
+// A reply's first message finds a post at once though the reply before it in its channel
+// spent posts on a queued notice and on a retry, or on a later chunk and a resend: those go
+// only while a post is left after them.
+func TestPaceReplyFindsLastPost(t *testing.T) {
+	t.Parallel()
+	v := &vclock{t: time.Unix(1_800_000_000, 0)}
+	pc := newPacer(Pacing{}, v.sleep)
+	pc.now = v.now
+	for round := range 8 {
+		if d := v.post(t, pc, "chat.postMessage", "C1", PostReply); d != 0 {
+			t.Fatalf("round %d: the reply's first message waited %v, want 0", round, d)
+		}
+		v.post(t, pc, "chat.postMessage", "C1", []Post{PostNotice, PostChunk}[round%2])
+		v.post(t, pc, "chat.postMessage", "C1", []Post{PostRetry, PostResend}[round%2])
+	}
+	// with no reserve, posts share a channel in the order they come: the reply waits
+	none := newPacer(Pacing{PostReserve: -1}, v.sleep)
+	none.now = v.now
+	v.post(t, none, "chat.postMessage", "C2", PostReply)
+	v.post(t, none, "chat.postMessage", "C2", PostNotice)
+	v.post(t, none, "chat.postMessage", "C2", PostRetry)
+	if d := v.post(t, none, "chat.postMessage", "C2", PostReply); d != time.Second {
+		t.Fatalf("with PostReserve -1 the fourth post waited %v, want 1s", d)
+	}
+}
+
+// A reply's first message that finds even the last post spent (three replies just went in
+// the channel) goes before the notice and the retry waiting there, at the first post the
+// allowance has again; they move back behind it, and wait until they leave a post.
+func TestPaceReplyBeforeWaitingPosts(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1_800_000_000, 0)
+	s := newSim(t0)
+	pc := newPacer(Pacing{}, s.Sleep)
+	pc.now = s.Now
+	went := map[string]func() time.Time{}
+	for _, x := range []struct {
+		name string
+		k    Post
+	}{{"reply0", PostReply}, {"reply1", PostReply}, {"reply2", PostReply}, {"notice", PostNotice}, {"retry", PostRetry}, {"reply", PostReply}} {
+		went[x.name] = s.Start(func() {
+			if err := pc.wait(context.Background(), "chat.postMessage", "C1", x.k); err != nil {
+				t.Error(err)
+			}
+		})
+		s.Advance(t0)
+	}
+	s.Advance(t0.Add(time.Minute))
+	for name, w := range map[string]time.Duration{"reply0": 0, "reply1": 0, "reply2": 0, "reply": time.Second, "notice": 3 * time.Second, "retry": 4 * time.Second} {
+		if got := went[name]().Sub(t0); got != w {
+			t.Errorf("%s went at +%v, want +%v (the reply at the next post; the notice and the retry, which leave a post, behind it)", name, got, w)
+		}
+	}
+}
+
 // Under any mix of posts and updates arriving at any times, more than the limits take, the
 // calls go within Slack's limits as the fake checks them without its grace (per channel a
 // burst of 3 posts and then one a second; 50 updates in any minute), each in the order it
-// came within its line, and every call goes.
+// came among its kind (replies' first messages, other posts, updates), and every call goes;
+// and a reply whose channel had no other reply in the second before it goes at once.
 func TestPaceKeepsSlackLimits(t *testing.T) {
 	t.Parallel()
-	for seed := range uint64(10) {
+	for seed := range uint64(30) {
 		rng := rand.New(rand.NewPCG(seed, 2))
 		s := newSim(time.Unix(1_800_000_000, 0))
 		pc := newPacer(Pacing{}, s.Sleep)
 		pc.now = s.Now
 		type arrival struct {
 			method, channel string
+			k               Post
+			at              time.Time
 			went            func() time.Time
 		}
 		var arr []*arrival
+		gap := []time.Duration{600 * time.Millisecond, 1500 * time.Millisecond, 4 * time.Second}[seed%3]
 		for range 600 {
-			s.Advance(s.Now().Add(time.Duration(rng.Float64() * float64(600*time.Millisecond))))
-			a := &arrival{method: []string{"chat.postMessage", "chat.update"}[rng.IntN(2)], channel: []string{"C1", "C2", "D3"}[rng.IntN(3)]}
+			s.Advance(s.Now().Add(time.Duration(rng.Float64() * float64(gap))))
+			a := &arrival{method: []string{"chat.postMessage", "chat.update"}[rng.IntN(2)], channel: []string{"C1", "C2", "D3"}[rng.IntN(3)],
+				k: Post(rng.IntN(len(postNames))), at: s.Now()}
 			a.went = s.Start(func() {
-				if err := pc.wait(context.Background(), a.method, a.channel); err != nil {
+				if err := pc.wait(context.Background(), a.method, a.channel, a.k); err != nil {
 					t.Error(err)
 				}
 			})
 			arr = append(arr, a)
 		}
 		s.Advance(s.Now().Add(10 * time.Hour))
-		posts := map[string][]time.Time{}
+		posts, lines := map[string][]time.Time{}, map[string][]time.Time{}
 		var updates []time.Time
 		for i, a := range arr {
 			g := a.went()
@@ -130,12 +195,26 @@ func TestPaceKeepsSlackLimits(t *testing.T) {
 				updates = append(updates, g)
 				continue
 			}
-			if ps := posts[a.channel]; len(ps) > 0 && g.Before(ps[len(ps)-1]) {
-				t.Fatalf("seed %d: post %d went before one that came earlier", seed, i)
+			line := fmt.Sprint(a.channel, a.k == PostReply)
+			if ps := lines[line]; len(ps) > 0 && g.Before(ps[len(ps)-1]) {
+				t.Fatalf("seed %d: post %d (%s) went before one of its kind that came earlier", seed, i, a.k)
 			}
+			lines[line] = append(lines[line], g)
 			posts[a.channel] = append(posts[a.channel], g)
+			if a.k == PostReply && !g.Equal(a.at) {
+				quiet := true
+				for _, o := range arr[:i] {
+					if o.method == a.method && o.channel == a.channel && o.k == PostReply && o.went().After(a.at.Add(-time.Second)) {
+						quiet = false
+					}
+				}
+				if quiet {
+					t.Errorf("seed %d: reply %d to %s waited %v though no other reply went there in the second before it", seed, i, a.channel, g.Sub(a.at))
+				}
+			}
 		}
 		for ch, gs := range posts {
+			slices.SortFunc(gs, func(x, y time.Time) int { return x.Compare(y) })
 			tokens, at := 3.0, gs[0]
 			for i, g := range gs {
 				tokens = min(3, tokens+float64(g.Sub(at))/float64(time.Second))

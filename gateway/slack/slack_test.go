@@ -560,3 +560,65 @@ func TestRateLimitedBySlack(t *testing.T) {
 		}
 	}
 }
+
+// stepClock is a virtual clock for one caller at a time: a sleep moves it on by the wait.
+type stepClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *stepClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *stepClock) sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+	return ctx.Err()
+}
+
+// Through the adapter, a reply's first post that failed (500) and was retried, and then the
+// router's queued notice, leave the channel a post: the next reply's first message takes it
+// at once (the client's own pacing, on a virtual clock; every post lands once).
+func TestSendLeavesReplyAPost(t *testing.T) {
+	t.Parallel()
+	fake, err := slackfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	clk := &stepClock{t: time.Unix(1_800_000_000, 0)}
+	c := slack.NewClient(slack.ClientConfig{BaseURL: fake.URL, Token: fake.BotToken, Sleep: clk.sleep, Now: clk.now})
+	ad, err := slack.New(slack.Config{Client: c, BotUser: "U0BOT"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := platform.Address{Platform: "slack", ChatType: platform.Group, ChatID: "C1"}
+	send := func(turn string, chunk int, text string) time.Duration {
+		t.Helper()
+		t0 := clk.now()
+		ctx := platform.WithSendKey(context.Background(), platform.SendKey{Turn: turn, Chunk: chunk})
+		if _, err := ad.Send(ctx, to, text); err != nil {
+			t.Fatal(err)
+		}
+		return clk.now().Sub(t0)
+	}
+	fake.Fail("chat.postMessage", slackfake.Fault{Status: 500})
+	send("A", 0, "reply A") // a 500, 500 ms of backoff, then its retry
+	send("B", -1, "queued") // the router's notice for a message into a busy turn
+	if d := send("C", 0, "reply C"); d != 0 {
+		t.Errorf("the next reply's first message waited %v, want 0 (the retry and the notice leave it a post)", d)
+	}
+	var texts []string
+	fake.Inspect(func(v slackfake.View) {
+		for _, m := range v.Messages("C1") {
+			texts = append(texts, m.Text)
+		}
+	})
+	if want := []string{"reply A", "queued", "reply C"}; !slices.Equal(texts, want) {
+		t.Errorf("posted %q, want %q", texts, want)
+	}
+}
