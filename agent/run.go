@@ -27,8 +27,11 @@ type run struct {
 	sess    store.Session
 	history []store.Message // active history, this turn's messages appended
 	base    int             // len(history) when the turn started
-	prompt  prompt.Prompt
-	tools   []provider.Tool
+	// start, when set, was stored with the lease (store.BeginTurn), made for the active history
+	// seen (read before the lease, proven current by the store when it took it).
+	start, seen []store.Message
+	prompt      prompt.Prompt
+	tools       []provider.Tool
 
 	state      compress.State
 	stateDirty bool
@@ -67,12 +70,14 @@ func (a *Agent) Run(ctx context.Context, sessionID, input string, opts RunOption
 		return Result{SessionID: sessionID}, &InputTooLargeError{Bytes: len(input), Tokens: tok, MaxTokens: a.cfg.ContextLength / 2, Model: a.cfg.Model}
 	}
 	var first *store.Message
+	var seen, start []store.Message // the turn's opening messages and the history they were made for
 	if sessionID == "" && len(opts.Prelude) > 0 {
 		s, err := a.CreateSession(ctx, store.NewSession{})
 		if err != nil {
 			return Result{}, err
 		}
 		sessionID = s.ID
+		seen, start = a.opening(ctx, sessionID, input, opts)
 	} else if sessionID == "" {
 		// A new session is created with its user message in one transaction, so a store that
 		// fails the first write (a damaged file, a full disk) is left without an empty session.
@@ -88,12 +93,19 @@ func (a *Agent) Run(ctx context.Context, sessionID, input string, opts RunOption
 			return Result{SessionID: sessionID}, fmt.Errorf("find session %s: %w", sessionID, err)
 		}
 		sessionID = tip
+		seen, start = a.opening(ctx, sessionID, input, opts)
 	}
 	res := Result{SessionID: sessionID}
 	lo := a.cfg.Lease
 	lo.OnWait = opts.OnWait
+	if start != nil {
+		lo.Start = store.StartOf(seen, start)
+	}
 	err := turn.Run(ctx, a.st, sessionID, lo, func(tctx context.Context, t *turn.Turn) error {
 		r := &run{a: a, t: t, opts: opts, res: &res}
+		if t.Started() {
+			r.seen, r.start = seen, start
+		}
 		r.mi = a.firstModel(tctx)
 		r.m = a.models[r.mi]
 		return r.do(tctx, input, first)
@@ -102,6 +114,33 @@ func (a *Agent) Run(ctx context.Context, sessionID, input string, opts RunOption
 		res.Interrupted = true
 	}
 	return res, err
+}
+
+// opening reads the session's active history before the lease and makes the messages the turn
+// would store first on it: the caller's prelude, a result for each call left unanswered, the
+// user's message (what do adds when the history is loaded under the lease). They are stored
+// with the lease when the history is still this one when the lease is taken (store.BeginTurn),
+// which saves the turn a write; otherwise do makes them again from the history it loads. Nil
+// when the turn does not open that way (tool results) or the read failed (do reports it).
+func (a *Agent) opening(ctx context.Context, sessionID, input string, opts RunOptions) (seen, start []store.Message) {
+	if len(opts.ToolResults) > 0 {
+		return nil, nil
+	}
+	h, err := a.st.Conversation(ctx, sessionID, store.ViewActive)
+	if err != nil {
+		return nil, nil
+	}
+	for _, m := range opts.Prelude {
+		m.ID, m.SessionID = 0, sessionID
+		start = append(start, m)
+	}
+	for _, c := range pending(append(slices.Clip(h), start...)) {
+		start = append(start, store.Message{Role: store.RoleTool, Content: UnansweredResult, ToolCallID: c.ID, ToolName: c.Function.Name,
+			Timestamp: a.now(), SessionID: sessionID})
+	}
+	u := userMessage(input, opts, a.now())
+	u.SessionID = sessionID
+	return h, append(start, u)
 }
 
 // userMessage is the stored form of a turn's input. The wire text is composed once and stored
@@ -115,6 +154,22 @@ func userMessage(input string, opts RunOptions, now time.Time) store.Message {
 // with (already stored, the last row loaded); nil adds and stores one now.
 func (r *run) do(ctx context.Context, input string, first *store.Message) error {
 	return r.loaded(ctx, func() error {
+		if r.start != nil {
+			// Stored with the lease, made for the history loaded (r.seen): as if added now.
+			for _, m := range r.start {
+				m.SessionID = r.sess.ID
+				r.history = append(r.history, m)
+				r.res.Messages = append(r.res.Messages, m)
+			}
+			if r.opts.OnStart != nil {
+				r.opts.OnStart(r.sess.ID)
+			}
+			if err := r.loop(ctx); err != nil {
+				return err
+			}
+			r.autoTitle(ctx)
+			return nil
+		}
 		if len(r.opts.ToolResults) > 0 {
 			// Checked before anything is queued: a refused answer stores nothing.
 			if err := checkResults(append(slices.Clip(r.history), r.opts.Prelude...), r.opts.ToolResults); err != nil {
@@ -265,7 +320,11 @@ func (r *run) load(ctx context.Context) error {
 	if s.Ended() && s.EndReason == store.EndCompression {
 		return fmt.Errorf("session %s was continued by compression: %w", sid, store.ErrSessionClosed)
 	}
-	if r.history, err = r.a.st.Conversation(ctx, sid, store.ViewActive); err != nil {
+	if r.start != nil {
+		// The store proved, when it took the lease, that the history was still r.seen (its newest
+		// active message and count; ids only grow), so it is not read again.
+		r.history = r.seen
+	} else if r.history, err = r.a.st.Conversation(ctx, sid, store.ViewActive); err != nil {
 		return fmt.Errorf("load history of %s: %w", sid, err)
 	}
 	r.base = len(r.history)

@@ -93,7 +93,8 @@ func closedLoopFloor(clients int, turnsPerSec float64) float64 {
 //   - BeforeTurn: from the client's send to the turn's start: the request over HTTP, its JSON,
 //     the gateway's session resolution (route and history reads) and the wait for the session's
 //     slot (in the shared phase, the turns queued on one session);
-//   - Lease: acquiring the turn lease (a write transaction);
+//   - Lease: acquiring the turn lease (a write transaction, which stores the user's message
+//     too when the history did not change since the turn read it: store.BeginTurn);
 //   - StoreWrites: the turn's other store writes (CommitTurn and the rest), each including its
 //     wait for SQLite's single writer;
 //   - StoreReads: the turn's store reads (session, history, prompt, last call);
@@ -299,6 +300,16 @@ func (c *countingStore) AcquireLease(ctx context.Context, id, h string, ttl time
 		time.Sleep(c.delay)
 	}
 	return c.Store.AcquireLease(ctx, id, h, ttl)
+}
+func (c *countingStore) BeginTurn(ctx context.Context, id, h string, ttl time.Duration, s store.TurnStart) (store.Lease, []int64, error) {
+	c.writes.Add(1) // one transaction: the lease and the turn's first messages
+	if acc := timesOf(ctx); acc != nil {
+		defer addSince(&acc.lease, time.Now())
+	}
+	if c.delay > 0 {
+		time.Sleep(c.delay)
+	}
+	return c.Store.BeginTurn(ctx, id, h, ttl, s)
 }
 func (c *countingStore) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
 	defer c.write(ctx)()

@@ -92,6 +92,15 @@ type Store interface {
 	// free, expired or provably dead holder's lease is taken with the next generation; a live
 	// foreign one returns *LeaseHeldError. The same holder acquiring again extends its lease.
 	AcquireLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (Lease, error)
+	// BeginTurn takes the lease as AcquireLease does and, in the same transaction, appends
+	// s.Messages to sessionID under it, in order, as CommitTurn appends them, when s still
+	// describes sessionID's active history (its newest active message is s.LastID and it has
+	// s.Active active messages) and the session was not closed by compression. It returns the
+	// lease and the messages' ids. Nil ids and a nil error: the lease is taken but nothing was
+	// appended, because the history had moved on (the caller reloads it and appends under the
+	// lease). Any error (a live foreign holder's *LeaseHeldError among them) leaves nothing
+	// written: neither the lease nor a message.
+	BeginTurn(ctx context.Context, sessionID, holder string, ttl time.Duration, s TurnStart) (Lease, []int64, error)
 	// RenewLease extends l by ttl if it is still current, even after it expired (nobody took
 	// it); otherwise it returns ErrLeaseLost.
 	RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
@@ -179,6 +188,28 @@ type TurnWrite struct {
 // Empty reports whether w stores nothing (Release aside).
 func (w TurnWrite) Empty() bool {
 	return len(w.Messages) == 0 && len(w.Requests) == 0 && w.Patch == nil
+}
+
+// TurnStart is what BeginTurn stores with a turn's lease: the turn's first messages (typically
+// the user's message), with the view of the active history they were made for. A turn whose
+// messages depend on that history (answers to calls left open) must not land them after another
+// one; LastID and Active let the store prove it did not change.
+type TurnStart struct {
+	Messages []Message
+	// LastID is the id of the session's newest active message the caller saw (0: none), Active
+	// the number of active messages it saw.
+	LastID int64
+	Active int
+}
+
+// StartOf is the TurnStart of msgs made for the active history h (as Conversation(ViewActive)
+// returned it).
+func StartOf(h []Message, msgs []Message) TurnStart {
+	s := TurnStart{Messages: msgs, Active: len(h)}
+	if len(h) > 0 {
+		s.LastID = h[len(h)-1].ID
+	}
+	return s
 }
 
 // WriteOptions fence a transcript write.

@@ -15,6 +15,7 @@ import (
 // store.LeaseWatcher wakes waiters at once when a lease is released.
 type Store interface {
 	AcquireLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (store.Lease, error)
+	BeginTurn(ctx context.Context, sessionID, holder string, ttl time.Duration, s store.TurnStart) (store.Lease, []int64, error)
 	RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error)
 	ReleaseLease(ctx context.Context, l store.Lease) error
 	CommitTurn(ctx context.Context, sessionID string, l store.Lease, w store.TurnWrite) ([]int64, error)
@@ -57,6 +58,10 @@ type Options struct {
 	// once why nothing happens. It
 	// runs on a goroutine of Begin's, never after Begin returns, and should return quickly.
 	OnWait func(waited time.Duration, holder string)
+	// Start, when it has messages, is stored with the lease, in the same write (store.BeginTurn),
+	// if the session's active history is still the one it describes; Turn.Started says whether
+	// it was. Otherwise the lease is taken alone and the caller adds its messages as usual.
+	Start store.TurnStart
 	// Holder identifies this turn. It must be unique per turn: the store lets a holder re-acquire
 	// its own lease, so two turns sharing a holder would not exclude each other. Default:
 	// store.NewHolder().String(), with a fresh nonce for every Begin.
@@ -116,6 +121,8 @@ type Turn struct {
 	cursor int
 	ids    []int64
 	ended  bool
+	// started: Options.Start was stored with the lease (queue[:len(Start.Messages)]).
+	started bool
 	// records and patch ride on the next flush (Record, Patch).
 	records []store.RequestRecord
 	patch   *store.SessionPatch
@@ -139,11 +146,16 @@ func Begin(ctx context.Context, st Store, sessionID string, o Options) (*Turn, e
 	if err != nil {
 		return nil, err
 	}
-	l, err := acquire(ctx, st, sessionID, o)
+	l, ids, err := acquire(ctx, st, sessionID, o)
 	if err != nil {
 		return nil, err
 	}
 	t := &Turn{st: st, session: sessionID, o: o, lease: l}
+	if len(ids) > 0 {
+		// Stored with the lease: persisted from the start.
+		t.queue = append([]store.Message(nil), o.Start.Messages...)
+		t.cursor, t.ids, t.started = len(t.queue), ids, true
+	}
 	t.ctx, t.cancel = context.WithCancelCause(ctx)
 	// The renewer outlives a cancelled caller context on purpose: the lease must stay ours until
 	// End has flushed and released it.
@@ -154,7 +166,7 @@ func Begin(ctx context.Context, st Store, sessionID string, o Options) (*Turn, e
 	return t, nil
 }
 
-func acquire(ctx context.Context, st Store, sessionID string, o Options) (store.Lease, error) {
+func acquire(ctx context.Context, st Store, sessionID string, o Options) (store.Lease, []int64, error) {
 	start := time.Now()
 	deadline := start.Add(o.Wait)
 	var watch store.LeaseWatch
@@ -170,11 +182,18 @@ func acquire(ctx context.Context, st Store, sessionID string, o Options) (store.
 	watcher, canWatch := st.(store.LeaseWatcher)
 	for {
 		if err := ctx.Err(); err != nil {
-			return store.Lease{}, fmt.Errorf("wait for the turn lease of %s: %w", sessionID, context.Cause(ctx))
+			return store.Lease{}, nil, fmt.Errorf("wait for the turn lease of %s: %w", sessionID, context.Cause(ctx))
 		}
-		l, err := st.AcquireLease(ctx, sessionID, o.Holder, o.TTL)
+		var l store.Lease
+		var ids []int64
+		var err error
+		if len(o.Start.Messages) > 0 {
+			l, ids, err = st.BeginTurn(ctx, sessionID, o.Holder, o.TTL, o.Start)
+		} else {
+			l, err = st.AcquireLease(ctx, sessionID, o.Holder, o.TTL)
+		}
 		if err == nil {
-			return l, nil
+			return l, ids, nil
 		}
 		var held *store.LeaseHeldError
 		switch {
@@ -182,17 +201,17 @@ func acquire(ctx context.Context, st Store, sessionID string, o Options) (store.
 		case errors.Is(err, store.ErrBusy):
 			// A locked database is not another holder: try again at once, within the bound.
 			if time.Now().After(deadline) {
-				return store.Lease{}, fmt.Errorf("wait for the turn lease of %s: %w", sessionID, err)
+				return store.Lease{}, nil, fmt.Errorf("wait for the turn lease of %s: %w", sessionID, err)
 			}
 			continue
 		case ctx.Err() != nil:
-			return store.Lease{}, fmt.Errorf("wait for the turn lease of %s: %w", sessionID, context.Cause(ctx))
+			return store.Lease{}, nil, fmt.Errorf("wait for the turn lease of %s: %w", sessionID, context.Cause(ctx))
 		default:
-			return store.Lease{}, err
+			return store.Lease{}, nil, err
 		}
 		now := time.Now()
 		if !now.Before(deadline) {
-			return store.Lease{}, &WaitTimeoutError{SessionID: sessionID, Holder: held.Holder, Waited: now.Sub(start)}
+			return store.Lease{}, nil, &WaitTimeoutError{SessionID: sessionID, Holder: held.Holder, Waited: now.Sub(start)}
 		}
 		if watch == nil && canWatch {
 			// Watch first, then try again before sleeping: a release between the failed attempt
@@ -217,7 +236,7 @@ func acquire(ctx context.Context, st Store, sessionID string, o Options) (store.
 			wait = min(wait, d)
 		}
 		if err := sleep(ctx, watch, wait); err != nil {
-			return store.Lease{}, fmt.Errorf("wait for the turn lease of %s: %w", sessionID, context.Cause(ctx))
+			return store.Lease{}, nil, fmt.Errorf("wait for the turn lease of %s: %w", sessionID, context.Cause(ctx))
 		}
 	}
 }
@@ -368,6 +387,15 @@ func (t *Turn) SessionID() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.session
+}
+
+// Started reports whether Options.Start's messages were stored with the lease (they are then
+// the first of Persisted). When false, none of them was stored: the history had changed since
+// the caller read it, or there were none.
+func (t *Turn) Started() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.started
 }
 
 // Holder is the turn's holder identity (also its compression-lock holder).

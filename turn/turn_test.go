@@ -516,3 +516,49 @@ func TestEndCommitsOnce(t *testing.T) {
 		t.Fatalf("usage of a failed flush landed: %+v", s.Usage)
 	}
 }
+
+// A turn's start is stored with its lease when the history is as the caller saw it: one write
+// fewer, the messages persisted from the start and not written again by a flush or End. On a
+// history that moved on, the lease is taken alone and nothing of the start is stored.
+func TestStartStoredWithTheLease(t *testing.T) {
+	t.Parallel()
+	db, _ := openDB(t)
+	fs := &faultStore{Store: db}
+	seen := conversation(t, db, store.ViewActive)
+	tn, err := turn.Begin(bg, fs, "conv", turn.Options{Start: store.StartOf(seen, []store.Message{user("q")})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tn.Started() || tn.Pending() != 0 || len(tn.Persisted()) != 1 {
+		t.Fatalf("started %v, %d pending, persisted %v", tn.Started(), tn.Pending(), tn.Persisted())
+	}
+	if err := tn.Flush(bg); err != nil || fs.commits.Load() != 0 {
+		t.Fatalf("flush after the start: %v, %d commits (want none)", err, fs.commits.Load())
+	}
+	tn.Add(store.Message{Role: store.RoleAssistant, Content: "a"})
+	if err := tn.End(bg); err != nil {
+		t.Fatal(err)
+	}
+	ms := conversation(t, db, store.ViewAll)
+	if got := contents(ms); strings.Join(got, "|") != "q|a" {
+		t.Fatalf("transcript %q", got)
+	}
+	if ids := tn.Persisted(); len(ids) != 2 || ids[0] != ms[0].ID || ids[1] != ms[1].ID {
+		t.Fatalf("persisted %v, stored %+v", ids, ms)
+	}
+
+	// The same view again: it is stale now (q and a came after it).
+	tn, err = turn.Begin(bg, fs, "conv", turn.Options{Start: store.StartOf(seen, []store.Message{user("stale")})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tn.Started() || tn.Pending() != 0 || len(tn.Persisted()) != 0 {
+		t.Fatalf("on a stale view: started %v, %d pending, persisted %v", tn.Started(), tn.Pending(), tn.Persisted())
+	}
+	if err := tn.End(bg); err != nil {
+		t.Fatal(err)
+	}
+	if got := contents(conversation(t, db, store.ViewAll)); strings.Join(got, "|") != "q|a" {
+		t.Fatalf("transcript %q: a stale start landed", got)
+	}
+}

@@ -37,58 +37,65 @@ func (db *DB) AcquireLease(ctx context.Context, sessionID, holder string, ttl ti
 	holder = store.CleanIdent(holder)
 	ttlUS := int64(max(ttl, 100*time.Millisecond) / time.Microsecond)
 	var l store.Lease
-	err := db.write(ctx, leaseBudget, func(tx pgx.Tx) error {
-		for attempt := 0; ; attempt++ {
-			var exp int64
-			err := tx.QueryRow(ctx, takeLeaseSQL, sessionID, holder, ttlUS).Scan(&l.ConversationID, &l.Generation, &exp)
-			if err == nil {
-				l.Holder, l.ExpiresAt = holder, fromMicros(exp)
-				return nil
-			}
-			if !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-			// Missing session, or a live foreign holder: which one, and is that holder provably dead?
-			var conv string
-			var cur *string
-			var gen, expires *int64
-			err = tx.QueryRow(ctx, `SELECT s.root_id, l.holder, l.generation, l.expires_at FROM sessions s
-				LEFT JOIN turn_leases l ON l.conversation_id = s.root_id WHERE s.id = $1`, sessionID).Scan(&conv, &cur, &gen, &expires)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return notFound("session", sessionID)
-			}
-			if err != nil {
-				return err
-			}
-			if cur == nil || attempt > 3 || !store.HolderProvablyDead(*cur) {
-				if cur == nil && attempt < 10 {
-					continue // released meanwhile: take it
-				}
-				if cur == nil {
-					return fmt.Errorf("lease of %s keeps changing hands: %w", conv, store.ErrBusy)
-				}
-				return &store.LeaseHeldError{ConversationID: conv, Holder: *cur, ExpiresAt: fromMicros(*expires)}
-			}
-			db.log.Info("spool: taking the turn lease of a dead holder", "conversation", conv, "holder", *cur)
-			var exp2 int64
-			err = tx.QueryRow(ctx, `UPDATE turn_leases SET holder = $3, generation = generation + 1,
-				acquired_at = `+nowUS+`, expires_at = `+nowUS+` + $4, ttl = $4
-				WHERE conversation_id = $1 AND holder = $2 AND generation = $5 RETURNING generation, expires_at`,
-				conv, *cur, holder, ttlUS, *gen).Scan(&l.Generation, &exp2)
-			if errors.Is(err, pgx.ErrNoRows) {
-				continue // it changed hands meanwhile: look again
-			}
-			if err != nil {
-				return err
-			}
-			l.ConversationID, l.Holder, l.ExpiresAt = conv, holder, fromMicros(exp2)
-			return nil
-		}
+	err := db.write(ctx, leaseBudget, func(tx pgx.Tx) (err error) {
+		l, err = db.takeLease(ctx, tx, sessionID, holder, ttlUS)
+		return err
 	})
 	if err != nil {
 		return store.Lease{}, fmt.Errorf("acquire turn lease for %s: %w", sessionID, err)
 	}
 	return l, nil
+}
+
+// takeLease is AcquireLease's work inside tx (holder already cleaned, the TTL in µs).
+func (db *DB) takeLease(ctx context.Context, tx pgx.Tx, sessionID, holder string, ttlUS int64) (store.Lease, error) {
+	var l store.Lease
+	for attempt := 0; ; attempt++ {
+		var exp int64
+		err := tx.QueryRow(ctx, takeLeaseSQL, sessionID, holder, ttlUS).Scan(&l.ConversationID, &l.Generation, &exp)
+		if err == nil {
+			l.Holder, l.ExpiresAt = holder, fromMicros(exp)
+			return l, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return store.Lease{}, err
+		}
+		// Missing session, or a live foreign holder: which one, and is that holder provably dead?
+		var conv string
+		var cur *string
+		var gen, expires *int64
+		err = tx.QueryRow(ctx, `SELECT s.root_id, l.holder, l.generation, l.expires_at FROM sessions s
+			LEFT JOIN turn_leases l ON l.conversation_id = s.root_id WHERE s.id = $1`, sessionID).Scan(&conv, &cur, &gen, &expires)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.Lease{}, notFound("session", sessionID)
+		}
+		if err != nil {
+			return store.Lease{}, err
+		}
+		if cur == nil || attempt > 3 || !store.HolderProvablyDead(*cur) {
+			if cur == nil && attempt < 10 {
+				continue // released meanwhile: take it
+			}
+			if cur == nil {
+				return store.Lease{}, fmt.Errorf("lease of %s keeps changing hands: %w", conv, store.ErrBusy)
+			}
+			return store.Lease{}, &store.LeaseHeldError{ConversationID: conv, Holder: *cur, ExpiresAt: fromMicros(*expires)}
+		}
+		db.log.Info("spool: taking the turn lease of a dead holder", "conversation", conv, "holder", *cur)
+		var exp2 int64
+		err = tx.QueryRow(ctx, `UPDATE turn_leases SET holder = $3, generation = generation + 1,
+			acquired_at = `+nowUS+`, expires_at = `+nowUS+` + $4, ttl = $4
+			WHERE conversation_id = $1 AND holder = $2 AND generation = $5 RETURNING generation, expires_at`,
+			conv, *cur, holder, ttlUS, *gen).Scan(&l.Generation, &exp2)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // it changed hands meanwhile: look again
+		}
+		if err != nil {
+			return store.Lease{}, err
+		}
+		l.ConversationID, l.Holder, l.ExpiresAt = conv, holder, fromMicros(exp2)
+		return l, nil
+	}
 }
 
 // RenewLease implements store.Store.

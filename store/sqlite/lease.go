@@ -21,7 +21,6 @@ func (db *DB) AcquireLease(ctx context.Context, sessionID, holder string, ttl ti
 	if holder == "" {
 		return store.Lease{}, store.Invalid("holder", "empty")
 	}
-	ttl = max(ttl, 100*time.Millisecond)
 	var l store.Lease
 	err := db.writeGrouped(ctx, leaseBudget, func(ctx context.Context, tx *sql.Tx) error {
 		q := cachedTx{db, tx}
@@ -29,34 +28,88 @@ func (db *DB) AcquireLease(ctx context.Context, sessionID, holder string, ttl ti
 		if err != nil {
 			return err
 		}
-		now := time.Now()
-		var cur sql.NullString
-		var gen int64
-		var expires sql.NullInt64
-		err = q.QueryRowContext(ctx, leaseGetSQL, conv).Scan(&cur, &gen, &expires)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
-			return err
-		case !cur.Valid || expires.Int64 <= micros(now):
-		case cur.String == holder:
-			// Our own live lease: extend it, same generation (never wait on ourselves).
-			l = store.Lease{ConversationID: conv, Holder: holder, Generation: gen, ExpiresAt: fromMicros(micros(now.Add(ttl)))}
-			_, err := q.ExecContext(ctx, leaseExtendSQL, micros(l.ExpiresAt), int64(ttl/time.Microsecond), conv)
-			return err
-		case store.HolderProvablyDead(cur.String):
-			db.log.Info("spool: taking the turn lease of a dead holder", "conversation", conv, "holder", cur.String)
-		default:
-			return &store.LeaseHeldError{ConversationID: conv, Holder: cur.String, ExpiresAt: fromMicros(expires.Int64)}
-		}
-		l = store.Lease{ConversationID: conv, Holder: holder, Generation: gen + 1, ExpiresAt: fromMicros(micros(now.Add(ttl)))}
-		_, err = q.ExecContext(ctx, leaseTakeSQL, conv, holder, l.Generation, micros(now), micros(l.ExpiresAt), int64(ttl/time.Microsecond))
+		l, err = db.takeLease(ctx, q, conv, holder, ttl)
 		return err
 	})
 	if err != nil {
 		return store.Lease{}, fmt.Errorf("acquire turn lease for %s: %w", sessionID, err)
 	}
 	return l, nil
+}
+
+// takeLease is AcquireLease's work on the conversation conv, inside a write transaction.
+func (db *DB) takeLease(ctx context.Context, q cachedTx, conv, holder string, ttl time.Duration) (store.Lease, error) {
+	ttl = max(ttl, 100*time.Millisecond)
+	now := time.Now()
+	var cur sql.NullString
+	var gen int64
+	var expires sql.NullInt64
+	err := q.QueryRowContext(ctx, leaseGetSQL, conv).Scan(&cur, &gen, &expires)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return store.Lease{}, err
+	case !cur.Valid || expires.Int64 <= micros(now):
+	case cur.String == holder:
+		// Our own live lease: extend it, same generation (never wait on ourselves).
+		l := store.Lease{ConversationID: conv, Holder: holder, Generation: gen, ExpiresAt: fromMicros(micros(now.Add(ttl)))}
+		_, err := q.ExecContext(ctx, leaseExtendSQL, micros(l.ExpiresAt), int64(ttl/time.Microsecond), conv)
+		return l, err
+	case store.HolderProvablyDead(cur.String):
+		db.log.Info("spool: taking the turn lease of a dead holder", "conversation", conv, "holder", cur.String)
+	default:
+		return store.Lease{}, &store.LeaseHeldError{ConversationID: conv, Holder: cur.String, ExpiresAt: fromMicros(expires.Int64)}
+	}
+	l := store.Lease{ConversationID: conv, Holder: holder, Generation: gen + 1, ExpiresAt: fromMicros(micros(now.Add(ttl)))}
+	_, err = q.ExecContext(ctx, leaseTakeSQL, conv, holder, l.Generation, micros(now), micros(l.ExpiresAt), int64(ttl/time.Microsecond))
+	return l, err
+}
+
+// BeginTurn implements store.Store: one write (a job of the group writer) reads the session's
+// root and the tail of its active history (turnStartSQL), takes the lease as AcquireLease does
+// and, when the tail is still s's, appends s.Messages as CommitTurn does (commitMerged, whose
+// fence check finds the lease just taken).
+func (db *DB) BeginTurn(ctx context.Context, sessionID, holder string, ttl time.Duration, s store.TurnStart) (store.Lease, []int64, error) {
+	if len(s.Messages) == 0 {
+		l, err := db.AcquireLease(ctx, sessionID, holder, ttl)
+		return l, nil, err
+	}
+	if holder == "" {
+		return store.Lease{}, nil, store.Invalid("holder", "empty")
+	}
+	enc, toolCalls, err := encodeMessages(s.Messages)
+	if err != nil {
+		return store.Lease{}, nil, fmt.Errorf("begin turn on %s: %w", sessionID, err)
+	}
+	var l store.Lease
+	var ids []int64
+	err = db.writeGrouped(ctx, leaseBudget, func(ctx context.Context, tx *sql.Tx) error {
+		ids = nil
+		q := cachedTx{db, tx}
+		var conv string
+		var count int
+		var closed bool
+		var last int64
+		err := q.QueryRowContext(ctx, turnStartSQL, sessionID).Scan(&conv, &count, &closed, &last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("session", sessionID)
+		}
+		if err != nil {
+			return err
+		}
+		if l, err = db.takeLease(ctx, q, conv, holder, ttl); err != nil {
+			return err
+		}
+		if closed || count != s.Active || last != s.LastID {
+			return nil // the history moved on: the lease alone
+		}
+		ids, err = db.commitMerged(ctx, tx, sessionID, l, enc, toolCalls, nil, nil)
+		return err
+	})
+	if err != nil {
+		return store.Lease{}, nil, fmt.Errorf("begin turn on %s: %w", sessionID, err)
+	}
+	return l, ids, nil
 }
 
 // RenewLease implements store.Store.

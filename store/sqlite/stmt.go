@@ -94,6 +94,10 @@ const (
 	// bumpSessionSQL, usageAddSQL and modelConfigSetSQL do, in one statement. A commit without
 	// messages passes 0 as the last activity (max keeps the row's) and NULL as the preview; one
 	// without a patch passes NULL as the model config (coalesce keeps the row's).
+	// turnStartSQL is what BeginTurn checks before it appends: the session's conversation,
+	// active count, whether compression closed it, and its newest active message (0: none).
+	turnStartSQL = `SELECT root_id, message_count, ended_at IS NOT NULL AND end_reason = 'compression',
+			coalesce((SELECT max(id) FROM messages WHERE session_id = ?1 AND active = 1), 0) FROM sessions WHERE id = ?1`
 	turnSessionSQL = `UPDATE sessions SET message_count = message_count + ?, tool_call_count = tool_call_count + ?,
 			last_active = max(last_active, ?), preview = coalesce(preview, ?),
 			input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
@@ -105,7 +109,7 @@ const (
 
 func init() {
 	writerStatements = append(writerStatements, rootOfSQL, leaseGetSQL, leaseExtendSQL, leaseTakeSQL, leaseRenewSQL,
-		leaseReleaseSQL, leaseCheckSQL, leaseTouchSQL, usageAddSQL, requestAddSQL, modelConfigSetSQL, turnSessionSQL)
+		leaseReleaseSQL, leaseCheckSQL, leaseTouchSQL, usageAddSQL, requestAddSQL, modelConfigSetSQL, turnSessionSQL, turnStartSQL)
 }
 
 // prepared is the writer's statement for query, nil when it was not prepared at open.

@@ -90,6 +90,8 @@ func Run(t *testing.T, h Harness) {
 		{"Leases", testLeases},
 		{"CommitTurn", testCommitTurn},
 		{"CommitTurnEqualsParts", testCommitTurnEqualsParts},
+		{"BeginTurn", testBeginTurn},
+		{"BeginTurnEqualsAppend", testBeginTurnEqualsAppend},
 		{"HistoryStaysCurrent", testHistoryStaysCurrent},
 		{"HeldLeases", testHeldLeases},
 		{"ListFilters", testListFilters},

@@ -1,0 +1,88 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spoolhq/spool/store"
+)
+
+// turnStartSQL locks the session's row (first, as every fenced write does before the lease
+// row, so BeginTurn and a commit never wait on each other in opposite orders) and reads what
+// BeginTurn checks before it appends: the active count, whether compression closed the session,
+// and its newest active message (0: none).
+const turnStartSQL = `SELECT message_count, ended_at IS NOT NULL AND end_reason = 'compression',
+	coalesce((SELECT max(id) FROM messages WHERE session_id = $1 AND active), 0)
+	FROM sessions WHERE id = $1 FOR UPDATE`
+
+// BeginTurn implements store.Store in one transaction: the session row is locked and its
+// history's tail read, the lease is taken as AcquireLease takes it, and when the tail is still
+// s's the messages are appended as appendMessages appends them (counters, the root's activity,
+// the rows), pipelined in one round trip. No fence call is needed: the lease row was taken in
+// this transaction and stays locked until its commit.
+func (db *DB) BeginTurn(ctx context.Context, sessionID, holder string, ttl time.Duration, s store.TurnStart) (store.Lease, []int64, error) {
+	if len(s.Messages) == 0 {
+		l, err := db.AcquireLease(ctx, sessionID, holder, ttl)
+		return l, nil, err
+	}
+	if holder == "" {
+		return store.Lease{}, nil, store.Invalid("holder", "empty")
+	}
+	holder = store.CleanIdent(holder)
+	ttlUS := int64(max(ttl, 100*time.Millisecond) / time.Microsecond)
+	enc, toolCalls, err := encodeMessages(s.Messages)
+	if err != nil {
+		return store.Lease{}, nil, fmt.Errorf("begin turn on %s: %w", sessionID, err)
+	}
+	var l store.Lease
+	var ids []int64
+	err = db.write(ctx, leaseBudget, func(tx pgx.Tx) error {
+		ids = nil
+		var count int
+		var closed bool
+		var last int64
+		err := tx.QueryRow(ctx, turnStartSQL, sessionID).Scan(&count, &closed, &last)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("session", sessionID)
+		}
+		if err != nil {
+			return err
+		}
+		if l, err = db.takeLease(ctx, tx, sessionID, holder, ttlUS); err != nil {
+			return err
+		}
+		if closed || count != s.Active || last != s.LastID {
+			return nil // the history moved on: the lease alone
+		}
+		lastAt := micros(enc[len(enc)-1].m.Timestamp)
+		b := &pgx.Batch{}
+		b.Queue(bumpSessionSQL, len(enc), toolCalls, lastAt, firstUserText(enc), sessionID)
+		b.Queue(bumpRootSQL, sessionID, lastAt)
+		for _, e := range enc {
+			b.Queue(insertMessageSQL, insertArgs(sessionID, e, true, false)...)
+		}
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		for range enc {
+			var id int64
+			if err := br.QueryRow().Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return br.Close()
+	})
+	if err != nil {
+		return store.Lease{}, nil, fmt.Errorf("begin turn on %s: %w", sessionID, err)
+	}
+	return l, ids, nil
+}
