@@ -270,7 +270,8 @@ const groupMargin = 250 * time.Millisecond
 // comes first: its user sees nothing until it goes, while an edit only brings a message
 // already shown up to date (the stream's next edit carries whatever text came meanwhile) and
 // a notice only says a message waits. So an edit or a notice never takes the chat's last
-// call: it goes only while one more is left after it, which a new reply may take at once.
+// calls: it goes only while ReplyReserve more are left after it, which new replies may take
+// at once.
 // A reply that finds even that one spent goes before the edits and notices waiting, and
 // they move back behind it.
 //
@@ -337,14 +338,21 @@ func (k *bucket) enqueue(me *slot) {
 	k.waiting = slices.Insert(k.waiting, i, me)
 }
 
+// ReplyReserve is how many of a chat's calls an edit or a notice leaves for replies' new
+// messages: two, so a reply that comes within a second of the one before it in its chat (two
+// users of a group, a DM's next message) finds a call too. A single reply's edits lose
+// nothing by it: the router streams them at most one per EditEvery, what the allowance
+// refills.
+const ReplyReserve = 2
+
 // reslot gives the waiting calls their slots, in order from now: each goes when the chat's
-// allowance, refilling, has one call for it — a reply — or two, one to leave — an edit or a
-// notice. Under b.mu.
+// allowance, refilling, has one call for it — a reply — or one and the ReplyReserve it
+// leaves — an edit or a notice. Under b.mu.
 func (b *Bot) reslot(k *bucket, now time.Time) {
 	left := min(Burst, k.tokens+float64(now.Sub(k.at))/float64(b.o.EditEvery))
 	t := now
 	for _, x := range k.waiting {
-		need := 2.0 // an edit or a notice leaves one call
+		need := float64(1 + min(ReplyReserve, Burst-1)) // an edit or a notice leaves calls for replies
 		if x.urgent {
 			need = 1
 		}

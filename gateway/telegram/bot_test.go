@@ -537,8 +537,8 @@ func pacedBot(t *testing.T, every time.Duration, sleep platform.Sleeper) *Bot {
 	return b
 }
 
-// Edits to one chat go Burst-1 at once, then one per EditEvery: the last call of the burst is
-// left for a reply, which takes it at once; other chats wait for nothing.
+// Edits to one chat go Burst-ReplyReserve at once, then one per EditEvery: the burst's last
+// calls are left for replies, which take them at once; other chats wait for nothing.
 func TestPaceBurst(t *testing.T) {
 	t.Parallel()
 	v := &vclock{t: time.Unix(1_800_000_000, 0)}
@@ -548,14 +548,16 @@ func TestPaceBurst(t *testing.T) {
 	for range Burst + 2 {
 		got = append(got, v.wait(t, b, "-100", callEdit))
 	}
-	if want := []time.Duration{0, 0, time.Second, time.Second, time.Second}; !slices.Equal(got, want) {
-		t.Fatalf("edits waited %v, want %v (%d at once, then one a second)", got, want, Burst-1)
+	if want := []time.Duration{0, time.Second, time.Second, time.Second, time.Second}; !slices.Equal(got, want) {
+		t.Fatalf("edits waited %v, want %v (%d at once, then one a second)", got, want, Burst-ReplyReserve)
 	}
-	if d := v.wait(t, b, "-100", callReply); d != 0 {
-		t.Fatalf("a reply after the edits waited %v, want 0 (the call the edits left)", d)
+	for i := range ReplyReserve {
+		if d := v.wait(t, b, "-100", callReply); d != 0 {
+			t.Fatalf("reply %d after the edits waited %v, want 0 (the calls the edits left)", i, d)
+		}
 	}
 	if d := v.wait(t, b, "-100", callReply); d != time.Second {
-		t.Fatalf("a second reply at once waited %v, want 1 s (the chat's calls spent)", d)
+		t.Fatalf("one more reply at once waited %v, want 1 s (the chat's calls spent)", d)
 	}
 	if d := v.wait(t, b, "777", callEdit); d != 0 {
 		t.Fatalf("another chat waited %v", d)
@@ -567,6 +569,30 @@ func TestPaceBurst(t *testing.T) {
 	}
 	if want := []time.Duration{0, 0, 0, time.Second}; !slices.Equal(got, want) {
 		t.Fatalf("replies after a quiet spell waited %v, want %v (a burst of %d)", got, want, Burst)
+	}
+}
+
+// Session 7's last slow case: a stream's edits (or a notice) as fast as the chat allows, a
+// reply's first message, and the next reply 250 ms after it (the other user of a group).
+// Both go at once: the edits left them two calls. (With one call left, the second reply
+// waited 750 ms for the allowance.)
+func TestPaceTwoRepliesFindCalls(t *testing.T) {
+	t.Parallel()
+	for _, chat := range []string{"5", "-100"} {
+		v := &vclock{t: time.Unix(1_800_000_000, 0)}
+		b := pacedBot(t, time.Second, v.sleep)
+		b.now = v.now
+		for round := range 6 {
+			v.wait(t, b, chat, callEdit)
+			v.wait(t, b, chat, []call{callEdit, callNotice}[round%2])
+			if d := v.wait(t, b, chat, callReply); d != 0 {
+				t.Fatalf("chat %s, round %d: the first reply waited %v, want 0", chat, round, d)
+			}
+			v.t = v.t.Add(250 * time.Millisecond)
+			if d := v.wait(t, b, chat, callReply); d != 0 {
+				t.Fatalf("chat %s, round %d: the reply 250 ms after it waited %v, want 0", chat, round, d)
+			}
+		}
 	}
 }
 
@@ -597,8 +623,8 @@ func newSim(t0 time.Time) *sim { return simclock.New(t0) }
 
 // A reply's first message that finds even the last call spent (three replies just went in a
 // group) goes before the edits and notices waiting in its chat, at the first call the
-// allowance has again; they move back behind it, so the chat still gets no more than the
-// cadence allows.
+// allowance has again; they move back behind it and each waits until it leaves ReplyReserve
+// calls, so the chat still gets no more than the cadence allows.
 func TestPaceSendBeforeEdits(t *testing.T) {
 	t.Parallel()
 	t0 := time.Unix(1_800_000_000, 0)
@@ -618,9 +644,9 @@ func TestPaceSendBeforeEdits(t *testing.T) {
 		s.Advance(t0)
 	}
 	s.Advance(t0.Add(time.Minute))
-	for name, w := range map[string]time.Duration{"reply0": 0, "reply1": 0, "reply2": 0, "reply": time.Second, "edit": 3 * time.Second, "notice": 4 * time.Second} {
+	for name, w := range map[string]time.Duration{"reply0": 0, "reply1": 0, "reply2": 0, "reply": time.Second, "edit": 4 * time.Second, "notice": 5 * time.Second} {
 		if got := went[name]().Sub(t0); got != w {
-			t.Errorf("%s went at +%v, want +%v (the reply at the next call; the edit and the notice, which leave a call, behind it)", name, got, w)
+			t.Errorf("%s went at +%v, want +%v (the reply at the next call; the edit and the notice, which leave two calls, behind it)", name, got, w)
 		}
 	}
 }
@@ -628,8 +654,8 @@ func TestPaceSendBeforeEdits(t *testing.T) {
 // Under any mix of replies, edits and notices arriving at any times, the calls go within
 // Telegram's limits, checked as the fake checks them but without its grace (per chat a burst
 // of 3 and then one call a second; per group 20 new messages a minute); and a reply whose
-// chat had no other new message in the second before it goes at once (in a group, while the
-// minute allows).
+// chat had no other reply in the second before it goes at once (in a group, while the
+// minute allows), whatever edits and notices went there.
 func TestPaceKeepsLimits(t *testing.T) {
 	t.Parallel()
 	for seed := range uint64(30) {
@@ -670,7 +696,7 @@ func TestPaceKeepsLimits(t *testing.T) {
 				quiet, minute := true, 0
 				for _, o := range arr[:i] {
 					og := o.went()
-					if o.c != callEdit && o.chat == a.chat && og.After(a.at.Add(-time.Second)) {
+					if o.c == callReply && o.chat == a.chat && og.After(a.at.Add(-time.Second)) {
 						quiet = false
 					}
 					if o.c != callEdit && o.chat == a.chat && og.After(a.at.Add(-groupWindow)) {
@@ -678,7 +704,7 @@ func TestPaceKeepsLimits(t *testing.T) {
 					}
 				}
 				if quiet && (a.chat == "5" || minute < GroupPerMinute-1) {
-					t.Errorf("seed %d: reply %d to chat %s waited %v though no new message went there in the second before it", seed, i, a.chat, g.Sub(a.at))
+					t.Errorf("seed %d: reply %d to chat %s waited %v though no other reply went there in the second before it", seed, i, a.chat, g.Sub(a.at))
 				}
 			}
 			sends[a.chat] = append(sends[a.chat], g)
