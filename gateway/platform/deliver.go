@@ -64,7 +64,8 @@ func (r *Router) put(ctx context.Context, out Outbound, to Address, l *ledger, i
 	if err := r.st.PutSend(ctx, e); err != nil {
 		return err
 	}
-	id, err := out.Send(WithSendKey(ctx, SendKey{Turn: l.tid, Chunk: i, Unsure: unsure}), to, text)
+	noticed := i >= 0 && l.entries[-1].MessageID != ""
+	id, err := out.Send(WithSendKey(ctx, SendKey{Turn: l.tid, Chunk: i, Unsure: unsure, Noticed: noticed}), to, text)
 	if err != nil {
 		return fmt.Errorf("send chunk %d: %w", i, err)
 	}

@@ -273,6 +273,14 @@ func TestBusyChat(t *testing.T) {
 			t.Parallel()
 			e := platformtest.New(t, platformtest.Options{Router: platform.Config{Busy: map[string]gateway.Busy{tg: policy}}})
 			out := platformtest.NewOutbound(tg, platform.Limits{MaxChars: 4096})
+			noticed := make(chan struct{})
+			var once sync.Once
+			out.Fail = func(op string, _ platform.Address, text string) error {
+				if op == "send" && strings.Contains(text, "Queued") {
+					once.Do(func() { close(noticed) })
+				}
+				return nil
+			}
 			e.Start(t, out)
 			handle(t, e, dm("9", "1", "WAIT hold 2\nSAY first answer"))
 			if err := e.Model.AwaitBarrier(bg, "hold", 1); err != nil {
@@ -280,6 +288,7 @@ func TestBusyChat(t *testing.T) {
 			}
 			handle(t, e, dm("9", "2", "SAY second answer"))
 			if policy == gateway.BusyQueue {
+				<-noticed // the notice went before the second message's turn begins
 				// Release the held turn with a second arrival from another chat.
 				handle(t, e, dm("10", "x", "WAIT hold 2\nSAY release"))
 			}
@@ -304,6 +313,12 @@ func TestBusyChat(t *testing.T) {
 				// The notice goes out beside the running turn: before or after its answer.
 				if notices != 1 || strings.Join(answers, "|") != "first answer|second answer" {
 					t.Fatalf("chat shows %q, want one queued notice and both answers in order", texts)
+				}
+				// The second answer's send says its user was told; the first's and the notice's do not.
+				for _, m := range out.Messages("9", "") {
+					if want := m.Text == "second answer"; m.Key.Noticed != want {
+						t.Errorf("%q was sent with Noticed %v, want %v", m.Text, m.Key.Noticed, want)
+					}
 				}
 				return
 			}

@@ -17,6 +17,11 @@ type SendKey struct {
 	Turn   string // the ledger's turn id
 	Chunk  int    // the chunk (-1: a notice)
 	Unsure bool   // an earlier attempt may have reached the platform
+	// Noticed: the event's user was told it was queued (its notice, chunk -1, went before
+	// the turn began), so this reply is not the first thing they see about it. An adapter
+	// short of a chat's allowance may let a reply to a message that found its chat idle go
+	// first (Slack's pacer does).
+	Noticed bool
 }
 
 // Nonce is a short, stable token of the key (hex, 24 characters: within Discord's 25).

@@ -154,7 +154,8 @@ func (a *Adapter) Webhook(h platform.Handler) (string, http.Handler) {
 
 // Send implements platform.Outbound: chat.postMessage into to.ChatID (thread to.ThreadID).
 // A reply's first message may take the channel's last posts; the router's notices, a reply's
-// later chunks and resends of a post whose outcome was never recorded leave them (Post).
+// later chunks, resends of a post whose outcome was never recorded and the replies to
+// messages whose users were told they were queued leave them (Post).
 func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (string, error) {
 	var m Message
 	var err error
@@ -178,6 +179,8 @@ func postKind(k platform.SendKey) Post {
 		return PostResend
 	case k.Chunk > 0:
 		return PostChunk
+	case k.Noticed:
+		return PostQueued // its user was told the message was queued
 	}
 	return PostReply
 }

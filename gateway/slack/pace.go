@@ -38,9 +38,10 @@ var DefaultPacing = Pacing{PostEvery: time.Second, PostBurst: 3,
 	PerMinute: map[string]int{"chat.update": 50, "conversations.history": 50, "conversations.replies": 50, "apps.connections.open": 1}}
 
 // Post is what a chat.postMessage attempt is, for its channel's allowance: a reply's first
-// message, which its user waits for, or a post that may wait behind replies (the router's
-// queued notice, a retry after a failed attempt, a reply's later chunk, a resend of a post
-// whose outcome was never recorded).
+// message, which its user waits for having seen nothing, or a post that may wait behind such
+// replies: the router's queued notice, a retry after a failed attempt, a reply's later chunk,
+// a resend of a post whose outcome was never recorded, and the first message of a reply
+// whose user was told its message was queued (SendKey.Noticed).
 type Post int
 
 const (
@@ -49,9 +50,10 @@ const (
 	PostRetry
 	PostChunk
 	PostResend
+	PostQueued
 )
 
-var postNames = [...]string{"reply", "notice", "retry", "chunk", "resend"}
+var postNames = [...]string{"reply", "notice", "retry", "chunk", "resend", "queued"}
 
 func (k Post) String() string {
 	if k >= 0 && int(k) < len(postNames) {
@@ -123,11 +125,12 @@ func newPacer(p Pacing, sleep platform.Sleeper) *pacer {
 // wait holds a call of method (to channel; a post of kind k) until the limits allow it.
 //
 // A channel's posts are shared by its replies, the router's queued notices and the retries
-// of failed attempts, and a reply's first message comes first: its user sees nothing until it
-// goes, while a notice only says a message waits and a retry's message is late already. So
-// anything but a reply's first message goes only while PostReserve posts are left after it,
-// which the next reply may take at once; a reply that finds even those spent goes before the
-// other posts waiting in its channel, and they move back behind it.
+// of failed attempts, and the first message of a reply to a message that found its chat idle
+// comes first (PostReply): its user has seen nothing until it goes, while a notice only says
+// a message waits, a queued message's user has seen that notice, and a retry's message is
+// late already. So anything but a PostReply goes only while PostReserve posts are left after
+// it, which the next reply may take at once; a reply that finds even those spent goes before
+// the other posts waiting in its channel, and they move back behind it.
 func (pc *pacer) wait(ctx context.Context, method, channel string, k Post) error {
 	if pc == nil || pc.p.Off {
 		return nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolhq/spool/gateway/platform"
 	"github.com/spoolhq/spool/internal/simclock"
 )
 
@@ -149,6 +150,39 @@ func TestPaceReplyBeforeWaitingPosts(t *testing.T) {
 	}
 }
 
+// The soak's slow case after the reserve: a double text in a channel — the router's notice
+// for the second message, the first message's reply, at once the second's — and a message
+// that finds its own chat idle 300 ms later, from another lane in the channel. Its reply goes
+// at once; the queued message's reply, whose user saw the notice, waits until it leaves a post.
+// (With the queued reply as urgent as any, it took the last post and the idle reply waited
+// 700 ms.)
+func TestPaceQueuedReplyLeavesAPost(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1_800_000_000, 0)
+	s := newSim(t0)
+	pc := newPacer(Pacing{}, s.Sleep)
+	pc.now = s.Now
+	went := map[string]func() time.Time{}
+	for _, x := range []struct {
+		name string
+		k    Post
+		at   time.Duration
+	}{{"notice", PostNotice, 0}, {"first", PostReply, 0}, {"queued", PostQueued, 0}, {"idle", PostReply, 300 * time.Millisecond}} {
+		s.Advance(t0.Add(x.at))
+		went[x.name] = s.Start(func() {
+			if err := pc.wait(context.Background(), "chat.postMessage", "C1", x.k); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	s.Advance(t0.Add(time.Minute))
+	for name, w := range map[string]time.Duration{"notice": 0, "first": 0, "idle": 300 * time.Millisecond, "queued": 2 * time.Second} {
+		if got := went[name]().Sub(t0); got != w {
+			t.Errorf("%s went at +%v, want +%v", name, got, w)
+		}
+	}
+}
+
 // Under any mix of posts and updates arriving at any times, more than the limits take, the
 // calls go within Slack's limits as the fake checks them without its grace (per channel a
 // burst of 3 posts and then one a second; 50 updates in any minute), each in the order it
@@ -229,6 +263,26 @@ func TestPaceKeepsSlackLimits(t *testing.T) {
 			if updates[i].Sub(updates[i-50]) < time.Minute {
 				t.Fatalf("seed %d: updates %d and %d went %v apart (50 a minute)", seed, i-50, i, updates[i].Sub(updates[i-50]))
 			}
+		}
+	}
+}
+
+// A send's key says what kind of post it is for its channel's allowance.
+func TestPostKind(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		k    platform.SendKey
+		want Post
+	}{
+		{platform.SendKey{Turn: "t", Chunk: 0}, PostReply},
+		{platform.SendKey{Turn: "t", Chunk: -1}, PostNotice},
+		{platform.SendKey{Turn: "t", Chunk: 1}, PostChunk},
+		{platform.SendKey{Turn: "t", Chunk: 0, Unsure: true}, PostResend},
+		{platform.SendKey{Turn: "t", Chunk: 0, Noticed: true}, PostQueued},
+		{platform.SendKey{Turn: "t", Chunk: 2, Noticed: true}, PostChunk},
+	} {
+		if got := postKind(c.k); got != c.want {
+			t.Errorf("postKind(%+v) = %v, want %v", c.k, got, c.want)
 		}
 	}
 }

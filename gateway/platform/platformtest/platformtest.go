@@ -154,6 +154,7 @@ type Message struct {
 	To    platform.Address
 	Text  string
 	Edits int
+	Key   platform.SendKey // the send key its Send carried (the zero key: none)
 }
 
 // Outbound is an in-memory platform.Outbound: it keeps every message sent, edited in place.
@@ -183,7 +184,8 @@ func (o *Outbound) Run(ctx context.Context, _ platform.Handler) error {
 func (o *Outbound) Limits() platform.Limits { return o.Limit }
 
 // Send implements platform.Outbound.
-func (o *Outbound) Send(_ context.Context, to platform.Address, text string) (string, error) {
+func (o *Outbound) Send(ctx context.Context, to platform.Address, text string) (string, error) {
+	k, _ := platform.SendKeyFrom(ctx)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.Fail != nil {
@@ -191,7 +193,7 @@ func (o *Outbound) Send(_ context.Context, to platform.Address, text string) (st
 			return "", err
 		}
 	}
-	m := &Message{ID: fmt.Sprint(len(o.msgs) + 1), To: to, Text: text}
+	m := &Message{ID: fmt.Sprint(len(o.msgs) + 1), To: to, Text: text, Key: k}
 	o.msgs = append(o.msgs, m)
 	return m.ID, nil
 }
