@@ -129,6 +129,9 @@ type GatewayOpenLoop struct {
 	// its due time when it was late (its client still waited for its previous answer then: the
 	// delay is spool's, and is counted).
 	InSpool Latency `json:"in_spool"`
+	// Parts is what InSpool is made of (as GatewayPhase.Parts; a late turn's wait for its
+	// client is in BeforeTurn).
+	Parts GatewayParts `json:"in_spool_parts"`
 	// Late counts the turns whose client was still waiting for its previous answer when they
 	// were due.
 	Late int `json:"late_turns"`
@@ -506,6 +509,7 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 		total := cfg.Clients * cfg.Turns
 		var mu sync.Mutex
 		var inSpool []time.Duration
+		var before, lease, writes, reads, agentT, after []time.Duration
 		late := 0
 		var wg sync.WaitGroup
 		start := time.Now().Add(10 * time.Millisecond)
@@ -531,9 +535,14 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 					if isLate {
 						origin = due
 					}
-					in := sent.Add(lat).Sub(origin) - time.Duration(tt.model.Load())
+					done := sent.Add(lat)
+					m := time.Duration(tt.model.Load())
+					in := done.Sub(origin) - m
+					l, w, rd := time.Duration(tt.lease.Load()), time.Duration(tt.writes.Load()), time.Duration(tt.reads.Load())
 					mu.Lock()
 					inSpool = append(inSpool, in)
+					before, lease, writes, reads = append(before, tt.start.Sub(origin)), append(lease, l), append(writes, w), append(reads, rd)
+					agentT, after = append(agentT, tt.end.Sub(tt.start)-l-w-rd-m), append(after, done.Sub(tt.end))
 					if isLate {
 						late++
 					}
@@ -544,7 +553,9 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 		wg.Wait()
 		el := time.Since(start)
 		ol := &GatewayOpenLoop{FractionOfCapacity: cfg.OpenLoad, OfferedPerSec: round3(rate), Turns: len(inSpool),
-			AchievedPerSec: round3(float64(len(inSpool)) / el.Seconds()), InSpool: summarize(inSpool), Late: late}
+			AchievedPerSec: round3(float64(len(inSpool)) / el.Seconds()), InSpool: summarize(inSpool), Late: late,
+			Parts: GatewayParts{BeforeTurn: summarize(before), Lease: summarize(lease), StoreWrites: summarize(writes),
+				StoreReads: summarize(reads), Agent: summarize(agentT), AfterTurn: summarize(after)}}
 		rep.OpenLoop = ol
 		logf("gateway open loop (distinct): %d turns offered at %.0f/s (%.2f of capacity), in spool p50 %.2f ms p99 %.2f ms, %d late",
 			ol.Turns, ol.OfferedPerSec, ol.FractionOfCapacity, ol.InSpool.P50, ol.InSpool.P99, ol.Late)

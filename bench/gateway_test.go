@@ -47,6 +47,13 @@ func TestGatewaySmall(t *testing.T) {
 			t.Fatalf("mean round trip %.3f ms above the closed-loop floor %.3f ms", ph.Latency.Mean, ph.ClosedLoopFloor)
 		}
 	}
+	if ol := rep.OpenLoop; ol != nil {
+		p := ol.Parts
+		sum := p.BeforeTurn.Mean + p.Lease.Mean + p.StoreWrites.Mean + p.StoreReads.Mean + p.Agent.Mean + p.AfterTurn.Mean
+		if d := sum - ol.InSpool.Mean; d > 0.01 || d < -0.01 || p.Lease.Mean <= 0 {
+			t.Fatalf("open-loop parts %+v add up to %.3f ms, time in spool %.3f ms", p, sum, ol.InSpool.Mean)
+		}
+	}
 	if ol := rep.OpenLoop; ol == nil || ol.Turns != 12 || ol.FractionOfCapacity != 0.5 || ol.OfferedPerSec <= 0 || ol.InSpool.P50 <= 0 {
 		t.Fatalf("open loop: %+v", rep.OpenLoop)
 	}
