@@ -11,11 +11,32 @@ import (
 	"unicode/utf8"
 )
 
-// NewSessionID returns a sortable, human-typable id such as 20261129_154233_a3f9c1.
+// NewSessionID returns a sortable, human-typable id such as 20261129_154233_a3f9c1. Its 24
+// random bits make two ids of one second collide at about n²/2²⁵ for n sessions in that second
+// (a few percent at 1,000 a second): a backend creating a session under a generated id draws it
+// with FreshSessionID, never by ensuring the id.
 func NewSessionID(t time.Time) string {
 	var b [3]byte
-	_, _ = rand.Read(b[:])
+	_, _ = randRead(b[:])
 	return t.UTC().Format("20060102_150405") + "_" + hex.EncodeToString(b[:])
+}
+
+// randRead is NewSessionID's random source (a test of collisions replaces it).
+var randRead = rand.Read
+
+// FreshSessionID draws ids for a session started at t until exists says one is not taken (in
+// the transaction that then creates it). CreateSession ensures an id it is given (an existing
+// session is returned unchanged), so a generated id that collided with an existing session
+// would hand that session to a second caller: two gateway keys, two chats, one conversation.
+func FreshSessionID(t time.Time, exists func(id string) (bool, error)) (string, error) {
+	for range 64 {
+		id := NewSessionID(t)
+		taken, err := exists(id)
+		if err != nil || !taken {
+			return id, err
+		}
+	}
+	return "", fmt.Errorf("no free session id for %s after 64 draws: %w", t.UTC().Format("20060102_150405"), ErrBusy)
 }
 
 // MaxIDLength bounds a session id, in bytes.

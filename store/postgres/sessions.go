@@ -23,8 +23,9 @@ func (db *DB) CreateSession(ctx context.Context, ns store.NewSession) (store.Ses
 	if ns.StartedAt.IsZero() {
 		ns.StartedAt = time.Now()
 	}
-	if ns.ID == "" {
-		ns.ID = store.NewSessionID(ns.StartedAt)
+	generated := ns.ID == ""
+	if generated {
+		ns.ID = store.NewSessionID(ns.StartedAt) // validated below; drawn again in the transaction
 	}
 	if err := validateNewSession(&ns); err != nil {
 		return store.Session{}, fmt.Errorf("create session %s: %w", ns.ID, err)
@@ -39,6 +40,21 @@ func (db *DB) CreateSession(ctx context.Context, ns store.NewSession) (store.Ses
 		}
 	}
 	err := db.write(ctx, routineBudget, func(tx pgx.Tx) error {
+		if generated {
+			// Not an existing session's id (ensure semantics would return that session).
+			id, err := store.FreshSessionID(ns.StartedAt, func(id string) (bool, error) {
+				var one int
+				err := tx.QueryRow(ctx, "SELECT 1 FROM sessions WHERE id = $1", id).Scan(&one)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return false, nil
+				}
+				return err == nil, err
+			})
+			if err != nil {
+				return err
+			}
+			ns.ID = id
+		}
 		fresh := len(first) > 0 || ns.SystemPrompt != ""
 		if fresh {
 			var one int

@@ -28,8 +28,9 @@ func (db *DB) CreateSession(ctx context.Context, ns store.NewSession) (store.Ses
 	if ns.StartedAt.IsZero() {
 		ns.StartedAt = time.Now()
 	}
-	if ns.ID == "" {
-		ns.ID = store.NewSessionID(ns.StartedAt)
+	generated := ns.ID == ""
+	if generated {
+		ns.ID = store.NewSessionID(ns.StartedAt) // validated below; drawn again in the transaction
 	}
 	if err := store.ValidateNewSession(&ns); err != nil {
 		return store.Session{}, fmt.Errorf("create session %s: %w", ns.ID, err)
@@ -44,6 +45,21 @@ func (db *DB) CreateSession(ctx context.Context, ns store.NewSession) (store.Ses
 		}
 	}
 	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
+		if generated {
+			// Not an existing session's id (ensure semantics would return that session).
+			id, err := store.FreshSessionID(ns.StartedAt, func(id string) (bool, error) {
+				var one int
+				err := tx.QueryRowContext(ctx, "SELECT 1 FROM sessions WHERE id = ?", id).Scan(&one)
+				if errors.Is(err, sql.ErrNoRows) {
+					return false, nil
+				}
+				return err == nil, err
+			})
+			if err != nil {
+				return err
+			}
+			ns.ID = id
+		}
 		fresh := len(first) > 0 || ns.SystemPrompt != ""
 		if fresh {
 			var one int
