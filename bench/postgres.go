@@ -78,6 +78,7 @@ type PostgresReport struct {
 	W1WAL        WALResult    `json:"postgres_w1_wal"`
 	Commits      CommitRates  `json:"postgres_commit_rates"`
 	W1Bound      *W1Bound     `json:"postgres_w1_bound,omitempty"`
+	W5Bound      *W5Bound     `json:"postgres_w5_bound,omitempty"`
 	Handover     HandoverRes  `json:"postgres_lease_handover"`
 	Targets      []TargetLine `json:"targets"`
 	TotalS       float64      `json:"total_runtime_s"`
@@ -217,6 +218,43 @@ func runPostgres(ctx context.Context, cfg PostgresConfig) (*PostgresReport, erro
 		}
 		return nil
 	}
+	// W5's CPU, accounted for by process (postgres_w5_bound): the server's, the workers' over
+	// their appends, the rest of the machine's.
+	var w5Before, w5After cpuReading
+	var w5Start, w5End time.Time
+	var w5Clients float64
+	w5Appends, postmaster := 0, 0
+	pg.BeforeW5 = func(ctx context.Context) error {
+		var err error
+		if postmaster, err = postmasterPID(ctx, url); err != nil {
+			fmt.Fprintf(log, "postgres: no CPU accounting for W5: %v\n", err)
+			postmaster = 0
+			return nil
+		}
+		if w5Before, err = readCPU(ctx, url, postmaster); err != nil {
+			fmt.Fprintf(log, "postgres: no CPU accounting for W5: %v\n", err)
+			postmaster = 0
+		}
+		w5Start = time.Now()
+		return nil
+	}
+	pg.AfterW5 = func(ctx context.Context, results []WorkerResult) error {
+		if postmaster == 0 {
+			return nil
+		}
+		w5End = time.Now()
+		var err error
+		if w5After, err = readCPU(ctx, url, postmaster); err != nil {
+			fmt.Fprintf(log, "postgres: no CPU accounting for W5: %v\n", err)
+			postmaster = 0
+			return nil
+		}
+		for _, wr := range results {
+			w5Appends += len(wr.LatenciesNS)
+			w5Clients += wr.CPUS
+		}
+		return nil
+	}
 	if rep.Postgres, err = Run(ctx, pg); rep.Postgres == nil {
 		return nil, fmt.Errorf("postgres run: %w", err)
 	}
@@ -228,6 +266,14 @@ func runPostgres(ctx context.Context, cfg PostgresConfig) (*PostgresReport, erro
 	}
 	rep.Targets = postgresTargets(rep)
 	rep.W1Bound = w1Bound(rep.Postgres.W1.MsgsPerS, rep.Commits, rep.FsyncCeiling)
+	if postmaster != 0 {
+		rep.W5Bound = w5Bound(w5Before, w5After, w5End.Sub(w5Start).Seconds(), w5Appends, w5Clients,
+			rep.Postgres.W1.MsgsPerS, numCores(), rep.Server.TrackWALIOTiming == "on")
+		if b := rep.W5Bound; b != nil {
+			fmt.Fprintf(log, "postgres: W5 per append: server %.0f µs, workers %.0f µs, rest of the machine %.0f µs (busy %.0f%%); %d cores allow %.0f appends/s = %.2fx W1; %.1f appends a WAL flush\n",
+				b.ServerCPUUSPerAppend, b.ClientsCPUUSPerAppend, b.OtherCPUUSPerAppend, 100*b.MachineBusyShare, b.Cores, b.CPUBoundPerS, b.MaxRatioToW1, b.AppendsPerFlush)
+		}
+	}
 	rep.TotalS = round3(time.Since(start).Seconds())
 	return rep, verifyErr
 }

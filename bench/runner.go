@@ -50,6 +50,11 @@ type StoreConfig struct {
 	// last (untimed): the PostgreSQL run measures the fsync ceiling and the server's WAL
 	// counters around W1 with them, so the ceiling is the disk's figure of that moment.
 	BeforeW1, AfterW1 func(context.Context) error
+	// BeforeW5 runs once every W5 worker is ready, just before they are released; AfterW5 once
+	// the last has exited, with their results (each worker's CPU time over its appends): the
+	// PostgreSQL run accounts for W5's CPU with them (postgres_w5_bound).
+	BeforeW5 func(context.Context) error
+	AfterW5  func(context.Context, []WorkerResult) error
 }
 
 // RunStore runs W1..W5 and writes one JSON object to stdout. When a workload's verification

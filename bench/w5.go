@@ -108,6 +108,11 @@ func (r *runner) w5(ctx context.Context) error {
 		}
 	}
 
+	if r.cfg.BeforeW5 != nil {
+		if err := r.cfg.BeforeW5(ctx); err != nil {
+			return err
+		}
+	}
 	results := make([]WorkerResult, n)
 	errs := make([]error, n)
 	received := make([]time.Time, n)
@@ -141,6 +146,11 @@ func (r *runner) w5(ctx context.Context) error {
 		w.done = true
 		if err != nil {
 			r.logf("W5: worker %d exited after reporting: %v %s", w.k, err, strings.TrimSpace(w.stderr.String()))
+		}
+	}
+	if r.cfg.AfterW5 != nil {
+		if err := r.cfg.AfterW5(ctx, results); err != nil {
+			return err
 		}
 	}
 

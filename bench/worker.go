@@ -37,6 +37,8 @@ type WorkerResult struct {
 	FirstError  string  `json:"first_error,omitempty"`
 	LockRetries *int64  `json:"lock_retries"`
 	ElapsedS    float64 `json:"elapsed_s"`
+	// CPUS is the worker process's CPU time (user and system) over its appends.
+	CPUS float64 `json:"cpu_s"`
 }
 
 // goLine is what the parent writes to release every worker at once.
@@ -108,6 +110,7 @@ func runWorker(ctx context.Context, open Opener, stdin io.Reader, stdout io.Writ
 
 	res := WorkerResult{Worker: p.Worker, LatenciesNS: make([]int64, len(msgs))}
 	start := time.Now()
+	cpu0 := processCPU()
 	for i, m := range msgs {
 		t := time.Now()
 		_, aerr := db.Append(ctx, m.SessionID, m)
@@ -123,6 +126,7 @@ func runWorker(ctx context.Context, open Opener, stdin io.Reader, stdout io.Writ
 		}
 	}
 	res.ElapsedS = time.Since(start).Seconds()
+	res.CPUS = (processCPU() - cpu0).Seconds()
 	if bc, ok := db.(busyCounter); ok {
 		n := bc.BusyRetries()
 		res.LockRetries = &n
