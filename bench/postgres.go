@@ -178,6 +178,10 @@ func runPostgres(ctx context.Context, cfg PostgresConfig) (*PostgresReport, erro
 	// with the server's own WAL counters over W1 between the two.
 	var walBefore walCounters
 	haveWAL := false
+	// The CPU of W1's appends and of W5's, accounted for by process (postgres_w5_bound): the
+	// server's, the appending processes' (this one in W1, the workers' over their appends in
+	// W5), the rest of the machine's.
+	var w1CPU, w5CPU cpuAccount
 	pg.BeforeW1 = func(ctx context.Context) error {
 		if cluster != nil {
 			r, err := cluster.fsyncCeiling(ctx, rep.Server.WALSyncMethod)
@@ -197,9 +201,11 @@ func runPostgres(ctx context.Context, cfg PostgresConfig) (*PostgresReport, erro
 			// pg_stat_wal is PostgreSQL 14's; the counters are a diagnostic, not a target.
 			fmt.Fprintf(log, "postgres: no WAL counters for W1: %v\n", err)
 		}
+		w1CPU.before(ctx, url, log)
 		return nil
 	}
 	pg.AfterW1 = func(ctx context.Context) error {
+		w1CPU.after(ctx, url, log, processCPU().Seconds()-w1CPU.selfCPUS)
 		if after, err := readWAL(ctx, url); err == nil && haveWAL {
 			rep.W1WAL = after.since(walBefore, sizes.Messages, rep.Server.TrackWALIOTiming == "on")
 		}
@@ -218,41 +224,17 @@ func runPostgres(ctx context.Context, cfg PostgresConfig) (*PostgresReport, erro
 		}
 		return nil
 	}
-	// W5's CPU, accounted for by process (postgres_w5_bound): the server's, the workers' over
-	// their appends, the rest of the machine's.
-	var w5Before, w5After cpuReading
-	var w5Start, w5End time.Time
-	var w5Clients float64
-	w5Appends, postmaster := 0, 0
 	pg.BeforeW5 = func(ctx context.Context) error {
-		var err error
-		if postmaster, err = postmasterPID(ctx, url); err != nil {
-			fmt.Fprintf(log, "postgres: no CPU accounting for W5: %v\n", err)
-			postmaster = 0
-			return nil
-		}
-		if w5Before, err = readCPU(ctx, url, postmaster); err != nil {
-			fmt.Fprintf(log, "postgres: no CPU accounting for W5: %v\n", err)
-			postmaster = 0
-		}
-		w5Start = time.Now()
+		w5CPU.before(ctx, url, log)
 		return nil
 	}
 	pg.AfterW5 = func(ctx context.Context, results []WorkerResult) error {
-		if postmaster == 0 {
-			return nil
-		}
-		w5End = time.Now()
-		var err error
-		if w5After, err = readCPU(ctx, url, postmaster); err != nil {
-			fmt.Fprintf(log, "postgres: no CPU accounting for W5: %v\n", err)
-			postmaster = 0
-			return nil
-		}
+		var clients float64
 		for _, wr := range results {
-			w5Appends += len(wr.LatenciesNS)
-			w5Clients += wr.CPUS
+			w5CPU.appends += len(wr.LatenciesNS)
+			clients += wr.CPUS
 		}
+		w5CPU.after(ctx, url, log, clients)
 		return nil
 	}
 	if rep.Postgres, err = Run(ctx, pg); rep.Postgres == nil {
@@ -266,13 +248,12 @@ func runPostgres(ctx context.Context, cfg PostgresConfig) (*PostgresReport, erro
 	}
 	rep.Targets = postgresTargets(rep)
 	rep.W1Bound = w1Bound(rep.Postgres.W1.MsgsPerS, rep.Commits, rep.FsyncCeiling)
-	if postmaster != 0 {
-		rep.W5Bound = w5Bound(w5Before, w5After, w5End.Sub(w5Start).Seconds(), w5Appends, w5Clients,
-			rep.Postgres.W1.MsgsPerS, numCores(), rep.Server.TrackWALIOTiming == "on")
-		if b := rep.W5Bound; b != nil {
-			fmt.Fprintf(log, "postgres: W5 per append: server %.0f µs, workers %.0f µs, rest of the machine %.0f µs (busy %.0f%%); %d cores allow %.0f appends/s = %.2fx W1; %.1f appends a WAL flush\n",
-				b.ServerCPUUSPerAppend, b.ClientsCPUUSPerAppend, b.OtherCPUUSPerAppend, 100*b.MachineBusyShare, b.Cores, b.CPUBoundPerS, b.MaxRatioToW1, b.AppendsPerFlush)
-		}
+	w1CPU.appends = rep.Postgres.W1.N
+	timed := rep.Server.TrackWALIOTiming == "on"
+	if rep.W5Bound = w5Bound(w5CPU.span(timed), w1CPU.span(timed), numCores(), rep.Postgres.W1.MsgsPerS); rep.W5Bound != nil {
+		b := rep.W5Bound
+		fmt.Fprintf(log, "postgres: W5 per append: server %.0f µs, workers %.0f µs, rest of the machine %.0f µs (busy %.0f%%); %d cores allow %.0f appends/s = %.2fx W1; %.1f appends a WAL flush\n",
+			b.ServerCPUUSPerAppend, b.ClientsCPUUSPerAppend, b.OtherCPUUSPerAppend, 100*b.MachineBusyShare, b.Cores, b.CPUBoundPerS, b.MaxRatioToW1, b.AppendsPerFlush)
 	}
 	rep.TotalS = round3(time.Since(start).Seconds())
 	return rep, verifyErr
