@@ -62,9 +62,25 @@ type Config struct {
 	// global limit: a catch-up after a restart reads every channel at once. A catch-up takes
 	// at most 4/9 of it (20 a second), leaving the rest to replies.
 	GlobalRate int
-	// Log hears the catch-up's steps at debug level and its failures as warnings (nil: none).
+	// Creates is a channel's message-create limit the adapter keeps to in front of discordgo
+	// (zero: Discord's 5 in any 5 s; N < 0: none), and CreateReserve how many of them only a
+	// reply's first message may take (0: 1; < 0: none): a queued notice, a reply's later chunk,
+	// a resend or an attempt after a failed one goes only while that many are left after it.
+	Creates       CreateLimit
+	CreateReserve int
+	// Log hears the catch-up's steps at debug level and its failures as warnings, and
+	// discordgo's own log lines (nil: none).
 	Log *slog.Logger
 }
+
+// CreateLimit is a per-channel limit: N creates in any window of Per.
+type CreateLimit struct {
+	N   int
+	Per time.Duration
+}
+
+// DefaultCreates is Discord's per-channel message-create limit (its buckets say 5 per 5 s).
+var DefaultCreates = CreateLimit{N: 5, Per: 5 * time.Second}
 
 // Adapter is one Discord bot (platform.Adapter).
 type Adapter struct {
@@ -86,6 +102,7 @@ type Adapter struct {
 	cur     cursorState
 	log     *slog.Logger
 	global  pacer
+	creates *createPacer
 	// catchPace keeps a catch-up to under half the global window, so replies going out while
 	// every channel's history is read after a restart do not wait behind it.
 	catchPace pacer
@@ -199,6 +216,19 @@ func New(cfg Config) (*Adapter, error) {
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
+	switch {
+	case cfg.Creates.N == 0:
+		cfg.Creates = DefaultCreates
+	case cfg.Creates.N < 0:
+		cfg.Creates = CreateLimit{}
+	}
+	switch {
+	case cfg.CreateReserve == 0:
+		cfg.CreateReserve = 1
+	case cfg.CreateReserve < 0:
+		cfg.CreateReserve = 0
+	}
+	a.creates = newCreatePacer(cfg.Creates.N, cfg.Creates.Per, cfg.CreateReserve, platform.Sleeper(cfg.Sleep), cfg.Log)
 	a.cur.init()
 	s.AddHandler(a.onMessage)
 	s.AddHandler(a.onConnect)
@@ -469,7 +499,7 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 	ep := discordgo.EndpointChannelMessages(ch)
 	body := map[string]any{"content": text, "nonce": nonce, "enforce_nonce": true,
 		"allowed_mentions": map[string]any{"parse": []string{}}}
-	raw, err := a.do(ctx, "create message", func() ([]byte, error) {
+	raw, err := a.doCreate(ctx, ch, createKind(ctx), func() ([]byte, error) {
 		return a.s.RequestWithBucketID(http.MethodPost, ep, body, discordgo.EndpointChannelMessages(ch), discordgo.WithContext(ctx))
 	})
 	if err != nil {
@@ -510,8 +540,31 @@ func (e *Error) Error() string {
 // do runs one REST call: a 429 waited out for retry_after (however long), 5xx and transport
 // failures retried up to a.retries times, anything else an *Error.
 func (a *Adapter) do(ctx context.Context, op string, call func() ([]byte, error)) ([]byte, error) {
+	return a.doPaced(ctx, op, nil, call)
+}
+
+// doCreate is do for a message create of kind k into channel ch: every attempt waits for its
+// turn in the channel's creates (createPacer); an attempt after a 5xx or a timeout is a retry,
+// one after a 429 (which Discord did not make) keeps its kind.
+func (a *Adapter) doCreate(ctx context.Context, ch string, k Create, call func() ([]byte, error)) ([]byte, error) {
+	return a.doPaced(ctx, "create message", func(failed bool) error {
+		kind := k
+		if failed {
+			kind = CreateRetry
+		}
+		return a.creates.wait(ctx, ch, kind)
+	}, call)
+}
+
+func (a *Adapter) doPaced(ctx context.Context, op string, pace func(failed bool) error, call func() ([]byte, error)) ([]byte, error) {
 	failures := 0
 	for {
+		tp := time.Now()
+		if pace != nil {
+			if err := pace(failures > 0); err != nil {
+				return nil, fmt.Errorf("discord %s: %w", op, err)
+			}
+		}
 		t0 := time.Now()
 		if err := a.global.wait(ctx); err != nil {
 			return nil, fmt.Errorf("discord %s: %w", op, err)
@@ -520,7 +573,7 @@ func (a *Adapter) do(ctx context.Context, op string, call func() ([]byte, error)
 		raw, err := call()
 		if d := time.Since(t1); d > 300*time.Millisecond || t1.Sub(t0) > 100*time.Millisecond {
 			// the call's own time includes discordgo's wait for its route's bucket
-			a.log.Debug("discord: slow call", "op", op, "global_wait", t1.Sub(t0), "call", d, "err", err)
+			a.log.Debug("discord: slow call", "op", op, "channel_wait", t0.Sub(tp), "global_wait", t1.Sub(t0), "call", d, "err", err)
 		}
 		if err == nil {
 			return raw, nil
