@@ -90,6 +90,7 @@ type Adapter struct {
 	limits  platform.Limits
 
 	grace time.Duration
+	token string
 
 	inflight sync.RWMutex // held for reading while a message is handed on; Run waits for it
 	mu       sync.Mutex
@@ -183,6 +184,7 @@ func New(cfg Config) (*Adapter, error) {
 	s.ShouldReconnectOnError = true
 	s.SyncEvents = true // one chat's messages reach the Handler in order
 	s.MaxRestRetries = 0
+	s.LogLevel = discordgo.LogWarning // its debug lines hold the IDENTIFY payload (the token)
 	s.Identify.Intents = discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages | discordgo.IntentsMessageContent
 	if cfg.Sleep == nil {
 		cfg.Sleep = platform.Sleep
@@ -212,7 +214,7 @@ func New(cfg Config) (*Adapter, error) {
 		cfg.GlobalRate = 0
 	}
 	a := &Adapter{s: s, sleep: cfg.Sleep, global: pacer{n: cfg.GlobalRate}, catchPace: pacer{n: cfg.GlobalRate * 4 / 9}, retries: cfg.Retries, limits: cfg.Limits, grace: cfg.StopGrace,
-		threads: map[string]chanInfo{}, cursors: cfg.Cursors, log: cfg.Log}
+		threads: map[string]chanInfo{}, cursors: cfg.Cursors, log: cfg.Log, token: cfg.Token}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -293,6 +295,8 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	}
 	a.h, a.runCtx = h, ctx
 	a.mu.Unlock()
+	hookDiscordgoLog(a, a.token, a.log)
+	defer unhookDiscordgoLog(a, a.token)
 	bg := a.startBackground(ctx)
 	defer bg.stop()
 	opened, err := a.open(ctx)
