@@ -49,6 +49,14 @@ func TestServeDiscordKilled(t *testing.T) {
 	say("600", true, "one")
 	say("500", false, "two")
 	wait("the first answers", discordfake.HasPosted("one", "two"))
+	// the bot's watermark is stored (it is written after the cursors of what was handed on)
+	deadline := time.Now().Add(2 * time.Minute)
+	for !hasWatermark(t, home, fake.BotID) {
+		if time.Now().After(deadline) {
+			t.Fatal("no watermark stored in two minutes")
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition
+	}
 	if err := first.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -56,12 +64,18 @@ func TestServeDiscordKilled(t *testing.T) {
 	wait("the killed process's socket to close", func(v discordfake.View) bool { return v.Ready() == 0 })
 	say("600", true, "three, sent while no process ran")
 	say("500", false, "four, sent while no process ran")
+	// a channel and a thread made while no process ran: their first messages have no cursor
+	fake.AddChannel("700", discordfake.GuildText, "")
+	fake.AddChannel("710", discordfake.PublicThread, "500")
+	say("700", false, "six, a new channel's first")
+	say("710", false, "seven, a new thread's first")
 	if strings.Contains(errb.String(), fake.Token) {
 		t.Fatalf("the token reached stderr:\n%s", errb.String())
 	}
 
 	second, _ := servePlatform(t, home, "DC_TEST_TOKEN="+fake.Token)
-	wait("the missed messages' answers", discordfake.HasPosted("three, sent while no process ran", "four, sent while no process ran"))
+	wait("the missed messages' answers", discordfake.HasPosted("three, sent while no process ran", "four, sent while no process ran",
+		"six, a new channel's first", "seven, a new thread's first"))
 	say("600", true, "five")
 	wait("a live answer", discordfake.HasPosted("five"))
 	_ = second.cmd.Process.Signal(syscall.SIGTERM)
@@ -72,7 +86,8 @@ func TestServeDiscordKilled(t *testing.T) {
 		for _, m := range v.Messages("") {
 			n[m.ChannelID+": "+m.Content]++
 		}
-		for _, k := range []string{"600: one", "500: two", "600: three, sent while no process ran", "500: four, sent while no process ran", "600: five"} {
+		for _, k := range []string{"600: one", "500: two", "600: three, sent while no process ran", "500: four, sent while no process ran", "600: five",
+			"700: six, a new channel's first", "710: seven, a new thread's first"} {
 			if n[k] != 1 {
 				t.Errorf("%q answered %d times, want once (all: %v)", k, n[k], n)
 			}
@@ -83,7 +98,8 @@ func TestServeDiscordKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	for k, want := range map[string]int{"agent:main:discord:dm:600": 6, "agent:main:discord:group:500:42": 4} {
+	for k, want := range map[string]int{"agent:main:discord:dm:600": 6, "agent:main:discord:group:500:42": 4,
+		"agent:main:discord:group:700:42": 2, "agent:main:discord:thread:500:710": 2} {
 		rt, err := st.GetRoute(context.Background(), k)
 		if err != nil {
 			t.Fatalf("route %s: %v", k, err)
@@ -96,4 +112,24 @@ func TestServeDiscordKilled(t *testing.T) {
 			t.Fatalf("%s: %d messages, want %d (one turn per message)", k, len(ms), want)
 		}
 	}
+}
+
+// hasWatermark reports whether the Discord bot's watermark ("@connected") is in home's store.
+func hasWatermark(t *testing.T, home, bot string) bool {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(home, "spool.db"), sqlite.Options{})
+	if err != nil {
+		return false
+	}
+	defer st.Close()
+	cs, err := st.ReadCursors(context.Background(), "discord", bot)
+	if err != nil {
+		return false
+	}
+	for _, c := range cs {
+		if c.Channel == "@connected" {
+			return true
+		}
+	}
+	return false
 }

@@ -235,6 +235,7 @@ func New(cfg Config) (*Adapter, error) {
 	s.AddHandler(a.onMessage)
 	s.AddHandler(a.onConnect)
 	s.AddHandler(a.onReady)
+	s.AddHandler(a.onGuildCreate)
 	return a, nil
 }
 
@@ -366,9 +367,16 @@ func (a *Adapter) onMessage(s *discordgo.Session, m *discordgo.MessageCreate) {
 	a.mu.Lock()
 	h, ctx := a.h, a.runCtx
 	a.mu.Unlock()
-	if h == nil || !a.person(m.Message) {
+	if h == nil {
 		return
 	}
+	if !a.person(m.Message) {
+		a.cur.saw(m.ID)
+		return
+	}
+	a.cur.begin(m.ID) // before it counts as seen: the watermark stays before it until handed on
+	defer a.cur.end(m.ID)
+	a.cur.saw(m.ID)
 	if a.cur.hold(m.Message) {
 		a.count("held_for_catch_up") // its channel's history is being read: it follows in order
 		return

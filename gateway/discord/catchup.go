@@ -25,10 +25,24 @@ import (
 // newest first, so it is sorted before it is handed on) and hands on what it missed through
 // the same Handler, whose inbox drops what was handed on before. A live message arriving in a
 // channel whose history is being read waits and follows it, so a chat's messages keep their
-// order. A channel the bot never handed a message on from has no cursor: its history is not
-// replayed (a first start replays nothing). Channels learned during a session (a new thread, a
-// DM) get their cursor with their first message. A cursor not advanced for InboundRetention is
-// not read (the inbox no longer remembers what came before it).
+// order. Channels learned during a session (a new thread, a DM) get their cursor with their
+// first message. A cursor not advanced for InboundRetention is not read (the inbox no longer
+// remembers what came before it).
+//
+// A channel whose first message came while no process was connected has no cursor. For those
+// the adapter keeps a per-bot watermark (the cursor of the pseudo-channel "@connected"): a
+// snowflake before which every person's message Discord sent while a process was connected
+// was handed on, or failed and left its channel a cursor before it. It is the newest snowflake
+// seen on the socket or in a create's answer (Discord's clock) less watermarkMargin, and never
+// past a message still being handed on; it is written only after the channel cursors of the
+// same batch were. On a new session the guilds' GUILD_CREATE lists their channels and active
+// threads with their newest message id: each one without a cursor whose newest message is past
+// the watermark is read after it. A first start (no watermark) replays nothing. A DM's first
+// message while no process was connected stays unread: Discord lists no DM channels to a bot.
+//
+// A channel held after a failure (a hand-on the Handler refused, a catch-up that failed) is
+// read again after a backoff (2 s, doubling to a minute) within the session, not only at the
+// next one.
 //
 // The cursor is a lower bound: it moves past a message only once the Handler took it (the
 // inbox row is durable), it is written in the background (a crash loses at most the last
@@ -49,6 +63,40 @@ type cursorState struct {
 	dirty   map[string]string // channel → cursor to write
 	wake    chan struct{}     // the writer has work
 	catch   chan struct{}     // the catch-up loop has work
+
+	seen      string         // the newest snowflake seen (socket, create answers)
+	inflight  map[string]int // person's messages being handed on (from the socket)
+	wm        string         // the watermark: stored, then as computed (watermarkFrom)
+	wmWritten string         // the watermark last written
+}
+
+// watermarkCursor is the pseudo-channel the watermark is stored under.
+const watermarkCursor = "@connected"
+
+// watermarkMargin is how far behind the newest snowflake seen the watermark stays: a message
+// Discord made that long before one the bot saw has reached the socket.
+const watermarkMargin = 10 * time.Second
+
+// discordEpochMs is the snowflakes' epoch (2015-01-01) in Unix milliseconds.
+const discordEpochMs = 1420070400000
+
+// snowTime is a snowflake's time (zero if id is not one).
+func snowTime(id string) time.Time {
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil || n == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(int64(n>>22) + discordEpochMs)
+}
+
+// snowBefore is the snowflake d before id ("" if there is none).
+func snowBefore(id string, d time.Duration) string {
+	n, err := strconv.ParseUint(id, 10, 64)
+	sub := uint64(d.Milliseconds()) << 22
+	if err != nil || n <= sub {
+		return ""
+	}
+	return strconv.FormatUint(n-sub, 10)
 }
 
 type chanCursor struct {
@@ -57,11 +105,13 @@ type chanCursor struct {
 	want     int  // the newest session whose gap is still to read
 	catching bool // its history is being read: live messages wait in buf
 	buf      []*discordgo.Message
-	held     bool // a message was not handed on: safe stays before it
+	held     bool      // a message was not handed on: safe stays before it
+	fails    int       // failures in a row (the retry's backoff)
+	retryAt  time.Time // when a held channel is read again (zero: not scheduled)
 }
 
 func (c *cursorState) init() {
-	c.chans, c.dirty = map[string]*chanCursor{}, map[string]string{}
+	c.chans, c.dirty, c.inflight = map[string]*chanCursor{}, map[string]string{}, map[string]int{}
 	c.wake, c.catch = make(chan struct{}, 1), make(chan struct{}, 1)
 }
 
@@ -76,6 +126,50 @@ func (c *cursorState) botID() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.bot
+}
+
+// saw notes a snowflake Discord made (a message on the socket, a create's answer).
+func (c *cursorState) saw(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if later(id, c.seen) {
+		c.seen = id
+		if w := snowBefore(id, watermarkMargin); w != "" && snowTime(w).Sub(snowTime(c.wmWritten)) >= time.Second {
+			signal(c.wake)
+		}
+	}
+}
+
+// begin and end bracket a person's message being handed on: the watermark stays before it.
+func (c *cursorState) begin(id string) {
+	c.mu.Lock()
+	c.inflight[id]++
+	c.mu.Unlock()
+}
+
+func (c *cursorState) end(id string) {
+	c.mu.Lock()
+	if c.inflight[id]--; c.inflight[id] <= 0 {
+		delete(c.inflight, id)
+	}
+	c.mu.Unlock()
+}
+
+// watermarkNow is the watermark the state allows now (under c.mu): the newest snowflake seen
+// less the margin, before every message in hand, never behind the one known.
+func (c *cursorState) watermarkNow() string {
+	w := snowBefore(c.seen, watermarkMargin)
+	for id := range c.inflight {
+		if b := snowBefore(id, time.Millisecond); !later(w, b) {
+			continue
+		} else {
+			w = b
+		}
+	}
+	if later(w, c.wm) {
+		c.wm = w
+	}
+	return c.wm
 }
 
 // hold keeps a live message back while its channel's history is read; it reports whether it did.
@@ -124,6 +218,38 @@ func (c *cursorState) failed(channel, id string) {
 		signal(c.wake)
 	}
 	cc.held = true
+	cc.fails++
+	cc.retryAt = time.Now().Add(min(time.Minute, time.Duration(1<<min(cc.fails, 6))*time.Second))
+	signal(c.catch)
+}
+
+// retryIn is how long until the next held channel is due to be read again (-1: none).
+func (c *cursorState) retryIn(now time.Time) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := time.Duration(-1)
+	for _, cc := range c.chans {
+		if cc.held && !cc.catching && !cc.retryAt.IsZero() && cc.safe != "" {
+			if w := max(0, cc.retryAt.Sub(now)); d < 0 || w < d {
+				d = w
+			}
+		}
+	}
+	return d
+}
+
+// retryDue makes the held channels that are due read again; it reports whether there were any.
+func (c *cursorState) retryDue(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, cc := range c.chans {
+		if cc.held && !cc.catching && !cc.retryAt.IsZero() && cc.safe != "" && !cc.retryAt.After(now) {
+			cc.retryAt, cc.want, cc.catching = time.Time{}, c.epoch, true
+			n++
+		}
+	}
+	return n > 0
 }
 
 // later reports whether snowflake a comes after b (decimal ids: a longer one is later).
@@ -171,6 +297,12 @@ func (a *Adapter) onReady(_ *discordgo.Session, r *discordgo.Ready) {
 		} else {
 			c.loaded = true
 			for _, sc := range stored {
+				if sc.Channel == watermarkCursor {
+					if time.Since(sc.UpdatedAt) < store.InboundRetention && later(sc.LastID, c.wm) {
+						c.wm, c.wmWritten = sc.LastID, sc.LastID
+					}
+					continue
+				}
 				if c.chans[sc.Channel] == nil {
 					c.chans[sc.Channel] = &chanCursor{safe: sc.LastID, at: sc.UpdatedAt}
 				}
@@ -191,6 +323,46 @@ func (a *Adapter) onReady(_ *discordgo.Session, r *discordgo.Ready) {
 	c.mu.Unlock()
 	a.log.Debug("discord: new session: catching up", "session", r.SessionID, "epoch", epoch, "channels", n)
 	signal(c.catch)
+}
+
+// onGuildCreate reads, after the watermark, each of a guild's channels and active threads that
+// has no cursor and whose newest message is past the watermark: their first messages came
+// while no process was connected. GUILD_CREATE follows READY (and the cursors' load) in the
+// gateway's event order.
+func (a *Adapter) onGuildCreate(_ *discordgo.Session, g *discordgo.GuildCreate) {
+	a.mu.Lock()
+	running := a.h != nil
+	a.mu.Unlock()
+	if !running || a.cursors == nil || g.Guild == nil {
+		return
+	}
+	c := &a.cur
+	c.mu.Lock()
+	w := c.watermarkNow()
+	if w == "" || (!c.loaded && !c.noStore) || time.Since(snowTime(w)) >= store.InboundRetention {
+		c.mu.Unlock()
+		return
+	}
+	n := 0
+	for _, ch := range append(append([]*discordgo.Channel{}, g.Channels...), g.Threads...) {
+		if ch == nil || ch.ID == "" || c.chans[ch.ID] != nil || !later(ch.LastMessageID, w) {
+			continue
+		}
+		switch ch.Type {
+		case discordgo.ChannelTypeGuildCategory, discordgo.ChannelTypeGuildForum, discordgo.ChannelTypeGuildDirectory:
+			continue // no messages of their own
+		}
+		c.chans[ch.ID] = &chanCursor{safe: w, at: time.Now(), want: c.epoch, catching: true}
+		c.dirty[ch.ID] = w // a cursor of its own from now on
+		n++
+	}
+	c.mu.Unlock()
+	if n > 0 {
+		a.count("new_channels_caught_up")
+		a.log.Debug("discord: channels without a cursor: reading after the watermark", "guild", g.ID, "channels", n, "watermark", w)
+		signal(c.wake)
+		signal(c.catch)
+	}
 }
 
 // background is Run's goroutines for the cursors: the catch-up loop and the writer.
@@ -221,10 +393,20 @@ func (a *Adapter) startBackground(ctx context.Context) *background {
 	go func() {
 		defer b.wg.Done()
 		for {
+			var retry <-chan time.Time
+			if d := a.cur.retryIn(time.Now()); d >= 0 {
+				t := time.NewTimer(d)
+				defer t.Stop()
+				retry = t.C
+			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-a.cur.catch:
+			case <-retry:
+				if a.cur.retryDue(time.Now()) {
+					a.count("held_channel_retries")
+				}
 			}
 			a.catchUp(ctx)
 		}
@@ -248,18 +430,25 @@ func (a *Adapter) startBackground(ctx context.Context) *background {
 func (a *Adapter) writeCursors() {
 	c := &a.cur
 	c.mu.Lock()
-	if !c.loaded || c.bot == "" || len(c.dirty) == 0 {
+	if !c.loaded || c.bot == "" {
+		c.mu.Unlock()
+		return
+	}
+	wm := c.watermarkNow()
+	if len(c.dirty) == 0 && !later(wm, c.wmWritten) {
 		c.mu.Unlock()
 		return
 	}
 	todo, bot := c.dirty, c.bot
 	c.dirty = map[string]string{}
 	c.mu.Unlock()
+	ok := true
 	for ch, id := range todo {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := a.cursors.AdvanceReadCursor(ctx, store.ReadCursor{Platform: Platform, Bot: bot, Channel: ch, LastID: id})
 		cancel()
 		if err != nil {
+			ok = false
 			a.count("cursor_write_failed")
 			c.mu.Lock()
 			if _, newer := c.dirty[ch]; !newer {
@@ -268,6 +457,22 @@ func (a *Adapter) writeCursors() {
 			c.mu.Unlock()
 		}
 	}
+	// the watermark only once the channels' cursors it relies on are stored
+	if !ok || wm == "" || !later(wm, c.wmWritten) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err := a.cursors.AdvanceReadCursor(ctx, store.ReadCursor{Platform: Platform, Bot: bot, Channel: watermarkCursor, LastID: wm})
+	cancel()
+	if err != nil {
+		a.count("cursor_write_failed")
+		return
+	}
+	c.mu.Lock()
+	if later(wm, c.wmWritten) {
+		c.wmWritten = wm
+	}
+	c.mu.Unlock()
 }
 
 // catchUp reads the history of every channel waiting for it, the most recently active first.
@@ -310,8 +515,14 @@ read:
 			return // stopping: what is not handed on stays after the cursor
 		}
 		a.log.Debug("discord: caught up", "channel", ch, "after", after, "err", err)
-		if err != nil {
-			a.log.Warn("discord: catch-up failed: read again at the next session", "channel", ch, "err", err)
+		if err == nil {
+			c.mu.Lock()
+			if !cc.held {
+				cc.fails = 0
+			}
+			c.mu.Unlock()
+		} else {
+			a.log.Warn("discord: catch-up failed: read again after a backoff", "channel", ch, "err", err)
 			a.count("catch_up_failed")
 			c.failed(ch, "") // the gap is read again at the next session
 		}

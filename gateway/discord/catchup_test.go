@@ -365,3 +365,105 @@ func TestRestartNoGap(t *testing.T) {
 		t.Errorf("after a restart without a gap the adapter handed on %d messages (%v), want only the new one", c["caught_up"]+c["received"], c)
 	}
 }
+
+// A channel and a thread whose very first messages come while no process is connected have
+// no cursor; the next process finds them in GUILD_CREATE (their newest message is past the
+// bot's watermark) and reads them after the watermark: each message handed on once, the one
+// handed on before not again. Without the watermark they are never read.
+func TestCatchUpNewChannel(t *testing.T) {
+	t.Parallel()
+	fake := startFake(t)
+	st := openStore(t)
+	fake.AddChannel("500", discordfake.GuildText, "")
+	h := &counting{}
+	cfg := discord.Config{Cursors: st, Sleep: platform.Sleep}
+	r := start(t, fake, cfg, h)
+	before := fake.Say(discordfake.UserMessage{ChannelID: "500", AuthorID: "42", Username: "ann", Content: "before"})
+	until(t, "the watermark in the store", func() bool {
+		cs, _ := st.ReadCursors(context.Background(), discord.Platform, fake.BotID)
+		for _, c := range cs {
+			if c.Channel == "@connected" {
+				return true
+			}
+		}
+		return false
+	})
+	r.stop(t)
+	// while no process is connected: a new channel, a new thread, their first messages
+	fake.AddChannel("700", discordfake.GuildText, "")
+	fake.AddChannel("710", discordfake.PublicThread, "500")
+	var gap []string
+	for i, ch := range []string{"700", "710", "700"} {
+		gap = append(gap, fake.Say(discordfake.UserMessage{ChannelID: ch, AuthorID: "43", Username: "bob", Content: fmt.Sprintf("gap %d", i)}))
+	}
+	r2 := start(t, fake, cfg, h)
+	defer r2.stop(t)
+	until(t, "the new channels' messages", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, id := range gap {
+			if h.n[id] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, id := range append(gap, before) {
+		if h.n[id] != 1 {
+			t.Errorf("message %s handed on %d times, want once", id, h.n[id])
+		}
+	}
+	for _, ev := range h.order {
+		if ev.MessageID == gap[1] && (ev.ChatType != platform.Thread || ev.ThreadID != "710" || ev.ChatID != "500") {
+			t.Errorf("the thread's message went to %+v", ev.Address)
+		}
+	}
+}
+
+// refusing is a Handler that refuses one message's first n hand-ons (the store away).
+type refusing struct {
+	counting
+	id   string
+	left int
+}
+
+func (r *refusing) Handle(ctx context.Context, ev platform.Event) error {
+	r.mu.Lock()
+	if ev.EventID == r.id && r.left > 0 {
+		r.left--
+		r.mu.Unlock()
+		return fmt.Errorf("refused")
+	}
+	r.mu.Unlock()
+	return r.counting.Handle(ctx, ev)
+}
+
+// A message the Handler keeps refusing holds its channel; the channel is read again after a
+// backoff in the same session (no new session is needed), and the message is handed on once.
+func TestHeldChannelRetried(t *testing.T) {
+	t.Parallel()
+	fake := startFake(t)
+	st := openStore(t)
+	fake.AddChannel("500", discordfake.GuildText, "")
+	h := &refusing{left: 6} // every attempt of the live hand-on
+	cfg := discord.Config{Cursors: st, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
+	r := start(t, fake, cfg, h)
+	defer r.stop(t)
+	first := fake.Say(discordfake.UserMessage{ChannelID: "500", AuthorID: "42", Username: "ann", Content: "first"})
+	until(t, "the first message handed on", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.n[first] == 1 })
+	h.mu.Lock()
+	h.id = fake.Say(discordfake.UserMessage{ChannelID: "500", AuthorID: "42", Username: "ann", Content: "refused at first"})
+	id := h.id
+	h.mu.Unlock()
+	until(t, "the held message handed on", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.n[id] == 1 })
+	fake.Inspect(func(v discordfake.View) {
+		if v.Identifies() != 1 {
+			t.Errorf("%d sessions identified; the retry should not need a new one", v.Identifies())
+		}
+	})
+	if got := r.ad.Counts()["held_channel_retries"]; got < 1 {
+		t.Errorf("held_channel_retries = %d", got)
+	}
+}

@@ -6,7 +6,8 @@
 // first; REST message objects carry no guild_id), POST channels/{id}/messages with
 // nonce/enforce_nonce, PATCH channels/{id}/messages/{id} with Discord's JSON error shapes (429
 // with retry_after and Retry-After; {"message","code"} otherwise), and the gateway websocket:
-// HELLO (op 10), IDENTIFY (op 2) answered by READY, heartbeats (op 1 → op 11), RESUME (op 6)
+// HELLO (op 10), IDENTIFY (op 2) answered by READY and the guild's GUILD_CREATE (its channels
+// and active threads with their last_message_id; ids are time-based snowflakes), heartbeats (op 1 → op 11), RESUME (op 6)
 // replaying the dispatches after the client's sequence then RESUMED (or, for a session
 // Discord no longer knows, op 9 INVALID_SESSION with d=false, after which the client
 // identifies as a new session that gets no replay), and MESSAGE_CREATE dispatches.
@@ -292,9 +293,47 @@ func (s *Server) AddChannel(id string, typ int, parent string) {
 	s.channels[id] = ch
 }
 
-func (s *Server) nextID() string { // with s.mu held
-	s.snow++
+// nextID is a fresh snowflake, as Discord makes them: milliseconds since 2015 in the top 42
+// bits, so ids grow with time across channels (and never repeat here). With s.mu held.
+func (s *Server) nextID() string {
+	s.snow = max(s.snow+1, (time.Now().UnixMilli()-1420070400000)<<22)
 	return strconv.FormatInt(s.snow, 10)
+}
+
+// guildCreate is the GUILD_CREATE Discord sends after READY for each guild (it lists the
+// guild's channels and active threads, each with the id of its newest message). With s.mu held.
+func (s *Server) guildCreate() map[string]any {
+	chans, threads := []any{}, []any{}
+	ids := make([]string, 0, len(s.channels))
+	for id := range s.channels {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		ch := s.channels[id]
+		if ch["guild_id"] == nil {
+			continue // a DM: Discord lists none to a bot
+		}
+		c := map[string]any{}
+		for k, v := range ch {
+			c[k] = v
+		}
+		if h := s.history[id]; len(h) > 0 {
+			c["last_message_id"] = h[len(h)-1]
+		} else {
+			c["last_message_id"] = nil
+		}
+		switch ch["type"] {
+		case 10, 11, 12:
+			c["thread_metadata"] = map[string]any{"archived": false, "auto_archive_duration": 1440, "locked": false}
+			threads = append(threads, c)
+		default:
+			chans = append(chans, c)
+		}
+	}
+	return map[string]any{"id": s.GuildID, "name": "fake guild", "unavailable": false, "member_count": 2,
+		"channels": chans, "threads": threads, "members": []any{}, "roles": []any{}, "emojis": []any{},
+		"voice_states": []any{}, "presences": []any{}, "stage_instances": []any{}}
 }
 
 func (s *Server) take(route string) *Fault { // with s.mu held
@@ -563,6 +602,10 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 				"session_id": c.session, "resume_gateway_url": "ws://" + s.ln.Addr().String() + "/gateway",
 				"guilds": []any{map[string]any{"id": s.GuildID, "unavailable": true}}, "private_channels": []any{}}}
 			err := c.send(ready)
+			if err == nil {
+				s.seq++
+				err = c.send(map[string]any{"op": 0, "t": "GUILD_CREATE", "s": s.seq, "d": s.guildCreate()})
+			}
 			c.ready = err == nil
 			s.notify()
 			s.mu.Unlock()
