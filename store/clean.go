@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -17,12 +18,35 @@ import (
 // with FreshSessionID, never by ensuring the id.
 func NewSessionID(t time.Time) string {
 	var b [3]byte
-	_, _ = randRead(b[:])
+	_, _ = (*idSource.Load())(b[:])
 	return t.UTC().Format("20060102_150405") + "_" + hex.EncodeToString(b[:])
 }
 
-// randRead is NewSessionID's random source (a test of collisions replaces it).
-var randRead = rand.Read
+// NewChildSessionID is NewSessionID for a child of parentID, never parentID itself; the backend
+// still draws the id again with FreshSessionID in the transaction that creates the child.
+func NewChildSessionID(t time.Time, parentID string) string {
+	id := NewSessionID(t)
+	for i := 0; id == parentID && i < 64; i++ {
+		id = NewSessionID(t)
+	}
+	return id
+}
+
+// idSource is NewSessionID's random source.
+var idSource atomic.Pointer[func([]byte) (int, error)]
+
+func init() {
+	read := rand.Read
+	idSource.Store(&read)
+}
+
+// SetSessionIDSource replaces the random source of generated session ids until restore is
+// called. It is for tests that make generated ids collide (store/storetest's GeneratedIDs), run
+// while nothing else creates sessions.
+func SetSessionIDSource(read func([]byte) (int, error)) (restore func()) {
+	old := idSource.Swap(&read)
+	return func() { idSource.Store(old) }
+}
 
 // FreshSessionID draws ids for a session started at t until exists says one is not taken (in
 // the transaction that then creates it). CreateSession ensures an id it is given (an existing

@@ -116,14 +116,15 @@ func (db *DB) Branch(ctx context.Context, parentID string, child store.NewSessio
 	if child.StartedAt.IsZero() {
 		child.StartedAt = time.Now()
 	}
-	if child.ID == "" {
-		child.ID = store.NewSessionID(child.StartedAt)
+	generated := child.ID == ""
+	if generated {
+		child.ID = store.NewChildSessionID(child.StartedAt, parentID) // validated below; drawn again in the transaction
 	}
 	if err := validateNewSession(&child); err != nil {
 		return store.Session{}, fmt.Errorf("branch %s: %w", parentID, err)
 	}
 	err = db.write(ctx, db.opts.WriteBudget, func(tx pgx.Tx) error {
-		if err := createChildTx(ctx, tx, child); err != nil {
+		if err := createChildTx(ctx, tx, &child, generated); err != nil {
 			return err
 		}
 		return copyActive(ctx, tx, parentID, child.ID, 0, -1)
@@ -134,12 +135,19 @@ func (db *DB) Branch(ctx context.Context, parentID string, child store.NewSessio
 	return db.GetSession(ctx, child.ID)
 }
 
-// createChildTx creates a new child session (its id must be free) with its parent's prompt.
-func createChildTx(ctx context.Context, tx pgx.Tx, child store.NewSession) error {
-	if existsOr(ctx, tx, child.ID) == nil {
+// createChildTx creates a new child session with its parent's prompt. A generated id is drawn
+// again here while a session has it; a given one must be free.
+func createChildTx(ctx context.Context, tx pgx.Tx, child *store.NewSession, generated bool) error {
+	if generated {
+		id, err := freshSessionID(ctx, tx, child.StartedAt)
+		if err != nil {
+			return err
+		}
+		child.ID = id
+	} else if existsOr(ctx, tx, child.ID) == nil {
 		return fmt.Errorf("session %s: %w", child.ID, store.ErrExists)
 	}
-	if err := createSessionTx(ctx, tx, child); err != nil {
+	if err := createSessionTx(ctx, tx, *child); err != nil {
 		return err
 	}
 	_, err := tx.Exec(ctx, `UPDATE sessions SET system_prompt_hash =

@@ -42,14 +42,7 @@ func (db *DB) CreateSession(ctx context.Context, ns store.NewSession) (store.Ses
 	err := db.write(ctx, routineBudget, func(tx pgx.Tx) error {
 		if generated {
 			// Not an existing session's id (ensure semantics would return that session).
-			id, err := store.FreshSessionID(ns.StartedAt, func(id string) (bool, error) {
-				var one int
-				err := tx.QueryRow(ctx, "SELECT 1 FROM sessions WHERE id = $1", id).Scan(&one)
-				if errors.Is(err, pgx.ErrNoRows) {
-					return false, nil
-				}
-				return err == nil, err
-			})
+			id, err := freshSessionID(ctx, tx, ns.StartedAt)
 			if err != nil {
 				return err
 			}
@@ -304,6 +297,18 @@ func (db *DB) updateOne(ctx context.Context, what, id, query string, args ...any
 }
 
 // existsOr returns ErrNotFound when the session is missing, nil otherwise.
+// freshSessionID draws a generated id for a session started at t that no session has, in the
+// transaction that creates it.
+func freshSessionID(ctx context.Context, q querier, t time.Time) (string, error) {
+	return store.FreshSessionID(t, func(id string) (bool, error) {
+		err := existsOr(ctx, q, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+}
+
 func existsOr(ctx context.Context, q querier, id string) error {
 	var one int
 	err := q.QueryRow(ctx, "SELECT 1 FROM sessions WHERE id = $1", id).Scan(&one)

@@ -122,8 +122,9 @@ func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opt
 	if child.StartedAt.IsZero() {
 		child.StartedAt = time.Now()
 	}
-	if child.ID == "" {
-		child.ID = store.NewSessionID(child.StartedAt)
+	generated := child.ID == ""
+	if generated {
+		child.ID = store.NewChildSessionID(child.StartedAt, pid) // validated below; drawn again in the transaction
 	}
 	if child.Source == "" {
 		child.Source = parent.Source
@@ -164,7 +165,7 @@ func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opt
 		if err := checkWritable(ctx, tx, pid, w); err != nil {
 			return err
 		}
-		if err := createChildTx(ctx, tx, child); err != nil {
+		if err := createChildTx(ctx, tx, &child, generated); err != nil {
 			return err
 		}
 		for _, e := range enc {

@@ -150,14 +150,15 @@ func (db *DB) Branch(ctx context.Context, parentID string, child store.NewSessio
 	if child.StartedAt.IsZero() {
 		child.StartedAt = time.Now()
 	}
-	if child.ID == "" {
-		child.ID = store.NewSessionID(child.StartedAt)
+	generated := child.ID == ""
+	if generated {
+		child.ID = store.NewChildSessionID(child.StartedAt, parentID) // validated below; drawn again in the transaction
 	}
 	if err := store.ValidateNewSession(&child); err != nil {
 		return store.Session{}, fmt.Errorf("branch %s: %w", parentID, err)
 	}
 	err = db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error {
-		if err := createChildTx(ctx, tx, child); err != nil {
+		if err := createChildTx(ctx, tx, &child, generated); err != nil {
 			return err
 		}
 		if err := copyActive(ctx, tx, parentID, child.ID, 0, -1); err != nil {
@@ -171,13 +172,19 @@ func (db *DB) Branch(ctx context.Context, parentID string, child store.NewSessio
 	return db.GetSession(ctx, child.ID)
 }
 
-// createChildTx creates a new child session (its id must be free) that starts with its parent's
-// system prompt.
-func createChildTx(ctx context.Context, tx *sql.Tx, child store.NewSession) error {
-	if existsOr(ctx, tx, child.ID) == nil {
+// createChildTx creates a new child session that starts with its parent's system prompt. A
+// generated id is drawn again here while a session has it; a given one must be free.
+func createChildTx(ctx context.Context, tx *sql.Tx, child *store.NewSession, generated bool) error {
+	if generated {
+		id, err := freshSessionID(ctx, tx, child.StartedAt)
+		if err != nil {
+			return err
+		}
+		child.ID = id
+	} else if existsOr(ctx, tx, child.ID) == nil {
 		return fmt.Errorf("session %s: %w", child.ID, store.ErrExists)
 	}
-	if err := createSessionTx(ctx, tx, child); err != nil {
+	if err := createSessionTx(ctx, tx, *child); err != nil {
 		return err
 	}
 	_, err := tx.ExecContext(ctx, `UPDATE sessions SET system_prompt_hash =

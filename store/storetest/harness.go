@@ -103,6 +103,13 @@ func Run(t *testing.T, h Harness) {
 		{"ConcurrentProcesses", testConcurrentProcesses},
 		{"KilledMidWrite", testKilledMidWrite},
 	}
+	// Not parallel: it replaces the random source of generated ids while nothing else runs.
+	t.Run("GeneratedIDs", func(t *testing.T) {
+		if why, ok := h.Pending["GeneratedIDs"]; ok {
+			t.Skip("pending on this backend: " + why)
+		}
+		testGeneratedIDs(t, h)
+	})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if why, ok := h.Pending[tc.name]; ok {
