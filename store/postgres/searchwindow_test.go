@@ -182,18 +182,67 @@ func TestFrequencySizedWindowMatchesUnboundedQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sized.Close()
-	// Before the first ANALYZE there are no statistics: every search runs unbounded.
-	sameSearches(t, sized, full, windowQueries([]string{"w21"}, sessions))
-	if passes.filled+passes.missed != 0 {
-		t.Fatalf("%d bounded passes without statistics, want 0", passes.filled+passes.missed)
+	// The table was never analyzed: the first ranked search analyzes it (its ids span more than
+	// analyzeRows windows), so the ranges are sized from the start.
+	if n := tsvStats(t, full); n != 0 {
+		t.Fatalf("%d statistics rows for messages.tsv before any search, want 0", n)
 	}
-	if _, err := full.pool.Exec(bg, "ANALYZE messages"); err != nil {
-		t.Fatal(err)
-	}
-	sized.words = wordStats{} // read the statistics again
 	sameSearches(t, sized, full, windowQueries(windowTexts, sessions))
+	if n := tsvStats(t, full); n != 1 {
+		t.Fatalf("%d statistics rows for messages.tsv after the first searches, want 1 (the search did not analyze)", n)
+	}
 	if passes.filled == 0 {
 		t.Fatalf("no bounded pass held the window (%d did not): the sized ranges were not used", passes.missed)
+	}
+	// A handle whose statistics are gone re-reads them; ANALYZE again only after wordStatsAge.
+	sized.words = wordStats{}
+	passes = passCounter{}
+	sameSearches(t, sized, full, windowQueries([]string{"w21"}, sessions))
+	if passes.filled == 0 {
+		t.Fatalf("after re-reading the statistics no bounded pass held the window (%d did not)", passes.missed)
+	}
+}
+
+// tsvStats counts pg_stats rows for messages.tsv (1 once the table is analyzed).
+func tsvStats(t *testing.T, db *DB) int {
+	t.Helper()
+	var n int
+	if err := db.pool.QueryRow(bg, `SELECT count(*) FROM pg_stats WHERE schemaname = current_schema()
+		AND tablename = 'messages' AND attname = 'tsv'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestSmallTableIsNotAnalyzed: below analyzeRows windows of ids a search leaves the table to
+// autovacuum (no bounded pass could apply) and runs unbounded.
+func TestSmallTableIsNotAnalyzed(t *testing.T) {
+	t.Parallel()
+	var passes passCounter
+	db, err := Open(bg, pgtest.NewDatabase(t), Options{Logger: slog.New(slog.DiscardHandler), rankWindow: 50, onPass: passes.see(50)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.CreateSession(bg, store.NewSession{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := make([]store.Message, 40) // 40 ids < 20 windows of 50
+	for i := range msgs {
+		msgs[i] = store.Message{Role: store.RoleUser, Content: fmt.Sprintf("alpha w%d", i%7)}
+	}
+	if _, err := db.AppendBatch(bg, "s", msgs); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := db.Search(bg, store.SearchQuery{Text: "alpha", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != len(msgs) || passes.filled+passes.missed != 0 {
+		t.Fatalf("%d hits, %d bounded passes; want %d hits and none", len(hits), passes.filled+passes.missed, len(msgs))
+	}
+	if n := tsvStats(t, db); n != 0 {
+		t.Fatalf("%d statistics rows for messages.tsv after searching a small table, want 0", n)
 	}
 }
 
