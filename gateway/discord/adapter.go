@@ -64,8 +64,9 @@ type Config struct {
 	GlobalRate int
 	// Creates is a channel's message-create limit the adapter keeps to in front of discordgo
 	// (zero: Discord's 5 in any 5 s; N < 0: none), and CreateReserve how many of them only a
-	// reply's first message may take (0: 1; < 0: none): a queued notice, a reply's later chunk,
-	// a resend or an attempt after a failed one goes only while that many are left after it.
+	// reply's first message may take (0: 1; < 0: none): a queued notice, a reply's later chunk
+	// or a resend goes only while that many are left after it (a retry keeps its first
+	// attempt's kind: doCreate).
 	Creates       CreateLimit
 	CreateReserve int
 	// Log hears the catch-up's steps at debug level and its failures as warnings, and
@@ -556,16 +557,12 @@ func (a *Adapter) do(ctx context.Context, op string, call func() ([]byte, error)
 }
 
 // doCreate is do for a message create of kind k into channel ch: every attempt waits for its
-// turn in the channel's creates (createPacer); an attempt after a 5xx or a timeout is a retry,
-// one after a 429 (which Discord did not make) keeps its kind.
+// turn in the channel's creates (createPacer), and an attempt after a failed one keeps the
+// first's kind. (Retries were CreateRetry, below the reserve, at first; the soak's trace showed
+// why not: a reply's create answered 500 after the post waits for its retry to finish, the
+// turn with it, and the lane's next message queued behind that turn for seconds.)
 func (a *Adapter) doCreate(ctx context.Context, ch string, k Create, call func() ([]byte, error)) ([]byte, error) {
-	return a.doPaced(ctx, "create message", func(failed bool) error {
-		kind := k
-		if failed {
-			kind = CreateRetry
-		}
-		return a.creates.wait(ctx, ch, kind)
-	}, call)
+	return a.doPaced(ctx, "create message", func(bool) error { return a.creates.wait(ctx, ch, k) }, call)
 }
 
 func (a *Adapter) doPaced(ctx context.Context, op string, pace func(failed bool) error, call func() ([]byte, error)) ([]byte, error) {

@@ -12,8 +12,9 @@ import (
 
 // Create is what a message create is for its channel's allowance: a reply's first message,
 // which its user waits for, or a create that may wait behind replies (the router's queued
-// notice, an attempt after a failed one, a reply's later chunk, a resend of a create whose
-// outcome was never recorded).
+// notice, a reply's later chunk, a resend of a create whose outcome was never recorded;
+// CreateRetry is kept for callers that pace a retry apart; the adapter's retries keep their
+// first attempt's kind).
 type Create int
 
 const (
@@ -58,10 +59,9 @@ const createMargin = 250 * time.Millisecond
 // discordgo holds a create inside the route's bucket until the bucket resets, in the order the
 // creates came, so a reply behind a notice and four retries would wait out the whole window.
 //
-// A channel's creates are shared by its replies, the router's queued notices, a reply's later
-// chunks and the attempts after failed ones, and a reply's first message comes first: its user
-// sees nothing until it goes, while a notice only says a message waits and a retry's message
-// is late already. So anything but a reply's first message goes only while Reserve creates
+// A channel's creates are shared by its replies, the router's queued notices and a reply's
+// later chunks, and a reply's first message comes first: its user sees nothing until it goes,
+// while a notice only says a message waits. So anything but a reply's first message goes only while Reserve creates
 // are left after it, which the next reply may take at once; a reply that finds even those
 // spent goes before the other creates waiting in its channel, and they move back behind it.
 // A waiting create's slot is worked out again whenever a create comes or wakes, from the
