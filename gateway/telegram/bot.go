@@ -290,6 +290,7 @@ func (b *Bot) pace(ctx context.Context, chat string, c call) error {
 		k = &bucket{tokens: Burst, at: now}
 		b.chats[chat] = k
 	}
+	t0 := now
 	me := &slot{urgent: c == callReply}
 	k.enqueue(me)
 	defer func() { k.waiting = slices.DeleteFunc(k.waiting, func(x *slot) bool { return x == me }) }()
@@ -323,9 +324,14 @@ func (b *Bot) pace(ctx context.Context, chat string, c call) error {
 		}
 		k.tokens = min(Burst, k.tokens+float64(now.Sub(k.at))/float64(b.o.EditEvery)) - 1
 		k.at = now
+		if c != callEdit || now.After(t0) {
+			b.log.Debug("telegram: paced", "chat", chat, "call", callNames[c], "waited", now.Sub(t0), "left", k.tokens, "waiting", len(k.waiting)-1)
+		}
 		return nil
 	}
 }
+
+var callNames = [...]string{"reply", "notice", "edit"}
 
 // enqueue puts a call in the line: a reply after the replies waiting, anything else last.
 func (k *bucket) enqueue(me *slot) {
@@ -401,12 +407,21 @@ func latest(a, b time.Time) time.Time {
 	return a
 }
 
+// sendCall is what a Send is for its chat's allowance: a reply's new message (urgent), or
+// one that leaves the chat's last calls — the router's one-off notice about an event (ledger
+// chunk -1), and a reply to a message whose user was told it was queued (SendKey.Noticed: they
+// have seen the notice, while a reply to a message that found its chat idle is the first
+// thing its user sees).
+func sendCall(ctx context.Context) call {
+	if k, ok := platform.SendKeyFrom(ctx); ok && (k.Chunk < 0 || k.Noticed) {
+		return callNotice
+	}
+	return callReply
+}
+
 // Send implements platform.Outbound.
 func (b *Bot) Send(ctx context.Context, to platform.Address, text string) (string, error) {
-	kind := callReply
-	if k, ok := platform.SendKeyFrom(ctx); ok && k.Chunk < 0 {
-		kind = callNotice // the router's one-off notice about an event (ledger chunk -1)
-	}
+	kind := sendCall(ctx)
 	pace := func(ctx context.Context) error { return b.pace(ctx, to.ChatID, kind) }
 	p := b.params(to, text)
 	var m message

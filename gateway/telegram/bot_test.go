@@ -616,6 +616,38 @@ func TestPaceReplyFindsLastCall(t *testing.T) {
 	}
 }
 
+// A double text in a DM — the notice for the second message, the first's reply, at once the
+// second's, whose user saw the notice — then the next message 300 ms later, which found the
+// chat idle: its reply goes at once. (With the queued reply as urgent, it took the chat's last
+// call and the idle one waited 700 ms: the soak's slow Telegram cases in session 8.)
+func TestPaceQueuedReplyLeavesCalls(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1_800_000_000, 0)
+	s := newSim(t0)
+	b := pacedBot(t, time.Second, s.Sleep)
+	b.now = s.Now
+	went := map[string]func() time.Time{}
+	for _, x := range []struct {
+		name string
+		k    platform.SendKey
+		at   time.Duration
+	}{{"notice", platform.SendKey{Turn: "b", Chunk: -1}, 0}, {"first", platform.SendKey{Turn: "a"}, 0},
+		{"queued", platform.SendKey{Turn: "b", Noticed: true}, 0}, {"idle", platform.SendKey{Turn: "c"}, 300 * time.Millisecond}} {
+		s.Advance(t0.Add(x.at))
+		went[x.name] = s.Start(func() {
+			if err := b.pace(bg, "5", sendCall(platform.WithSendKey(bg, x.k))); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	s.Advance(t0.Add(time.Minute))
+	for name, w := range map[string]time.Duration{"notice": 0, "first": 0, "idle": 300 * time.Millisecond, "queued": 3 * time.Second} {
+		if got := went[name]().Sub(t0); got != w {
+			t.Errorf("%s went at +%v, want +%v", name, got, w)
+		}
+	}
+}
+
 // sim is the pacers' virtual clock (internal/simclock).
 type sim = simclock.Clock
 
