@@ -11,8 +11,9 @@ import (
 )
 
 // Create is what a message create is for its channel's allowance: a reply's first message,
-// which its user waits for, or a create that may wait behind replies (the router's queued
-// notice, a reply's later chunk, a resend of a create whose outcome was never recorded;
+// which its user waits for having seen nothing, or a create that may wait behind replies (the
+// router's queued notice, a reply's later chunk, a resend of a create whose outcome was never
+// recorded, the first message of a reply whose user was told its message was queued;
 // CreateRetry is kept for callers that pace a retry apart; the adapter's retries keep their
 // first attempt's kind).
 type Create int
@@ -23,9 +24,10 @@ const (
 	CreateRetry
 	CreateChunk
 	CreateResend
+	CreateQueued
 )
 
-var createNames = [...]string{"reply", "notice", "retry", "chunk", "resend"}
+var createNames = [...]string{"reply", "notice", "retry", "chunk", "resend", "queued"}
 
 func (k Create) String() string {
 	if k >= 0 && int(k) < len(createNames) {
@@ -46,6 +48,8 @@ func createKind(ctx context.Context) Create {
 		return CreateResend
 	case k.Chunk > 0:
 		return CreateChunk
+	case k.Noticed:
+		return CreateQueued // its user was told the message was queued (SendKey.Noticed)
 	}
 	return CreateReply
 }

@@ -97,6 +97,55 @@ func TestPaceReplyBeforeWaitingCreates(t *testing.T) {
 	}
 }
 
+// A double text: the first message's reply, the second's queued notice and its reply, and two
+// more queued replies come together. The queued replies (their users were told they were
+// queued) leave the channel's last create, so the next idle message's reply finds it at once;
+// paced as replies (the control) they spend it and that reply waits out the window.
+func TestPaceQueuedReplyLeavesACreate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		queued   Create
+		idleWait time.Duration
+	}{{CreateQueued, 0}, {CreateReply, 5*time.Second + createMargin - 300*time.Millisecond}} {
+		p, s := simPacer(1)
+		for _, k := range []Create{CreateReply, CreateNotice, tc.queued, tc.queued, tc.queued} {
+			start(t, p, s, "c1", k)
+			s.Advance(t0)
+		}
+		s.Advance(t0.Add(300 * time.Millisecond))
+		idle := start(t, p, s, "c1", CreateReply)
+		s.Advance(t0.Add(time.Minute))
+		if got := idle().Sub(t0.Add(300 * time.Millisecond)); got != tc.idleWait {
+			t.Errorf("queued replies paced as %v: the idle reply waited %v, want %v", tc.queued, got, tc.idleWait)
+		}
+	}
+}
+
+// createKind reads the send-ledger key the router puts in a send's context.
+func TestCreateKind(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		k    *platform.SendKey
+		want Create
+	}{
+		{nil, CreateReply},
+		{&platform.SendKey{Turn: "t", Chunk: 0}, CreateReply},
+		{&platform.SendKey{Turn: "t", Chunk: -1}, CreateNotice},
+		{&platform.SendKey{Turn: "t", Chunk: 0, Unsure: true}, CreateResend},
+		{&platform.SendKey{Turn: "t", Chunk: 2}, CreateChunk},
+		{&platform.SendKey{Turn: "t", Chunk: 0, Noticed: true}, CreateQueued},
+		{&platform.SendKey{Turn: "t", Chunk: 2, Noticed: true}, CreateChunk},
+	} {
+		ctx := context.Background()
+		if c.k != nil {
+			ctx = platform.WithSendKey(ctx, *c.k)
+		}
+		if got := createKind(ctx); got != c.want {
+			t.Errorf("createKind(%+v) = %v, want %v", c.k, got, c.want)
+		}
+	}
+}
+
 // Under any mix of replies, notices, chunks, resends and retries arriving at any times in a
 // few channels, each channel's creates stay within Discord's limit as the fake checks it (a
 // bucket of 5 that resets 5 s after its first create) and within 5 in any 5 s; and a reply
@@ -122,7 +171,7 @@ func TestPaceKeepsDiscordLimits(t *testing.T) {
 				at = at.Add(time.Duration(rng.ExpFloat64() * float64(400*time.Millisecond)))
 				c := &call{ch: []string{"a", "b", "c"}[rng.IntN(3)], at: at}
 				if rng.IntN(3) > 0 {
-					c.k = Create(1 + rng.IntN(4))
+					c.k = Create(1 + rng.IntN(int(CreateQueued))) // any kind but a reply
 				}
 				calls = append(calls, c)
 			}
