@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -119,3 +120,35 @@ func at(n int) time.Time {
 }
 
 func sid(prefix string, n int) string { return fmt.Sprintf("%s-%03d", prefix, n) }
+
+// sameSession fails unless sessions a and b, written two ways at step, are the same: their rows
+// (but id and start), their listings and every stored message (but ids).
+func sameSession(t *testing.T, st store.Store, step int, a, b string) {
+	t.Helper()
+	sa, sb := mustSession(t, st, a), mustSession(t, st, b)
+	sa.ID, sa.StartedAt, sb.ID, sb.StartedAt = "", time.Time{}, "", time.Time{}
+	if !reflect.DeepEqual(sa, sb) {
+		t.Fatalf("step %d: session %s differs from %s:\n%s %+v\n%s %+v", step, a, b, a, sa, b, sb)
+	}
+	ls, err := st.ListSessions(bg, store.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]store.SessionListing{}
+	for _, l := range ls {
+		listed[l.ID] = l
+	}
+	if la, lb := listed[a], listed[b]; la.Preview != lb.Preview || !la.LastActive.Equal(lb.LastActive) || la.MessageCount != lb.MessageCount {
+		t.Fatalf("step %d: listing %s %+v, %s %+v", step, a, la, b, lb)
+	}
+	ca, cb := mustConversation(t, st, a, store.ViewAll), mustConversation(t, st, b, store.ViewAll)
+	if len(ca) != len(cb) {
+		t.Fatalf("step %d: %d messages in %s, %d in %s", step, len(ca), a, len(cb), b)
+	}
+	for j := range ca {
+		ca[j].ID, ca[j].SessionID, cb[j].ID, cb[j].SessionID = 0, "", 0, ""
+		if !reflect.DeepEqual(ca[j], cb[j]) {
+			t.Fatalf("step %d: message %d differs:\n%s %+v\n%s %+v", step, j, a, ca[j], b, cb[j])
+		}
+	}
+}

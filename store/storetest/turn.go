@@ -203,32 +203,7 @@ func testCommitTurnEqualsParts(t *testing.T, h Harness) {
 				t.Fatalf("step %d: update: %v", i, err)
 			}
 		}
-		whole, parts := mustSession(t, st, "whole"), mustSession(t, st, "parts")
-		whole.ID, whole.StartedAt, parts.ID, parts.StartedAt = "", time.Time{}, "", time.Time{}
-		if !reflect.DeepEqual(whole, parts) {
-			t.Fatalf("step %d: the committed session differs from its parts:\nwhole %+v\nparts %+v", i, whole, parts)
-		}
-		ls, err := st.ListSessions(bg, store.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		listed := map[string]store.SessionListing{}
-		for _, l := range ls {
-			listed[l.ID] = l
-		}
-		if lw, lp := listed["whole"], listed["parts"]; lw.Preview != lp.Preview || !lw.LastActive.Equal(lp.LastActive) {
-			t.Fatalf("step %d: listing whole %q %v, parts %q %v", i, lw.Preview, lw.LastActive, lp.Preview, lp.LastActive)
-		}
-		cw, cp := mustConversation(t, st, "whole", store.ViewAll), mustConversation(t, st, "parts", store.ViewAll)
-		if len(cw) != len(cp) {
-			t.Fatalf("step %d: %d messages committed, %d by parts", i, len(cw), len(cp))
-		}
-		for j := range cw {
-			cw[j].ID, cw[j].SessionID, cp[j].ID, cp[j].SessionID = 0, "", 0, ""
-			if !reflect.DeepEqual(cw[j], cp[j]) {
-				t.Fatalf("step %d: message %d differs:\nwhole %+v\nparts %+v", i, j, cw[j], cp[j])
-			}
-		}
+		sameSession(t, st, i, "whole", "parts")
 		rw, _ := st.Requests(bg, "whole", 0)
 		rp, _ := st.Requests(bg, "parts", 0)
 		if !reflect.DeepEqual(rw, rp) {

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"reflect"
 	"testing"
 	"time"
 
@@ -193,32 +192,7 @@ func testBeginTurnEqualsAppend(t *testing.T, h Harness) {
 		if _, err := st.AppendBatch(bg, "appended", ms); err != nil {
 			t.Fatalf("step %d: append: %v", i, err)
 		}
-		b, p := mustSession(t, st, "begun"), mustSession(t, st, "appended")
-		b.ID, b.StartedAt, p.ID, p.StartedAt = "", time.Time{}, "", time.Time{}
-		if !reflect.DeepEqual(b, p) {
-			t.Fatalf("step %d: the begun session differs from the appended one:\nbegun    %+v\nappended %+v", i, b, p)
-		}
-		ls, err := st.ListSessions(bg, store.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		listed := map[string]store.SessionListing{}
-		for _, l := range ls {
-			listed[l.ID] = l
-		}
-		if lb, lp := listed["begun"], listed["appended"]; lb.Preview != lp.Preview || !lb.LastActive.Equal(lp.LastActive) || lb.MessageCount != lp.MessageCount {
-			t.Fatalf("step %d: listing begun %+v, appended %+v", i, lb, lp)
-		}
-		cb, cp := mustConversation(t, st, "begun", store.ViewAll), mustConversation(t, st, "appended", store.ViewAll)
-		if len(cb) != len(cp) {
-			t.Fatalf("step %d: %d messages begun, %d appended", i, len(cb), len(cp))
-		}
-		for j := range cb {
-			cb[j].ID, cb[j].SessionID, cp[j].ID, cp[j].SessionID = 0, "", 0, ""
-			if !reflect.DeepEqual(cb[j], cp[j]) {
-				t.Fatalf("step %d: message %d differs:\nbegun    %+v\nappended %+v", i, j, cb[j], cp[j])
-			}
-		}
+		sameSession(t, st, i, "begun", "appended")
 	}
 	for _, q := range []string{"question", "本当"} {
 		hits, err := st.Search(bg, store.SearchQuery{Text: q})
