@@ -147,13 +147,6 @@ func (r *run) answer(results []ToolResult) {
 	}
 }
 
-// settle records a result for every call still pending before a new user message.
-func (r *run) settle() {
-	for _, c := range pending(r.history) {
-		r.add(store.Message{Role: store.RoleTool, Content: UnansweredResult, ToolCallID: c.ID, ToolName: c.Function.Name, Timestamp: r.a.now()})
-	}
-}
-
 // split separates a response's calls into the agent's own (run now) and the caller's (returned).
 func (r *run) split(calls []store.ToolCall) (own, client []store.ToolCall) {
 	for _, c := range calls {

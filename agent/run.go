@@ -130,17 +130,25 @@ func (a *Agent) opening(ctx context.Context, sessionID, input string, opts RunOp
 	if err != nil {
 		return nil, nil
 	}
+	start = a.openers(h, input, opts)
+	for i := range start {
+		start[i].SessionID = sessionID
+	}
+	return h, start
+}
+
+// openers are the messages a turn on history opens with when it answers no tool results: the
+// caller's prelude, a result for each call left unanswered, the user's message.
+func (a *Agent) openers(history []store.Message, input string, opts RunOptions) []store.Message {
+	var out []store.Message
 	for _, m := range opts.Prelude {
-		m.ID, m.SessionID = 0, sessionID
-		start = append(start, m)
+		m.ID = 0
+		out = append(out, m)
 	}
-	for _, c := range pending(append(slices.Clip(h), start...)) {
-		start = append(start, store.Message{Role: store.RoleTool, Content: UnansweredResult, ToolCallID: c.ID, ToolName: c.Function.Name,
-			Timestamp: a.now(), SessionID: sessionID})
+	for _, c := range pending(append(slices.Clip(history), out...)) {
+		out = append(out, store.Message{Role: store.RoleTool, Content: UnansweredResult, ToolCallID: c.ID, ToolName: c.Function.Name, Timestamp: a.now()})
 	}
-	u := userMessage(input, opts, a.now())
-	u.SessionID = sessionID
-	return h, append(start, u)
+	return append(out, userMessage(input, opts, a.now()))
 }
 
 // userMessage is the stored form of a turn's input. The wire text is composed once and stored
@@ -154,43 +162,8 @@ func userMessage(input string, opts RunOptions, now time.Time) store.Message {
 // with (already stored, the last row loaded); nil adds and stores one now.
 func (r *run) do(ctx context.Context, input string, first *store.Message) error {
 	return r.loaded(ctx, func() error {
-		if r.start != nil {
-			// Stored with the lease, made for the history loaded (r.seen): as if added now.
-			for _, m := range r.start {
-				m.SessionID = r.sess.ID
-				r.history = append(r.history, m)
-				r.res.Messages = append(r.res.Messages, m)
-			}
-			if r.opts.OnStart != nil {
-				r.opts.OnStart(r.sess.ID)
-			}
-			if err := r.loop(ctx); err != nil {
-				return err
-			}
-			r.autoTitle(ctx)
-			return nil
-		}
-		if len(r.opts.ToolResults) > 0 {
-			// Checked before anything is queued: a refused answer stores nothing.
-			if err := checkResults(append(slices.Clip(r.history), r.opts.Prelude...), r.opts.ToolResults); err != nil {
-				return err
-			}
-		}
-		for _, m := range r.opts.Prelude {
-			m.ID = 0
-			r.add(m)
-		}
-		switch {
-		case len(r.opts.ToolResults) > 0:
-			r.answer(r.opts.ToolResults)
-		case first != nil && r.base > 0:
-			// Loaded with the session, but this turn's: it is new to the provider's cache and
-			// part of what the turn did.
-			r.base--
-			r.res.Messages = append(r.res.Messages, r.history[r.base])
-		default:
-			r.settle()
-			r.add(userMessage(input, r.opts, r.a.now()))
+		if err := r.open(input, first); err != nil {
+			return err
 		}
 		if r.opts.OnStart != nil {
 			r.opts.OnStart(r.sess.ID)
@@ -204,6 +177,47 @@ func (r *run) do(ctx context.Context, input string, first *store.Message) error 
 		r.autoTitle(ctx)
 		return nil
 	})
+}
+
+// open adds the turn's opening messages to the history: the ones stored with the lease, or the
+// prelude, the answers to open calls and the user's message (first, when a new session was
+// created with it), queued for the next flush.
+func (r *run) open(input string, first *store.Message) error {
+	if r.start != nil {
+		// Stored with the lease, made for the history loaded (r.seen): as if added now.
+		for _, m := range r.start {
+			m.SessionID = r.sess.ID
+			r.history = append(r.history, m)
+			r.res.Messages = append(r.res.Messages, m)
+		}
+		return nil
+	}
+	addPrelude := func() {
+		for _, m := range r.opts.Prelude {
+			m.ID = 0
+			r.add(m)
+		}
+	}
+	switch {
+	case len(r.opts.ToolResults) > 0:
+		// Checked before anything is queued: a refused answer stores nothing.
+		if err := checkResults(append(slices.Clip(r.history), r.opts.Prelude...), r.opts.ToolResults); err != nil {
+			return err
+		}
+		addPrelude()
+		r.answer(r.opts.ToolResults)
+	case first != nil && r.base > 0:
+		addPrelude()
+		// Loaded with the session, but this turn's: it is new to the provider's cache and
+		// part of what the turn did.
+		r.base--
+		r.res.Messages = append(r.res.Messages, r.history[r.base])
+	default:
+		for _, m := range r.a.openers(r.history, input, r.opts) {
+			r.add(m)
+		}
+	}
+	return nil
 }
 
 // loaded loads the session, runs fn and then saves the compaction state, whatever fn returned.

@@ -179,6 +179,26 @@ func timesOf(ctx context.Context) *turnTimes {
 
 func addSince(p *atomic.Int64, start time.Time) { p.Add(int64(time.Since(start))) }
 
+// partTimes collects where a phase's turns spent their time in spool (GatewayParts).
+type partTimes struct {
+	before, lease, writes, reads, agent, after []time.Duration
+}
+
+// add records turn tt, timed from origin (when it was sent, or due in an open loop) to done
+// (its answer's end), and returns its time in spool: all of it but the model's.
+func (p *partTimes) add(tt *turnTimes, origin, done time.Time) time.Duration {
+	m := time.Duration(tt.model.Load())
+	l, w, rd := time.Duration(tt.lease.Load()), time.Duration(tt.writes.Load()), time.Duration(tt.reads.Load())
+	p.before, p.lease, p.writes, p.reads = append(p.before, tt.start.Sub(origin)), append(p.lease, l), append(p.writes, w), append(p.reads, rd)
+	p.agent, p.after = append(p.agent, tt.end.Sub(tt.start)-l-w-rd-m), append(p.after, done.Sub(tt.end))
+	return done.Sub(origin) - m
+}
+
+func (p *partTimes) summary() GatewayParts {
+	return GatewayParts{BeforeTurn: summarize(p.before), Lease: summarize(p.lease), StoreWrites: summarize(p.writes),
+		StoreReads: summarize(p.reads), Agent: summarize(p.agent), AfterTurn: summarize(p.after)}
+}
+
 // timedClient is the fake model, timing each call into the turn's accumulator.
 type timedClient struct {
 	c provider.Client
@@ -448,7 +468,7 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 	phase := func(name string, keyOf func(client int) string, busy string) GatewayPhase {
 		var mu sync.Mutex
 		var lats, inSpool []time.Duration
-		var before, lease, writes, reads, agentT, after []time.Duration
+		var parts partTimes
 		keys := map[string]bool{}
 		var wg sync.WaitGroup
 		start, cpu0 := time.Now(), processCPU()
@@ -466,16 +486,10 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 						continue
 					}
 					tt := runner.pop(sid)
-					m := time.Duration(tt.model.Load())
-					in := lat - m
-					l, w, rd := time.Duration(tt.lease.Load()), time.Duration(tt.writes.Load()), time.Duration(tt.reads.Load())
-					b, a := tt.start.Sub(sent), done.Sub(tt.end)
 					mu.Lock()
 					keys[key] = true
 					lats = append(lats, lat)
-					inSpool = append(inSpool, in)
-					before, lease, writes, reads = append(before, b), append(lease, l), append(writes, w), append(reads, rd)
-					agentT, after = append(agentT, tt.end.Sub(tt.start)-l-w-rd-m), append(after, a)
+					inSpool = append(inSpool, parts.add(tt, sent, done))
 					mu.Unlock()
 				}
 			}(c)
@@ -483,8 +497,7 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 		wg.Wait()
 		el, cpu := time.Since(start), processCPU()-cpu0
 		p := GatewayPhase{Sessions: len(keys), Turns: len(lats), Latency: summarize(lats), InSpool: summarize(inSpool),
-			Parts: GatewayParts{BeforeTurn: summarize(before), Lease: summarize(lease), StoreWrites: summarize(writes),
-				StoreReads: summarize(reads), Agent: summarize(agentT), AfterTurn: summarize(after)}}
+			Parts: parts.summary()}
 		p.TurnsPerSec = round3(float64(len(lats)) / el.Seconds())
 		p.ClosedLoopFloor = closedLoopFloor(cfg.Clients, float64(len(lats))/el.Seconds())
 		if len(lats) > 0 {
@@ -509,7 +522,7 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 		total := cfg.Clients * cfg.Turns
 		var mu sync.Mutex
 		var inSpool []time.Duration
-		var before, lease, writes, reads, agentT, after []time.Duration
+		var parts partTimes
 		late := 0
 		var wg sync.WaitGroup
 		start := time.Now().Add(10 * time.Millisecond)
@@ -535,14 +548,8 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 					if isLate {
 						origin = due
 					}
-					done := sent.Add(lat)
-					m := time.Duration(tt.model.Load())
-					in := done.Sub(origin) - m
-					l, w, rd := time.Duration(tt.lease.Load()), time.Duration(tt.writes.Load()), time.Duration(tt.reads.Load())
 					mu.Lock()
-					inSpool = append(inSpool, in)
-					before, lease, writes, reads = append(before, tt.start.Sub(origin)), append(lease, l), append(writes, w), append(reads, rd)
-					agentT, after = append(agentT, tt.end.Sub(tt.start)-l-w-rd-m), append(after, done.Sub(tt.end))
+					inSpool = append(inSpool, parts.add(tt, origin, sent.Add(lat)))
 					if isLate {
 						late++
 					}
@@ -554,8 +561,7 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 		el := time.Since(start)
 		ol := &GatewayOpenLoop{FractionOfCapacity: cfg.OpenLoad, OfferedPerSec: round3(rate), Turns: len(inSpool),
 			AchievedPerSec: round3(float64(len(inSpool)) / el.Seconds()), InSpool: summarize(inSpool), Late: late,
-			Parts: GatewayParts{BeforeTurn: summarize(before), Lease: summarize(lease), StoreWrites: summarize(writes),
-				StoreReads: summarize(reads), Agent: summarize(agentT), AfterTurn: summarize(after)}}
+			Parts: parts.summary()}
 		rep.OpenLoop = ol
 		logf("gateway open loop (distinct): %d turns offered at %.0f/s (%.2f of capacity), in spool p50 %.2f ms p99 %.2f ms, %d late",
 			ol.Turns, ol.OfferedPerSec, ol.FractionOfCapacity, ol.InSpool.P50, ol.InSpool.P99, ol.Late)

@@ -250,7 +250,7 @@ func runPostgres(ctx context.Context, cfg PostgresConfig) (*PostgresReport, erro
 	rep.W1Bound = w1Bound(rep.Postgres.W1.MsgsPerS, rep.Commits, rep.FsyncCeiling)
 	w1CPU.appends = rep.Postgres.W1.N
 	timed := rep.Server.TrackWALIOTiming == "on"
-	if rep.W5Bound = w5Bound(w5CPU.span(timed), w1CPU.span(timed), numCores(), rep.Postgres.W1.MsgsPerS); rep.W5Bound != nil {
+	if rep.W5Bound = w5Bound(w5CPU.span(timed), w1CPU.span(timed), runtime.NumCPU(), rep.Postgres.W1.MsgsPerS); rep.W5Bound != nil {
 		b := rep.W5Bound
 		fmt.Fprintf(log, "postgres: W5 per append: server %.0f µs, workers %.0f µs, rest of the machine %.0f µs (busy %.0f%%); %d cores allow %.0f appends/s = %.2fx W1; %.1f appends a WAL flush\n",
 			b.ServerCPUUSPerAppend, b.ClientsCPUUSPerAppend, b.OtherCPUUSPerAppend, 100*b.MachineBusyShare, b.Cores, b.CPUBoundPerS, b.MaxRatioToW1, b.AppendsPerFlush)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -316,6 +315,3 @@ func readCPU(ctx context.Context, url string, postmaster int) (cpuReading, error
 	r.machineBusy, r.machineIdle, err = machineTicks()
 	return r, err
 }
-
-// numCores is the number of CPUs this process may run on.
-func numCores() int { return runtime.NumCPU() }

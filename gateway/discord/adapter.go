@@ -297,8 +297,8 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	}
 	a.h, a.runCtx = h, ctx
 	a.mu.Unlock()
-	hookDiscordgoLog(a, a.token, a.log)
-	defer unhookDiscordgoLog(a, a.token)
+	hookDiscordgoLog(a)
+	defer unhookDiscordgoLog(a)
 	bg := a.startBackground(ctx)
 	defer bg.stop()
 	opened, err := a.open(ctx)
@@ -558,19 +558,19 @@ func (a *Adapter) do(ctx context.Context, op string, call func() ([]byte, error)
 
 // doCreate is do for a message create of kind k into channel ch: every attempt waits for its
 // turn in the channel's creates (createPacer), and an attempt after a failed one keeps the
-// first's kind. (Retries were CreateRetry, below the reserve, at first; the soak's trace showed
+// first's kind. (Retries were paced below the reserve at first; the soak's trace showed
 // why not: a reply's create answered 500 after the post waits for its retry to finish, the
 // turn with it, and the lane's next message queued behind that turn for seconds.)
 func (a *Adapter) doCreate(ctx context.Context, ch string, k Create, call func() ([]byte, error)) ([]byte, error) {
-	return a.doPaced(ctx, "create message", func(bool) error { return a.creates.wait(ctx, ch, k) }, call)
+	return a.doPaced(ctx, "create message", func() error { return a.creates.wait(ctx, ch, k) }, call)
 }
 
-func (a *Adapter) doPaced(ctx context.Context, op string, pace func(failed bool) error, call func() ([]byte, error)) ([]byte, error) {
+func (a *Adapter) doPaced(ctx context.Context, op string, pace func() error, call func() ([]byte, error)) ([]byte, error) {
 	failures := 0
 	for {
 		tp := time.Now()
 		if pace != nil {
-			if err := pace(failures > 0); err != nil {
+			if err := pace(); err != nil {
 				return nil, fmt.Errorf("discord %s: %w", op, err)
 			}
 		}

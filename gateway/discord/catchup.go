@@ -160,9 +160,7 @@ func (c *cursorState) end(id string) {
 func (c *cursorState) watermarkNow() string {
 	w := snowBefore(c.seen, watermarkMargin)
 	for id := range c.inflight {
-		if b := snowBefore(id, time.Millisecond); !later(w, b) {
-			continue
-		} else {
+		if b := snowBefore(id, time.Millisecond); later(w, b) {
 			w = b
 		}
 	}
@@ -223,13 +221,18 @@ func (c *cursorState) failed(channel, id string) {
 	signal(c.catch)
 }
 
+// retrying: the channel is held, not being read, and has a read again scheduled.
+func (cc *chanCursor) retrying() bool {
+	return cc.held && !cc.catching && !cc.retryAt.IsZero() && cc.safe != ""
+}
+
 // retryIn is how long until the next held channel is due to be read again (-1: none).
 func (c *cursorState) retryIn(now time.Time) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d := time.Duration(-1)
 	for _, cc := range c.chans {
-		if cc.held && !cc.catching && !cc.retryAt.IsZero() && cc.safe != "" {
+		if cc.retrying() {
 			if w := max(0, cc.retryAt.Sub(now)); d < 0 || w < d {
 				d = w
 			}
@@ -244,7 +247,7 @@ func (c *cursorState) retryDue(now time.Time) bool {
 	defer c.mu.Unlock()
 	n := 0
 	for _, cc := range c.chans {
-		if cc.held && !cc.catching && !cc.retryAt.IsZero() && cc.safe != "" && !cc.retryAt.After(now) {
+		if cc.retrying() && !cc.retryAt.After(now) {
 			cc.retryAt, cc.want, cc.catching = time.Time{}, c.epoch, true
 			n++
 		}
@@ -394,19 +397,25 @@ func (a *Adapter) startBackground(ctx context.Context) *background {
 		defer b.wg.Done()
 		for {
 			var retry <-chan time.Time
+			var timer *time.Timer
 			if d := a.cur.retryIn(time.Now()); d >= 0 {
-				t := time.NewTimer(d)
-				defer t.Stop()
-				retry = t.C
+				timer = time.NewTimer(d)
+				retry = timer.C
 			}
 			select {
 			case <-ctx.Done():
+				if timer != nil {
+					timer.Stop()
+				}
 				return
 			case <-a.cur.catch:
 			case <-retry:
 				if a.cur.retryDue(time.Now()) {
 					a.count("held_channel_retries")
 				}
+			}
+			if timer != nil {
+				timer.Stop() // not deferred: this loop runs for the adapter's life
 			}
 			a.catchUp(ctx)
 		}
@@ -524,7 +533,7 @@ read:
 		} else {
 			a.log.Warn("discord: catch-up failed: read again after a backoff", "channel", ch, "err", err)
 			a.count("catch_up_failed")
-			c.failed(ch, "") // the gap is read again at the next session
+			c.failed(ch, "") // the gap is read again after the backoff, or at the next session
 		}
 		// the live messages that waited, then the channel is live again
 		for {

@@ -27,8 +27,8 @@ var dglog struct {
 
 const dglogMax = 500
 
-// hookDiscordgoLog routes discordgo's log lines for a (with token) to log.
-func hookDiscordgoLog(a *Adapter, token string, log *slog.Logger) {
+// hookDiscordgoLog routes discordgo's log lines to a's log, with a's token redacted.
+func hookDiscordgoLog(a *Adapter) {
 	dglog.once.Do(func() {
 		dglog.logs, dglog.tokens = map[*Adapter]*slog.Logger{}, map[string]int{}
 		discordgo.Logger = discordgoLine
@@ -36,21 +36,21 @@ func hookDiscordgoLog(a *Adapter, token string, log *slog.Logger) {
 	dglog.mu.Lock()
 	defer dglog.mu.Unlock()
 	if _, ok := dglog.logs[a]; !ok {
-		dglog.tokens[token]++
+		dglog.tokens[a.token]++
 	}
-	dglog.logs[a] = log
+	dglog.logs[a] = a.log
 }
 
 // unhookDiscordgoLog stops handing discordgo's lines to a's log.
-func unhookDiscordgoLog(a *Adapter, token string) {
+func unhookDiscordgoLog(a *Adapter) {
 	dglog.mu.Lock()
 	defer dglog.mu.Unlock()
 	if _, ok := dglog.logs[a]; !ok {
 		return
 	}
 	delete(dglog.logs, a)
-	if dglog.tokens[token]--; dglog.tokens[token] <= 0 {
-		delete(dglog.tokens, token)
+	if dglog.tokens[a.token]--; dglog.tokens[a.token] <= 0 {
+		delete(dglog.tokens, a.token)
 	}
 }
 

@@ -13,21 +13,19 @@ import (
 // Create is what a message create is for its channel's allowance: a reply's first message,
 // which its user waits for having seen nothing, or a create that may wait behind replies (the
 // router's queued notice, a reply's later chunk, a resend of a create whose outcome was never
-// recorded, the first message of a reply whose user was told its message was queued;
-// CreateRetry is kept for callers that pace a retry apart; the adapter's retries keep their
-// first attempt's kind).
+// recorded, the first message of a reply whose user was told its message was queued). An
+// attempt after a failed one keeps its first attempt's kind (Adapter.doCreate).
 type Create int
 
 const (
 	CreateReply Create = iota
 	CreateNotice
-	CreateRetry
 	CreateChunk
 	CreateResend
 	CreateQueued
 )
 
-var createNames = [...]string{"reply", "notice", "retry", "chunk", "resend", "queued"}
+var createNames = [...]string{"reply", "notice", "chunk", "resend", "queued"}
 
 func (k Create) String() string {
 	if k >= 0 && int(k) < len(createNames) {

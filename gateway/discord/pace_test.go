@@ -33,7 +33,7 @@ func start(t *testing.T, p *createPacer, s *simclock.Clock, ch string, k Create)
 	})
 }
 
-// Four notices, a retry and a chunk ask for a channel's creates: they leave its last one,
+// Three notices, two resends and a chunk ask for a channel's creates: they leave its last one,
 // which a reply's first message then takes at once; the rest go in the next window. With no
 // reserve (the old behaviour: creates in the order they came, as discordgo's bucket holds
 // them) the reply waits out the window behind them.
@@ -45,7 +45,7 @@ func TestPaceReplyFindsLastCreate(t *testing.T) {
 	}{{1, 0}, {0, 4*time.Second + createMargin}} {
 		p, s := simPacer(tc.reserve)
 		var others []func() time.Time
-		for _, k := range []Create{CreateNotice, CreateRetry, CreateNotice, CreateChunk, CreateNotice, CreateRetry} {
+		for _, k := range []Create{CreateNotice, CreateResend, CreateNotice, CreateChunk, CreateNotice, CreateResend} {
 			others = append(others, start(t, p, s, "c1", k))
 			s.Advance(t0)
 		}

@@ -110,27 +110,14 @@ type Message struct {
 func (c *Client) PostMessage(ctx context.Context, channel, threadTS, text string) (Message, error) {
 	var n [12]byte
 	_, _ = rand.Read(n[:])
-	return c.post(ctx, channel, threadTS, text, hex.EncodeToString(n[:]), false, PostReply)
+	return c.PostAs(ctx, channel, threadTS, text, hex.EncodeToString(n[:]), false, PostReply)
 }
 
-// PostOnce is PostMessage with the caller's nonce (stable across processes: the send
-// ledger's); with unsure (an earlier attempt may have been posted) the channel or thread is
-// searched for it first.
-func (c *Client) PostOnce(ctx context.Context, channel, threadTS, text, nonce string, unsure bool) (Message, error) {
-	k := PostReply
-	if unsure {
-		k = PostResend
-	}
-	return c.post(ctx, channel, threadTS, text, nonce, unsure, k)
-}
-
-// PostAs is PostOnce for a post of kind k, which says how it shares its channel's posts
-// (Pacing.PostReserve): only a reply's first message may take a channel's last ones.
+// PostAs is PostMessage with the caller's nonce (stable across processes: the send ledger's),
+// for a post of kind k, which says how it shares its channel's posts (Pacing.PostReserve):
+// only a reply's first message may take a channel's last ones. With unsure (an earlier attempt
+// may have been posted) the channel or thread is searched for it first.
 func (c *Client) PostAs(ctx context.Context, channel, threadTS, text, nonce string, unsure bool, k Post) (Message, error) {
-	return c.post(ctx, channel, threadTS, text, nonce, unsure, k)
-}
-
-func (c *Client) post(ctx context.Context, channel, threadTS, text, nonce string, unsure bool, k Post) (Message, error) {
 	if unsure {
 		if ts, err := c.findPosted(ctx, channel, threadTS, nonce); err == nil && ts != "" {
 			return Message{Channel: channel, TS: ts}, nil

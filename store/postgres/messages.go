@@ -142,9 +142,10 @@ func (db *DB) appendMessages(ctx context.Context, sessionID string, ms []store.M
 	return ids, nil
 }
 
-// appendFirstTx stores the first messages of a session created in tx: no lease or closed check
-// (nobody else can know the session yet), one round trip.
-func appendFirstTx(ctx context.Context, tx pgx.Tx, sessionID string, enc []encodedMessage, toolCalls int) error {
+// appendRowsTx appends enc to sessionID in tx with no lease or closed check of its own (the
+// session was created in tx, or tx already holds what fences it: BeginTurn's lease), in one
+// round trip: counters, the root's activity, the rows. It returns the rows' ids.
+func appendRowsTx(ctx context.Context, tx pgx.Tx, sessionID string, enc []encodedMessage, toolCalls int) ([]int64, error) {
 	last := micros(enc[len(enc)-1].m.Timestamp)
 	b := &pgx.Batch{}
 	b.Queue(bumpSessionSQL, len(enc), toolCalls, last, firstUserText(enc), sessionID)
@@ -152,7 +153,22 @@ func appendFirstTx(ctx context.Context, tx pgx.Tx, sessionID string, enc []encod
 	for _, e := range enc {
 		b.Queue(insertMessageSQL, insertArgs(sessionID, e, true, false)...)
 	}
-	return tx.SendBatch(ctx, b).Close()
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+	}
+	ids := make([]int64, 0, len(enc))
+	for range enc {
+		var id int64
+		if err := br.QueryRow().Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, br.Close()
 }
 
 // queueFence adds the spool_fence call of a write on sessionID under w.

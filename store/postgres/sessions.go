@@ -70,7 +70,8 @@ func (db *DB) CreateSession(ctx context.Context, ns store.NewSession) (store.Ses
 		if len(first) == 0 {
 			return nil
 		}
-		return appendFirstTx(ctx, tx, ns.ID, first, toolCalls)
+		_, err := appendRowsTx(ctx, tx, ns.ID, first, toolCalls)
+		return err
 	})
 	if err != nil {
 		return store.Session{}, fmt.Errorf("create session %s: %w", ns.ID, db.titleErr(ctx, err, ns.Title))

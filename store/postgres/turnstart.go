@@ -21,8 +21,8 @@ const turnStartSQL = `SELECT message_count, ended_at IS NOT NULL AND end_reason 
 
 // BeginTurn implements store.Store in one transaction: the session row is locked and its
 // history's tail read, the lease is taken as AcquireLease takes it, and when the tail is still
-// s's the messages are appended as appendMessages appends them (counters, the root's activity,
-// the rows), pipelined in one round trip. No fence call is needed: the lease row was taken in
+// s's the messages are appended by appendRowsTx (counters, the root's activity, the rows, in one
+// round trip). No fence call is needed: the lease row was taken in
 // this transaction and stays locked until its commit.
 func (db *DB) BeginTurn(ctx context.Context, sessionID, holder string, ttl time.Duration, s store.TurnStart) (store.Lease, []int64, error) {
 	if len(s.Messages) == 0 {
@@ -58,28 +58,8 @@ func (db *DB) BeginTurn(ctx context.Context, sessionID, holder string, ttl time.
 		if closed || count != s.Active || last != s.LastID {
 			return nil // the history moved on: the lease alone
 		}
-		lastAt := micros(enc[len(enc)-1].m.Timestamp)
-		b := &pgx.Batch{}
-		b.Queue(bumpSessionSQL, len(enc), toolCalls, lastAt, firstUserText(enc), sessionID)
-		b.Queue(bumpRootSQL, sessionID, lastAt)
-		for _, e := range enc {
-			b.Queue(insertMessageSQL, insertArgs(sessionID, e, true, false)...)
-		}
-		br := tx.SendBatch(ctx, b)
-		defer br.Close()
-		for range 2 {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
-		for range enc {
-			var id int64
-			if err := br.QueryRow().Scan(&id); err != nil {
-				return err
-			}
-			ids = append(ids, id)
-		}
-		return br.Close()
+		ids, err = appendRowsTx(ctx, tx, sessionID, enc, toolCalls)
+		return err
 	})
 	if err != nil {
 		return store.Lease{}, nil, fmt.Errorf("begin turn on %s: %w", sessionID, err)
