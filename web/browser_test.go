@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,85 +12,11 @@ import (
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/emulation"
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/spoolhq/spool/internal/browsertest"
 	"github.com/spoolhq/spool/store"
 )
-
-// chromiumPath finds the browser: $SPOOL_CHROMIUM, else Debian's chromium on PATH.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("SPOOL_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium not found: .ci/run installs it (apt-get install -y chromium); the browser tests must run in CI")
-	}
-	t.Skip("chromium not found: install it (apt-get install -y chromium) or set SPOOL_CHROMIUM to run the browser tests")
-	return ""
-}
-
-// newBrowser starts a real headless Chromium with a fresh profile; its context ends with the test.
-func newBrowser(t *testing.T) context.Context {
-	t.Helper()
-	exe := chromiumPath(t)
-	// The profile directory is removed best effort: Chromium's helper processes can still be
-	// writing to it for a moment after the browser exits, which t.TempDir would report.
-	profile, err := os.MkdirTemp("", "spool-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(exe),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1280, 900),
-	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelB := chromedp.NewContext(actx)
-	// A hang guard for the whole browser session, not a verdict on speed.
-	ctx, cancelT := context.WithTimeout(ctx, 5*time.Minute)
-	t.Cleanup(func() { cancelT(); cancelB(); cancelA(); _ = os.RemoveAll(profile) })
-	if err := chromedp.Run(ctx); err != nil {
-		t.Fatalf("start chromium %s: %v", exe, err)
-	}
-	// Any JavaScript dialog means hostile content executed (or the page misbehaved); an
-	// uncaught exception is a bug in the page's script; a CSP report means the page itself
-	// needs something the policy forbids.
-	chromedp.ListenTarget(ctx, func(ev any) {
-		switch e := ev.(type) {
-		case *page.EventJavascriptDialogOpening:
-			t.Errorf("a JavaScript dialog opened: %q", e.Message)
-			go func() { _ = chromedp.Run(ctx, page.HandleJavaScriptDialog(true)) }()
-		case *runtime.EventExceptionThrown:
-			t.Errorf("uncaught exception in the page: %s", e.ExceptionDetails.Error())
-		case *cdplog.EventEntryAdded:
-			if strings.Contains(e.Entry.Text, "Content Security Policy") {
-				t.Errorf("CSP violation: %s", e.Entry.Text)
-			}
-		}
-	})
-	if err := chromedp.Run(ctx, cdplog.Enable(), runtime.Enable()); err != nil {
-		t.Fatal(err)
-	}
-	return ctx
-}
 
 func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
 	t.Helper()
@@ -130,33 +55,8 @@ func downloads(t *testing.T, ctx context.Context) (allow chromedp.Action, downlo
 	}
 }
 
-// waitJS waits until a JavaScript expression is true: a condition, not a timer. It keeps asking
-// across navigations (an expression evaluated while a page unloads fails and is asked again).
-func waitJS(expr string) chromedp.ActionFunc {
-	return func(ctx context.Context) error {
-		ctx, cancel := context.WithTimeout(ctx, 90*time.Second) // a hang guard
-		defer cancel()
-		var last error
-		for {
-			var ok bool
-			err := chromedp.Evaluate(expr, &ok).Do(ctx)
-			if err == nil && ok {
-				return nil
-			}
-			if err != nil {
-				last = err
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("waiting for %s: %w (last error: %v)", shorten(expr, 80), ctx.Err(), last)
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}
-}
-
 func TestBrowser(t *testing.T) {
-	ctx := newBrowser(t)
+	ctx := browsertest.New(t)
 	f := newFixture(t)
 	_, base := newServer(t, f.st, Options{PollInterval: 50 * time.Millisecond})
 	var text string
@@ -178,12 +78,12 @@ func TestBrowser(t *testing.T) {
 		// Branches fold under their root and unfold again.
 		sel := fmt.Sprintf(`tr[data-in-group="%s"]`, f.demo)
 		run(t, ctx, "fold the branches", chromedp.Click(fmt.Sprintf(`button.toggle[data-group="%s"]`, f.demo)),
-			waitJS(`document.querySelector('`+sel+`').hidden === true`),
+			browsertest.WaitJS(`document.querySelector('`+sel+`').hidden === true`),
 			chromedp.Click(fmt.Sprintf(`button.toggle[data-group="%s"]`, f.demo)),
-			waitJS(`document.querySelector('`+sel+`').hidden === false`))
+			browsertest.WaitJS(`document.querySelector('`+sel+`').hidden === false`))
 		// Type to search: htmx swaps the rows in place.
 		run(t, ctx, "type to search", chromedp.SendKeys("#filter-q", "bold"),
-			waitJS(`!document.querySelector("#rows").textContent.includes("Refactor the parser")`),
+			browsertest.WaitJS(`!document.querySelector("#rows").textContent.includes("Refactor the parser")`),
 			chromedp.Text("#rows", &text))
 		if !strings.Contains(text, "<b>bold title</b>") {
 			t.Errorf("filtered rows = %q", shorten(text, 300))
@@ -192,7 +92,7 @@ func TestBrowser(t *testing.T) {
 		// marked as listed for it (muted) rather than as a match.
 		run(t, ctx, "a query only a branch matches", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible("#filter-q"),
 			chromedp.SendKeys("#filter-q", "other fix"),
-			waitJS(`document.querySelector("#rows tr.srow.unmatched") !== null`),
+			browsertest.WaitJS(`document.querySelector("#rows tr.srow.unmatched") !== null`),
 			chromedp.Evaluate(fmt.Sprintf(`(function(){
 				var root=document.querySelector("#rows tr.srow.unmatched"), kids=document.querySelectorAll('#rows tr[data-in-group="%s"]');
 				return root.querySelector('a.title').getAttribute('href').endsWith("/%s") && kids.length===1 &&
@@ -204,8 +104,8 @@ func TestBrowser(t *testing.T) {
 		}
 		// Keyboard: j selects the first row, Enter opens it.
 		run(t, ctx, "keyboard", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible("table.sessions"),
-			chromedp.KeyEvent("j"), waitJS(`document.querySelector("tr.sel") !== null`),
-			chromedp.KeyEvent("\r"), waitJS(`location.pathname.startsWith("/ui/sessions/")`))
+			chromedp.KeyEvent("j"), browsertest.WaitJS(`document.querySelector("tr.sel") !== null`),
+			chromedp.KeyEvent("\r"), browsertest.WaitJS(`location.pathname.startsWith("/ui/sessions/")`))
 	})
 
 	t.Run("search and jump to a hit", func(t *testing.T) {
@@ -214,7 +114,7 @@ func TestBrowser(t *testing.T) {
 		// An archived hit: the page opens its collapsed span and scrolls it into view.
 		run(t, ctx, "jump to an archived hit",
 			chromedp.Click(`//li[.//span[contains(@class,"archived-tag")]]/a`, chromedp.BySearch),
-			waitJS(`location.hash.startsWith("#m") && document.getElementById(location.hash.slice(1)) !== null`),
+			browsertest.WaitJS(`location.hash.startsWith("#m") && document.getElementById(location.hash.slice(1)) !== null`),
 			chromedp.Evaluate(`(function(){var el=document.getElementById(location.hash.slice(1));
 				var d=el.closest("details.archived"); var r=el.getBoundingClientRect();
 				return d!==null && d.open && r.height>0 && r.top>=0 && r.top<innerHeight})()`, &ok))
@@ -253,7 +153,7 @@ func TestBrowser(t *testing.T) {
 		}
 		run(t, ctx, "follow the tree to the branch",
 			chromedp.Click(`//section[contains(@class,"tree")]//a[contains(., "Try the other fix")]`, chromedp.BySearch),
-			waitJS(`location.pathname.endsWith("/`+f.branch+`")`), chromedp.Text("h1#title", &text))
+			browsertest.WaitJS(`location.pathname.endsWith("/`+f.branch+`")`), chromedp.Text("h1#title", &text))
 		if text != "Try the other fix" {
 			t.Errorf("branch title = %q", text)
 		}
@@ -274,7 +174,7 @@ func TestBrowser(t *testing.T) {
 		run(t, ctx, "rename", chromedp.Navigate(base+"/ui/sessions/"+f.demo), chromedp.WaitVisible("#actions"),
 			chromedp.Click("#actions > summary"), chromedp.WaitVisible("#rename-title"),
 			chromedp.SetValue("#rename-title", "Renamed in the browser"), chromedp.Submit("#rename-title"),
-			waitJS(`document.querySelector("h1#title").textContent === "Renamed in the browser"`))
+			browsertest.WaitJS(`document.querySelector("h1#title").textContent === "Renamed in the browser"`))
 		if s, _ := f.st.GetSession(bg, f.demo); s.Title != "Renamed in the browser" {
 			t.Errorf("stored title = %q", s.Title)
 		}
@@ -291,7 +191,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("live turn streams in", func(t *testing.T) {
 		run(t, ctx, "open", chromedp.Navigate(base+"/ui/sessions/"+f.branch), chromedp.WaitVisible("#messages[data-live]"),
 			// Wait for the event stream to be open (app.js marks it).
-			waitJS(`document.querySelector("#messages").getAttribute("data-stream") === "open"`))
+			browsertest.WaitJS(`document.querySelector("#messages").getAttribute("data-stream") === "open"`))
 		l, err := f.st.AcquireLease(bg, f.branch, "pid=99:host=turn-runner:start=1:nonce=z", time.Minute)
 		if err != nil {
 			t.Fatal(err)
@@ -299,7 +199,7 @@ func TestBrowser(t *testing.T) {
 		mustAppend(t, f.st, f.branch, store.Message{Role: store.RoleUser, Content: "streamed **question**"},
 			store.Message{Role: store.RoleAssistant, Content: "running it", ToolCalls: []store.ToolCall{{ID: "lv", Type: "function",
 				Function: store.ToolFunction{Name: "terminal", Arguments: `{"cmd":"go test ./..."}`}}}})
-		run(t, ctx, "see it", waitJS(`document.querySelector("#messages").textContent.includes("streamed question") &&
+		run(t, ctx, "see it", browsertest.WaitJS(`document.querySelector("#messages").textContent.includes("streamed question") &&
 			document.querySelector("#messages").textContent.includes("terminal") &&
 			document.querySelector("#live-badge").textContent.includes("live")`))
 		all, _ := f.st.Conversation(bg, f.branch, store.ViewActive)
@@ -307,18 +207,18 @@ func TestBrowser(t *testing.T) {
 			Messages: []store.Message{{Role: store.RoleUser, Content: "## Goal\nstreamed compaction", Summary: true}}}, store.WithLease(l)); err != nil {
 			t.Fatal(err)
 		}
-		run(t, ctx, "see the compaction", waitJS(`document.querySelector("#messages .compaction:last-of-type") !== null &&
+		run(t, ctx, "see the compaction", browsertest.WaitJS(`document.querySelector("#messages .compaction:last-of-type") !== null &&
 			document.querySelector("#messages").textContent.includes("Compaction")`))
 		// The rows it archived, already on the page, are restyled in place: folded into an
 		// archived span, without their branch buttons, as a reload would render them.
-		run(t, ctx, "archived rows restyled", waitJS(`(function () {
+		run(t, ctx, "archived rows restyled", browsertest.WaitJS(`(function () {
 			var q = document.querySelector("#messages > details.archived:last-of-type article#m`+fmt.Sprint(all[len(all)-1].ID)+`.arch");
 			return q !== null && q.querySelector("form.branchat") === null;
 		})()`))
 		if err := f.st.ReleaseLease(bg, l); err != nil {
 			t.Fatal(err)
 		}
-		run(t, ctx, "badge goes", waitJS(`!document.querySelector("#live-badge").textContent.includes("live")`))
+		run(t, ctx, "badge goes", browsertest.WaitJS(`!document.querySelector("#live-badge").textContent.includes("live")`))
 	})
 
 	// The rest of what issue 16 names, each seen in the browser.
@@ -365,7 +265,7 @@ func TestBrowser(t *testing.T) {
 				rows[0].querySelector(".live .holder").textContent.includes("list-runner") &&
 				document.querySelector('a.title[href$="/sessions/chain-1"]') === null})()`)
 		step(t, "filter by source", chromedp.SetValue(`input[name="source"]`, "slack"), chromedp.Submit(`input[name="source"]`),
-			waitJS(`location.search.includes("source=slack")`), chromedp.WaitVisible("table.sessions"))
+			browsertest.WaitJS(`location.search.includes("source=slack")`), chromedp.WaitVisible("table.sessions"))
 		check(t, "only slack rows", `(function(){ var r = document.querySelectorAll("tr.srow");
 			return r.length === 1 && r[0].textContent.includes("Chained work") })()`)
 		step(t, "filter by model", chromedp.Navigate(base+"/ui/?model=gpt-4o"), chromedp.WaitVisible("table.sessions"))
@@ -374,7 +274,7 @@ func TestBrowser(t *testing.T) {
 		step(t, "filter by cwd", chromedp.Navigate(base+"/ui/?cwd=/home/dev/parser"), chromedp.WaitVisible("table.sessions"))
 		check(t, "only that cwd", `Array.prototype.every.call(document.querySelectorAll("tr.srow .cwd"), function(c){ return c.textContent === "/home/dev/parser" })`)
 		step(t, "follow the chain to its tip", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible("table.sessions"),
-			chromedp.Click(`a[href$="/sessions/chain-1"]`), waitJS(`location.pathname.endsWith("/sessions/chain-1")`),
+			chromedp.Click(`a[href$="/sessions/chain-1"]`), browsertest.WaitJS(`location.pathname.endsWith("/sessions/chain-1")`),
 			chromedp.WaitVisible("#messages"))
 		check(t, "the tip shows its chain", `document.querySelector(".chain").textContent.includes("chain-0") && document.querySelector("#live-badge").textContent.includes("list-runner")`)
 	})
@@ -391,8 +291,8 @@ func TestBrowser(t *testing.T) {
 		// Keyboard: leave the search field, j selects the first hit, Enter opens it at the
 		// message, which is highlighted.
 		step(t, "keyboard to a hit", chromedp.Navigate(base+"/ui/search?q=zebra&role=user"), chromedp.WaitVisible("ol.hits"),
-			chromedp.Focus("#search-q"), chromedp.KeyEvent("\x1b"), chromedp.KeyEvent("j"), waitJS(`document.querySelector("ol.hits li.sel") !== null`),
-			chromedp.KeyEvent("\r"), waitJS(`location.pathname.includes("/sessions/") && location.hash.startsWith("#m") && document.getElementById(location.hash.slice(1)) !== null`))
+			chromedp.Focus("#search-q"), chromedp.KeyEvent("\x1b"), chromedp.KeyEvent("j"), browsertest.WaitJS(`document.querySelector("ol.hits li.sel") !== null`),
+			chromedp.KeyEvent("\r"), browsertest.WaitJS(`location.pathname.includes("/sessions/") && location.hash.startsWith("#m") && document.getElementById(location.hash.slice(1)) !== null`))
 		check(t, "the hit is highlighted", `(function(){ var el = document.getElementById(location.hash.slice(1));
 			return el.matches(":target") && getComputedStyle(el).outlineStyle === "solid" })()`)
 	})
@@ -404,7 +304,7 @@ func TestBrowser(t *testing.T) {
 			document.querySelector("table.reqs").textContent.includes("11,000") && document.querySelector("table.reqs").textContent.includes("800 ms")`)
 		// j walks the transcript; o on a tool call opens it.
 		sel := fmt.Sprintf("#m%d details.call", f.toolCall)
-		step(t, "keyboard", chromedp.KeyEvent("j"), chromedp.KeyEvent("j"), waitJS(`document.querySelector("#messages .sel") !== null`))
+		step(t, "keyboard", chromedp.KeyEvent("j"), chromedp.KeyEvent("j"), browsertest.WaitJS(`document.querySelector("#messages .sel") !== null`))
 		var steps int
 		step(t, "distance to the call", chromedp.Evaluate(`(function(){ var list = Array.prototype.filter.call(document.querySelectorAll("[data-nav]"), function(el){ return el.offsetParent !== null });
 			return list.indexOf(document.querySelector("`+sel+`")) - list.indexOf(document.querySelector(".sel")) })()`, &steps))
@@ -414,8 +314,8 @@ func TestBrowser(t *testing.T) {
 		for i := 0; i < steps; i++ {
 			step(t, "j", chromedp.KeyEvent("j"))
 		}
-		step(t, "o opens the call", chromedp.KeyEvent("o"), waitJS(`document.querySelector("`+sel+`").open === true`))
-		step(t, "the frozen system prompt", chromedp.Click("#prompt-link"), waitJS(`location.pathname.endsWith("/prompt")`),
+		step(t, "o opens the call", chromedp.KeyEvent("o"), browsertest.WaitJS(`document.querySelector("`+sel+`").open === true`))
+		step(t, "the frozen system prompt", chromedp.Click("#prompt-link"), browsertest.WaitJS(`location.pathname.endsWith("/prompt")`),
 			chromedp.Text("main", &text, chromedp.ByQuery))
 		if !strings.Contains(text, "You are spool, a careful coding agent.") || !strings.Contains(text, "never guess") {
 			t.Errorf("prompt page = %q", shorten(text, 200))
@@ -430,7 +330,7 @@ func TestBrowser(t *testing.T) {
 		at := active[2] // after the head and the summary: turn 4's question, not its answer
 		step(t, "branch here", chromedp.Navigate(base+"/ui/sessions/"+f.demo), chromedp.WaitVisible("#messages"),
 			chromedp.Click(fmt.Sprintf(`form.branchat input[name="at"][value="%d"] ~ button`, at.ID)),
-			waitJS(`location.pathname.startsWith("/ui/sessions/") && !location.pathname.endsWith("/`+f.demo+`")`), chromedp.WaitVisible("#messages"))
+			browsertest.WaitJS(`location.pathname.startsWith("/ui/sessions/") && !location.pathname.endsWith("/`+f.demo+`")`), chromedp.WaitVisible("#messages"))
 		check(t, "the branch holds the history up to the message", `document.querySelectorAll("#messages .compaction").length === 1 &&
 			document.querySelector("#messages").textContent.includes("file D") && !document.querySelector("#messages").textContent.includes("Reading it.") &&
 			document.querySelector(".tree .current .rel").textContent === "branch"`)
@@ -458,7 +358,7 @@ func TestBrowser(t *testing.T) {
 		if _, err := f.st.GetSession(bg, s.ID); err != nil {
 			t.Fatalf("the confirmation page deleted already: %v", err)
 		}
-		step(t, "confirm", chromedp.Click("#confirm-delete"), waitJS(`location.pathname === "/ui/"`))
+		step(t, "confirm", chromedp.Click("#confirm-delete"), browsertest.WaitJS(`location.pathname === "/ui/"`))
 		if _, err := f.st.GetSession(bg, s.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("after confirming: %v, want not found", err)
 		}

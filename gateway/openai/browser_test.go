@@ -1,57 +1,24 @@
 package openai_test
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/spoolhq/spool/gateway"
+	"github.com/spoolhq/spool/internal/browsertest"
 )
-
-// chromium is a headless Chromium for the sign-in test: $SPOOL_CHROMIUM or Debian's chromium.
-func chromium(t *testing.T) context.Context {
-	t.Helper()
-	exe := os.Getenv("SPOOL_CHROMIUM")
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if exe != "" {
-			break
-		}
-		exe, _ = exec.LookPath(name)
-	}
-	if exe == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("chromium not found: .ci/run installs it (apt-get install -y chromium)")
-		}
-		t.Skip("chromium not found: install it (apt-get install -y chromium) or set SPOOL_CHROMIUM to run this test")
-	}
-	profile, err := os.MkdirTemp("", "spool-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(exe), chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true), chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(profile))
-	ctx, cancelB := chromedp.NewContext(actx)
-	// A hang guard for the whole browser session, not a verdict on speed.
-	ctx, cancelT := context.WithTimeout(ctx, 5*time.Minute)
-	t.Cleanup(func() { cancelT(); cancelB(); cancelA(); _ = os.RemoveAll(profile) })
-	return ctx
-}
 
 // TestBrowserLoginChromium: a real browser is sent to the login page, signs in by pasting an
 // API key, sees that principal's sessions, cannot read the cookie from script (HttpOnly), and
 // signs out.
 func TestBrowserLoginChromium(t *testing.T) {
 	t.Parallel()
-	ctx := chromium(t)
+	ctx := browsertest.New(t)
 	home := t.TempDir()
 	cfg := fmt.Sprintf("serve:\n  keys:\n    alice: %s\n    bob: %s\n", gateway.HashKey("sk-alice"), gateway.HashKey("sk-bob"))
 	s := startServe(t, home, cfg)
@@ -62,24 +29,26 @@ func TestBrowserLoginChromium(t *testing.T) {
 		}
 	}
 	var loginURL, body, cookies, after string
+	// Every step names the page it waits for by something only that page has, and clicks and
+	// reads by script on the current document: a step that held a DOM node across a navigation
+	// failed with "No node with given id found" when the page moved under it.
 	err := chromedp.Run(ctx,
 		chromedp.Navigate(s.url+"/ui/"),
-		chromedp.WaitVisible("#key", chromedp.ByID),
+		browsertest.Loaded("#key"),
 		chromedp.Location(&loginURL),
-		chromedp.SendKeys("#key", "sk-alice", chromedp.ByID),
-		chromedp.Submit("#key", chromedp.ByID),
-		chromedp.WaitNotPresent("#key", chromedp.ByID),
-		chromedp.Text("body", &body, chromedp.ByQuery),
+		chromedp.SendKeys("#key", "sk-alice", chromedp.ByID), // typed, as a person would
+		browsertest.Click(`form[action$="/login"] button[type=submit]`),
+		browsertest.Loaded("a.signout"), // the list page: every page of it links to the sign-out page
+		browsertest.Text(&body),
 		chromedp.Evaluate(`document.cookie`, &cookies),
-		chromedp.Click(`a.signout`, chromedp.ByQuery), // every page links to the sign-out page
-		// Selectors name the sign-out form itself: the list page's own forms carry a CSRF input
-		// and a submit button too, and matching those while the click navigates away fails.
-		chromedp.WaitReady(`form[action$="/logout"] input[name=csrf]`, chromedp.ByQuery), // the sign-out form carries its CSRF token
-		chromedp.WaitVisible(`form[action$="/logout"] button[type=submit]`, chromedp.ByQuery),
-		chromedp.Click(`form[action$="/logout"] button[type=submit]`, chromedp.ByQuery),
-		chromedp.WaitVisible("#key", chromedp.ByID),
+		browsertest.Click("a.signout"),
+		// The sign-out form names itself: the list page's own forms carry a CSRF input and a
+		// submit button too.
+		browsertest.Loaded(`form[action$="/logout"] input[name=csrf]`),
+		browsertest.Click(`form[action$="/logout"] button[type=submit]`),
+		browsertest.Loaded("#key"),
 		chromedp.Navigate(s.url+"/ui/"),
-		chromedp.WaitVisible("#key", chromedp.ByID),
+		browsertest.Loaded("#key"),
 		chromedp.Location(&after),
 	)
 	if err != nil {
