@@ -895,6 +895,7 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 		}
 		if df != nil {
 			df.Inspect(func(v discordfake.View) {
+				queued += v.ReactionsAdded() // Discord's users are told by a ⏳ reaction
 				for _, p := range v.Messages("") {
 					if strings.Contains(p.Content, "Queued") {
 						queued++

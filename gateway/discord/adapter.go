@@ -535,6 +535,32 @@ func (a *Adapter) Edit(ctx context.Context, to platform.Address, messageID, text
 	return err
 }
 
+// QueuedReaction is the reaction that marks a person's message as queued behind a running turn
+// (platform.Marker).
+const QueuedReaction = "⏳"
+
+// MarkQueued implements platform.Marker: PUT
+// /channels/{id}/messages/{message}/reactions/⏳/@me, which spends none of the channel's five
+// message creates in five seconds (a notice message would, ahead of the replies' own) and is
+// idempotent on Discord. A bot without the Add Reactions permission gets a 403, and the Router
+// sends the notice as a message instead.
+func (a *Adapter) MarkQueued(ctx context.Context, to platform.Address, messageID string) error {
+	ch := target(to)
+	_, err := a.do(ctx, "add reaction", func() ([]byte, error) {
+		return nil, a.s.MessageReactionAdd(ch, messageID, QueuedReaction, discordgo.WithContext(ctx))
+	})
+	return err
+}
+
+// UnmarkQueued implements platform.Marker: DELETE the bot's own ⏳ reaction.
+func (a *Adapter) UnmarkQueued(ctx context.Context, to platform.Address, messageID string) error {
+	ch := target(to)
+	_, err := a.do(ctx, "remove reaction", func() ([]byte, error) {
+		return nil, a.s.MessageReactionRemove(ch, messageID, QueuedReaction, "@me", discordgo.WithContext(ctx))
+	})
+	return err
+}
+
 // Error is a REST call that failed for good.
 type Error struct {
 	Op     string

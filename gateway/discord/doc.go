@@ -36,7 +36,9 @@
 // Sending. Replies to a thread go to the thread. A create carries a nonce with enforce_nonce
 // (under the Router derived from the send ledger's platform.SendKey, so the same in every
 // process), so a retry after an unsure failure (a 5xx, a timeout, a crash between send and
-// ack) returns the message Discord already made instead of a second one.
+// ack) returns the message Discord already made instead of a second one. A message queued
+// behind a running turn is marked with a ⏳ reaction (platform.Marker), taken off after its
+// reply, instead of a notice message that would spend one of the channel's creates.
 //
 // Rate limits. discordgo paces each route's bucket (per channel) from Discord's
 // X-RateLimit-Remaining and Reset-After headers, holding a request until its bucket resets;

@@ -87,20 +87,39 @@ func TestDiscordEndToEnd(t *testing.T) {
 		}
 	}
 
-	// a busy thread: the second message is queued with a notice, answered after the first
-	fake.Say(discordfake.UserMessage{ChannelID: "501", AuthorID: "43", Content: "WAIT hold 2\nSAY first"})
-	if err := env.Model.AwaitBarrier(context.Background(), "hold", 1); err != nil {
-		t.Fatal(err)
+	// a busy thread: the second message is marked queued (a ⏳ reaction: no message spent),
+	// answered after the first, and the mark comes off after its answer
+	busy := func(barrier, first, second string) string {
+		fake.Say(discordfake.UserMessage{ChannelID: "501", AuthorID: "43", Content: "WAIT " + barrier + " 2\nSAY " + first})
+		if err := env.Model.AwaitBarrier(context.Background(), barrier, 1); err != nil {
+			t.Fatal(err)
+		}
+		id := fake.Say(discordfake.UserMessage{ChannelID: "501", AuthorID: "45", Content: "SAY " + second})
+		waitFor(t, fake, func(v discordfake.View) bool {
+			return v.Reacted(id, discord.QueuedReaction) || strings.Contains(contents(v.Messages("501")), "Queued")
+		})
+		fake.Say(discordfake.UserMessage{ChannelID: "600", DM: true, AuthorID: "42", Content: "WAIT " + barrier + " 2\nSAY release"})
+		waitFor(t, fake, discordfake.HasPosted(first, second))
+		env.Idle(t)
+		return id
 	}
-	fake.Say(discordfake.UserMessage{ChannelID: "501", AuthorID: "45", Content: "SAY second"})
-	waitFor(t, fake, func(v discordfake.View) bool { return len(v.Messages("501")) == 3 })
-	fake.Say(discordfake.UserMessage{ChannelID: "600", DM: true, AuthorID: "42", Content: "WAIT hold 2\nSAY release"})
-	waitFor(t, fake, func(v discordfake.View) bool { return len(v.Messages("501")) == 5 })
-	env.Idle(t)
+	second := busy("hold", "first", "second")
 	fake.Inspect(func(v discordfake.View) {
-		th := v.Messages("501")
-		if !strings.Contains(th[2].Content, "Queued") || th[3].Content != "first" || th[4].Content != "second" {
-			t.Errorf("busy thread: %q", contents(th[2:]))
+		if got := contents(v.Messages("501")[2:]); got != "first|second" {
+			t.Errorf("busy thread: %q, want the two answers and no notice message", got)
+		}
+		if v.ReactionsAdded() != 1 || v.Reacted(second, discord.QueuedReaction) {
+			t.Errorf("reactions added %d, ⏳ still on the queued message %v: want one, taken off after its answer",
+				v.ReactionsAdded(), v.Reacted(second, discord.QueuedReaction))
+		}
+	})
+	// a bot that may not add reactions (403 Missing Permissions) tells the user by a message
+	fake.Fail("PUT reactions", discordfake.Fault{Status: http.StatusForbidden})
+	busy("hold2", "third", "fourth")
+	fake.Inspect(func(v discordfake.View) {
+		th := v.Messages("501")[4:]
+		if len(th) != 3 || !strings.Contains(contents(th), "Queued") || !strings.Contains(contents(th), "third") || th[2].Content != "fourth" {
+			t.Errorf("busy thread without reactions: %q, want a queued notice and both answers in order", contents(th))
 		}
 	})
 	thread := env.Sessions(t, "agent:main:discord:thread:500:501")[0].ID
@@ -110,13 +129,13 @@ func TestDiscordEndToEnd(t *testing.T) {
 	env2, _ := serveDiscord(t, fake, platformtest.Options{DB: env.DB})
 	waitFor(t, fake, func(v discordfake.View) bool { return v.Ready() == 1 })
 	fake.Say(discordfake.UserMessage{ChannelID: "501", AuthorID: "43", Content: "SAY after the restart"})
-	waitFor(t, fake, func(v discordfake.View) bool { return len(v.Messages("501")) == 6 })
+	waitFor(t, fake, func(v discordfake.View) bool { return len(v.Messages("501")) == 8 })
 	env2.Idle(t)
 	ss := env2.Sessions(t, "agent:main:discord:thread:500:501")
 	if len(ss) != 1 || ss[0].ID != thread {
 		t.Fatalf("after the restart: %v, want %s", ss, thread)
 	}
-	if tr := env2.Transcript(t, thread); len(tr) != 8 || tr[7] != "a: after the restart" {
+	if tr := env2.Transcript(t, thread); len(tr) != 12 || tr[11] != "a: after the restart" {
 		t.Fatalf("transcript %q", tr)
 	}
 }

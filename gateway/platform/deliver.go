@@ -78,14 +78,8 @@ func (r *Router) put(ctx context.Context, out Outbound, to Address, l *ledger, i
 }
 
 // deliver brings the chat's copy of a reply to text: every chunk of Split(text) sent once,
-// edited to its final text.
+// edited to its final text (l: the reply's ledger).
 func (r *Router) deliver(ctx context.Context, out Outbound, ev Event, text string, l *ledger) error {
-	if l == nil {
-		var err error
-		if l, err = r.loadLedger(ctx, turnID(ev)); err != nil {
-			return err
-		}
-	}
 	for i, c := range Split(text, out.Limits().MaxChars) {
 		if err := r.put(ctx, out, ev.Address, l, i, c); err != nil {
 			return err
@@ -94,7 +88,12 @@ func (r *Router) deliver(ctx context.Context, out Outbound, ev Event, text strin
 	return nil
 }
 
-// deliverNote sends a one-off notice about ev (its ledger chunk -1: once, ever).
+// markPrefix starts a notice's ledger message id when the notice is a mark on the user's own
+// message (Marker): "mark:" and that message's id.
+const markPrefix = "mark:"
+
+// deliverNote tells ev's user a one-off notice (its ledger chunk -1: once, ever): a mark on
+// their message where the platform can mark one (Marker), else the text as a message.
 func (r *Router) deliverNote(ctx context.Context, ev Event, text string) error {
 	out := r.outbound(ev.Platform)
 	if out == nil {
@@ -107,7 +106,31 @@ func (r *Router) deliverNote(ctx context.Context, ev Event, text string) error {
 	if e, ok := l.entries[-1]; ok && e.MessageID != "" {
 		return nil
 	}
+	if m, ok := out.(Marker); ok && ev.MessageID != "" {
+		err := m.MarkQueued(ctx, ev.Address, ev.MessageID)
+		if err == nil {
+			e := store.SendEntry{TurnID: l.tid, Chunk: -1, TextHash: textHash(text), MessageID: markPrefix + ev.MessageID}
+			return r.st.PutSend(context.WithoutCancel(ctx), e)
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		r.log.Warn("platform: queued mark failed; a notice instead", "platform", ev.Platform, "err", err)
+	}
 	return r.put(ctx, out, ev.Address, l, -1, text)
+}
+
+// unmark takes the queued mark off ev's message once its reply is delivered (best effort: a
+// mark left on costs nothing but its look).
+func (r *Router) unmark(ctx context.Context, out Outbound, ev Event, l *ledger) {
+	m, ok := out.(Marker)
+	id, marked := strings.CutPrefix(l.entries[-1].MessageID, markPrefix)
+	if !ok || !marked {
+		return
+	}
+	if err := m.UnmarkQueued(ctx, ev.Address, id); err != nil {
+		r.log.Warn("platform: take the queued mark off", "platform", ev.Platform, "err", err)
+	}
 }
 
 // stream edits a reply into the chat while the turn runs, at most every Limits.EditEvery.

@@ -31,6 +31,7 @@
 // Discord/Slack 429) are the adapter's to honour inside Send and Edit.
 //
 // Busy chats. One turn per key at a time. A message arriving during a running turn is
-// queued (default; the user is told) or interrupts the running turn (Policy per platform);
-// it is never dropped and never interleaved.
+// queued (default; the user is told: by a mark on their message where the Outbound is a
+// Marker, else by a notice message) or interrupts the running turn (Policy per platform); it
+// is never dropped and never interleaved.
 package platform

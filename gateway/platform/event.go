@@ -73,6 +73,18 @@ type Outbound interface {
 	Limits() Limits
 }
 
+// Marker is an Outbound that can mark a person's own message. The Router tells the user of a
+// message that found its chat busy by a mark where the platform has one (Discord: a ⏳
+// reaction, which spends none of the channel's few message creates), else, or when marking
+// fails, by a notice message; it takes the mark off once the message's reply is delivered.
+// Both are idempotent on the platform (a retry or a second process marks once).
+type Marker interface {
+	// MarkQueued marks the message messageID in the address's chat as queued.
+	MarkQueued(ctx context.Context, to Address, messageID string) error
+	// UnmarkQueued takes that mark off.
+	UnmarkQueued(ctx context.Context, to Address, messageID string) error
+}
+
 // Handler receives an adapter's events (the Router).
 type Handler interface {
 	// Handle records ev durably and schedules its turn; when it returns nil the adapter may

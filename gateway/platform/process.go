@@ -54,11 +54,16 @@ func (r *Router) process(ctx context.Context, key string, ev Event) {
 			return
 		}
 		r.mark(ev, "flush")
-		if err := r.deliver(ctx, out, ev, reply, nil); err != nil {
+		l, err := r.loadLedger(ctx, turnID(ev))
+		if err == nil {
+			err = r.deliver(ctx, out, ev, reply, l)
+		}
+		if err != nil {
 			// Left replied: the next recovery delivers what is missing.
 			r.log.Warn("platform: deliver reply", "platform", ev.Platform, "event", ev.EventID, "err", err)
 			return
 		}
+		r.unmark(ctx, out, ev, l)
 		if update(store.InboundDone, "", "") {
 			r.log.Debug("platform: done", "platform", ev.Platform, "event", ev.EventID)
 			r.unhold(ev)

@@ -332,6 +332,61 @@ func TestBusyChat(t *testing.T) {
 	}
 }
 
+// On a platform that can mark a message (Marker: Discord's reaction), a message that finds its
+// chat busy is marked instead of noticed (no message spent), once however often it is
+// delivered, its reply is sent as noticed, and the mark comes off after that reply; a mark
+// that fails falls back to the notice message.
+func TestBusyChatMarks(t *testing.T) {
+	t.Parallel()
+	for _, failing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("mark fails %v", failing), func(t *testing.T) {
+			t.Parallel()
+			e := platformtest.New(t, platformtest.Options{})
+			out := platformtest.NewMarking(tg, platform.Limits{MaxChars: 4096})
+			if failing {
+				out.FailMark = func(string) error { return fmt.Errorf("403 Missing Permissions") }
+			}
+			e.Start(t, out)
+			handle(t, e, dm("9", "1", "WAIT hold 2\nSAY first answer"))
+			if err := e.Model.AwaitBarrier(bg, "hold", 1); err != nil {
+				t.Fatal(err)
+			}
+			second := dm("9", "2", "SAY second answer")
+			handle(t, e, second)
+			handle(t, e, second) // a redelivery while it waits
+			// Release the held turn with a second arrival from another chat.
+			handle(t, e, dm("10", "x", "WAIT hold 2\nSAY release"))
+			e.Idle(t)
+			handle(t, e, second) // and one after it was answered
+			e.Idle(t)
+			var answers, notices []string
+			for _, m := range out.Messages("9", "") {
+				if strings.Contains(m.Text, "Queued") {
+					notices = append(notices, m.Text)
+					continue
+				}
+				answers = append(answers, m.Text)
+				if want := m.Text == "second answer"; m.Key.Noticed != want {
+					t.Errorf("%q was sent with Noticed %v, want %v", m.Text, m.Key.Noticed, want)
+				}
+			}
+			if strings.Join(answers, "|") != "first answer|second answer" {
+				t.Fatalf("chat shows answers %q, want both in order", answers)
+			}
+			marks := strings.Join(out.Marks(), "|")
+			if failing {
+				if len(notices) != 1 || marks != "" {
+					t.Fatalf("with marking failing: notices %q, marks %q; want one notice message and no mark", notices, marks)
+				}
+				return
+			}
+			if len(notices) != 0 || marks != "mark 9/2|unmark 9/2" {
+				t.Fatalf("notices %q, marks %q; want no notice message, the second message marked once and unmarked", notices, marks)
+			}
+		})
+	}
+}
+
 // A reply longer than the platform's limit goes out in chunks, each once; a redelivery after
 // a failed second chunk sends only what is missing.
 func TestChunksAndLedger(t *testing.T) {

@@ -4,7 +4,8 @@
 // Discord documents it: before/after/around a message id, limit 1-100 (default 50), always
 // sorted newest first, so a page after an id holds the oldest messages after it, newest
 // first; REST message objects carry no guild_id), POST channels/{id}/messages with
-// nonce/enforce_nonce, PATCH channels/{id}/messages/{id} with Discord's JSON error shapes (429
+// nonce/enforce_nonce, PATCH channels/{id}/messages/{id}, PUT and DELETE
+// channels/{id}/messages/{id}/reactions/{emoji}/@me (the bot's own reaction; 204), with Discord's JSON error shapes (429
 // with retry_after and Retry-After; {"message","code"} otherwise), and the gateway websocket:
 // HELLO (op 10), IDENTIFY (op 2) answered by READY and the guild's GUILD_CREATE (its channels
 // and active threads with their last_message_id; ids are time-based snowflakes), heartbeats (op 1 → op 11), RESUME (op 6)
@@ -13,7 +14,7 @@
 // identifies as a new session that gets no replay), and MESSAGE_CREATE dispatches.
 //
 // Rate limits (SetLimits, off by default): Discord's per-route buckets per channel (message
-// create, message edit, every other route) and a global limit per bot, each answered as
+// create, message edit, reactions, every other route) and a global limit per bot, each answered as
 // Discord does — X-RateLimit-Limit/Remaining/Reset/Reset-After/Bucket on every limited
 // route's answer, and over a limit a 429 with {"message", "retry_after", "global"}, a
 // Retry-After header and X-RateLimit-Scope (plus X-RateLimit-Global for the global one).
@@ -102,6 +103,10 @@ type Server struct {
 	buckets  map[string]*bucket // route bucket and channel → its window
 	global   bucket
 	limited  map[string]int // route → 429s of the fake's own limits
+	// reactions are the bot's own: message id → emoji → on; reactAdds counts each add that
+	// put one on (an add of one already there changes nothing, as on Discord)
+	reactions map[string]map[string]bool
+	reactAdds int
 }
 
 type dispatch struct {
@@ -134,13 +139,15 @@ func Start() (*Server, error) {
 		faults: map[string][]Fault{}, calls: map[string]int{}, channels: map[string]map[string]any{},
 		byID: map[string]*Posted{}, conns: map[*websocket.Conn]*conn{}, snow: 1_100_000_000_000_000_000, firstTry: map[string]time.Time{},
 		history: map[string][]string{}, said: map[string]map[string]any{}, expired: map[string]bool{},
-		buckets: map[string]*bucket{}, limited: map[string]int{}}
+		buckets: map[string]*bucket{}, limited: map[string]int{}, reactions: map[string]map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/{ver}/gateway", s.gatewayURL)
 	mux.HandleFunc("GET /api/{ver}/channels/{id}", s.getChannel)
 	mux.HandleFunc("GET /api/{ver}/channels/{id}/messages", s.getMessages)
 	mux.HandleFunc("POST /api/{ver}/channels/{id}/messages", s.createMessage)
 	mux.HandleFunc("PATCH /api/{ver}/channels/{id}/messages/{mid}", s.editMessage)
+	mux.HandleFunc("PUT /api/{ver}/channels/{id}/messages/{mid}/reactions/{emoji}/@me", s.react)
+	mux.HandleFunc("DELETE /api/{ver}/channels/{id}/messages/{mid}/reactions/{emoji}/@me", s.react)
 	mux.HandleFunc("/gateway", s.gateway)
 	mux.HandleFunc("/gateway/", s.gateway)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -267,6 +274,12 @@ func (v View) LimitedByRoute() map[string]int {
 	return out
 }
 
+// Reacted reports whether the bot's reaction emoji is on message id now.
+func (v View) Reacted(id, emoji string) bool { return v.s.reactions[id][emoji] }
+
+// ReactionsAdded counts the bot's reactions put on (an add of one already there is not one).
+func (v View) ReactionsAdded() int { return v.s.reactAdds }
+
 // History is a channel's messages, people's and the bot's, oldest first, as their ids.
 func (v View) History(channel string) []string {
 	return append([]string(nil), v.s.history[channel]...)
@@ -366,8 +379,12 @@ func fail(w http.ResponseWriter, f Fault) {
 		return
 	}
 	st := f.Status
-	if st == 0 {
+	switch st {
+	case 0:
 		st = 500
+	case http.StatusForbidden: // a permission the bot lacks (Add Reactions, Send Messages ...)
+		writeJSON(w, st, map[string]any{"message": "Missing Permissions", "code": 50013})
+		return
 	}
 	writeJSON(w, st, map[string]any{"message": "Internal Server Error", "code": 0})
 }
@@ -529,6 +546,55 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, 200, out)
+}
+
+// react serves PUT and DELETE /channels/{id}/messages/{message}/reactions/{emoji}/@me: the
+// bot's own reaction on or off (204), 404 Unknown Message (10008) for a message not in the
+// channel, 400 Unknown Emoji (10014) for an empty one.
+func (s *Server) react(w http.ResponseWriter, r *http.Request) {
+	route := r.Method + " reactions"
+	ch, id, emoji := r.PathValue("id"), r.PathValue("mid"), r.PathValue("emoji")
+	s.mu.Lock()
+	if s.limit(w, route, ch) {
+		s.mu.Unlock()
+		return
+	}
+	f := s.take(route)
+	s.notify()
+	s.mu.Unlock()
+	if pre(w, r, f) || !s.authed(w, r) {
+		return
+	}
+	s.mu.Lock()
+	known := false
+	for _, h := range s.history[ch] {
+		known = known || h == id
+	}
+	switch {
+	case !known:
+		s.mu.Unlock()
+		writeJSON(w, 404, map[string]any{"message": "Unknown Message", "code": 10008})
+		return
+	case emoji == "":
+		s.mu.Unlock()
+		writeJSON(w, 400, map[string]any{"message": "Unknown Emoji", "code": 10014})
+		return
+	}
+	if s.reactions[id] == nil {
+		s.reactions[id] = map[string]bool{}
+	}
+	on := r.Method == http.MethodPut
+	if on && !s.reactions[id][emoji] {
+		s.reactAdds++
+	}
+	s.reactions[id][emoji] = on
+	s.notify()
+	s.mu.Unlock()
+	if f != nil && f.After {
+		fail(w, *f)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // gateway serves one gateway websocket connection.
@@ -863,15 +929,18 @@ type Limit struct {
 type Limits struct {
 	Create Limit // POST /channels/{id}/messages, per channel
 	Edit   Limit // PATCH /channels/{id}/messages/{id}, per channel
-	Other  Limit // every other REST route, per route and channel
-	Global Limit // per bot, all routes together (Discord: 50 a second)
+	// Reaction is the bot's reactions, adding and removing together, per channel
+	Reaction Limit
+	Other    Limit // every other REST route, per route and channel
+	Global   Limit // per bot, all routes together (Discord: 50 a second)
 }
 
 // DiscordLimits are Discord's documented limits: message sends about 5 per 5 s per channel
-// (edits likewise, in a bucket of their own) and 50 requests a second per bot; the other
-// routes get 5 per second per channel here.
+// (edits likewise, in a bucket of their own) and 50 requests a second per bot; reactions get
+// 1 per 250 ms per channel (what Discord's headers report for them; the figure is not
+// documented), the other routes 5 per second per channel here.
 var DiscordLimits = Limits{Create: Limit{5, 5 * time.Second}, Edit: Limit{5, 5 * time.Second},
-	Other: Limit{5, time.Second}, Global: Limit{50, time.Second}}
+	Reaction: Limit{1, 250 * time.Millisecond}, Other: Limit{5, time.Second}, Global: Limit{50, time.Second}}
 
 // SetLimits makes the fake enforce l (the zero Limits: none, the default).
 func (s *Server) SetLimits(l Limits) {
@@ -902,12 +971,14 @@ func (b *bucket) take(l Limit, now time.Time) (time.Duration, bool) {
 // limit applies the rate limits to one request of route on channel, with s.mu held: it sets
 // the route's X-RateLimit headers and reports whether it answered 429.
 func (s *Server) limit(w http.ResponseWriter, route, channel string) bool {
-	l := s.limits.Other
+	l, name := s.limits.Other, strings.ReplaceAll(route, " ", "-")
 	switch route {
 	case "POST messages":
 		l = s.limits.Create
 	case "PATCH messages":
 		l = s.limits.Edit
+	case "PUT reactions", "DELETE reactions":
+		l, name = s.limits.Reaction, "reactions" // one bucket for both
 	}
 	now := time.Now()
 	if g := s.limits.Global; g.N > 0 && g.Per > 0 {
@@ -924,7 +995,6 @@ func (s *Server) limit(w http.ResponseWriter, route, channel string) bool {
 	if l.N <= 0 || l.Per <= 0 {
 		return false
 	}
-	name := strings.ReplaceAll(route, " ", "-")
 	b := s.buckets[name+"/"+channel]
 	if b == nil {
 		b = &bucket{}

@@ -15,7 +15,12 @@ import (
 
 func get(t *testing.T, f *discordfake.Server, path string) (*http.Response, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, f.URL+"api/v9/"+path, nil)
+	return call(t, f, http.MethodGet, path)
+}
+
+func call(t *testing.T, f *discordfake.Server, method, path string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, f.URL+"api/v9/"+path, nil)
 	req.Header.Set("Authorization", "Bot "+f.Token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -138,5 +143,53 @@ func TestLimits(t *testing.T) {
 	resp, body = get(t, f, "channels/501")
 	if resp.StatusCode != 429 || !strings.Contains(string(body), `"global":true`) || resp.Header.Get("X-RateLimit-Global") != "true" {
 		t.Fatalf("global: %d %s %v", resp.StatusCode, body, resp.Header)
+	}
+}
+
+// TestReactions: the bot's own reaction goes on (PUT, 204) and off (DELETE) once however often
+// it is put; an unknown message is 404 code 10008; adding and removing share one bucket per
+// channel (Discord's: 1 per 250 ms), answered 429 past it.
+func TestReactions(t *testing.T) {
+	t.Parallel()
+	f, err := discordfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.AddChannel("500", discordfake.GuildText, "")
+	id := f.Say(discordfake.UserMessage{ChannelID: "500", AuthorID: "42", Content: "hello"})
+	path := "channels/500/messages/" + id + "/reactions/%E2%8F%B3/@me"
+	state := func() (bool, int) {
+		var on bool
+		var n int
+		f.Inspect(func(v discordfake.View) { on, n = v.Reacted(id, "⏳"), v.ReactionsAdded() })
+		return on, n
+	}
+	for i, step := range []struct {
+		method string
+		status int
+		on     bool
+		adds   int
+	}{{http.MethodPut, 204, true, 1}, {http.MethodPut, 204, true, 1}, {http.MethodDelete, 204, false, 1}, {http.MethodPut, 204, true, 2}} {
+		if resp, body := call(t, f, step.method, path); resp.StatusCode != step.status {
+			t.Fatalf("step %d %s: %d %s", i, step.method, resp.StatusCode, body)
+		}
+		if on, n := state(); on != step.on || n != step.adds {
+			t.Fatalf("step %d %s: on %v, adds %d; want %v, %d", i, step.method, on, n, step.on, step.adds)
+		}
+	}
+	if resp, body := call(t, f, http.MethodPut, "channels/500/messages/1/reactions/%E2%8F%B3/@me"); resp.StatusCode != 404 || !strings.Contains(string(body), "10008") {
+		t.Fatalf("unknown message: %d %s", resp.StatusCode, body)
+	}
+	if l := discordfake.DiscordLimits.Reaction; l.N != 1 || l.Per != 250*time.Millisecond {
+		t.Fatalf("DiscordLimits.Reaction = %+v, want 1 per 250 ms", l)
+	}
+	// a window no run outlasts, so the verdict does not hang on the machine's speed
+	f.SetLimits(discordfake.Limits{Reaction: discordfake.Limit{N: 1, Per: time.Hour}})
+	if resp, body := call(t, f, http.MethodDelete, path); resp.StatusCode != 204 || resp.Header.Get("X-RateLimit-Limit") != "1" {
+		t.Fatalf("first under the limit: %d %s %v", resp.StatusCode, body, resp.Header)
+	}
+	if resp, body := call(t, f, http.MethodPut, path); resp.StatusCode != 429 || !strings.Contains(string(body), "retry_after") {
+		t.Fatalf("second in the window (adding and removing share a bucket): %d %s", resp.StatusCode, body)
 	}
 }

@@ -284,3 +284,47 @@ func Event(p string, ct platform.ChatType, chat, thread, user, id, text string) 
 	return platform.Event{Address: platform.Address{Platform: p, ChatType: ct, ChatID: chat, ThreadID: thread, UserID: user},
 		EventID: id, MessageID: id, Text: text}
 }
+
+// Marking is an Outbound that is also a platform.Marker (as Discord's adapter is): it keeps
+// the marks put on and taken off people's messages, in order. FailMark, when set, is asked
+// before each MarkQueued and may fail it.
+type Marking struct {
+	*Outbound
+
+	mmu      sync.Mutex
+	marks    []string
+	FailMark func(messageID string) error
+}
+
+// NewMarking returns a Marking for platform name with limits l.
+func NewMarking(name string, l platform.Limits) *Marking {
+	return &Marking{Outbound: NewOutbound(name, l)}
+}
+
+// MarkQueued implements platform.Marker.
+func (m *Marking) MarkQueued(_ context.Context, to platform.Address, messageID string) error {
+	m.mmu.Lock()
+	defer m.mmu.Unlock()
+	if m.FailMark != nil {
+		if err := m.FailMark(messageID); err != nil {
+			return err
+		}
+	}
+	m.marks = append(m.marks, "mark "+to.ChatID+"/"+messageID)
+	return nil
+}
+
+// UnmarkQueued implements platform.Marker.
+func (m *Marking) UnmarkQueued(_ context.Context, to platform.Address, messageID string) error {
+	m.mmu.Lock()
+	defer m.mmu.Unlock()
+	m.marks = append(m.marks, "unmark "+to.ChatID+"/"+messageID)
+	return nil
+}
+
+// Marks lists the marks put on ("mark CHAT/ID") and taken off ("unmark CHAT/ID"), in order.
+func (m *Marking) Marks() []string {
+	m.mmu.Lock()
+	defer m.mmu.Unlock()
+	return append([]string(nil), m.marks...)
+}
