@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -295,6 +296,67 @@ func TestSendLeavesReplyACreate(t *testing.T) {
 		}
 		if n := v.Limited(""); n != 0 {
 			t.Errorf("the fake answered 429 %d times", n)
+		}
+	})
+}
+
+// TestReactionsPaced: the ⏳ mark on and off in one channel are one reaction call in any
+// ReactionEvery (with the margin), the second asking the sleeper for the rest of the window
+// (discordgo alone would send it after 200 ms, inside Discord's 250), while another
+// channel's reaction does not wait.
+func TestReactionsPaced(t *testing.T) {
+	t.Parallel()
+	fake, err := discordfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	fake.AddChannel("700", discordfake.GuildText, "")
+	fake.AddChannel("701", discordfake.GuildText, "")
+	var mu sync.Mutex
+	var slept []time.Duration
+	ad, err := New(Config{Token: fake.Token, BaseURL: fake.URL, HTTP: &http.Client{Timeout: 10 * time.Second},
+		Sleep: func(ctx context.Context, d time.Duration) error { // virtual: records, never waits
+			mu.Lock()
+			slept = append(slept, d)
+			mu.Unlock()
+			return ctx.Err()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := fake.Say(discordfake.UserMessage{ChannelID: "700", AuthorID: "42", Content: "a"})
+	b := fake.Say(discordfake.UserMessage{ChannelID: "701", AuthorID: "42", Content: "b"})
+	in := func(ch string) platform.Address {
+		return platform.Address{Platform: Platform, ChatType: platform.Group, ChatID: ch}
+	}
+	ctx := context.Background()
+	start := time.Now()
+	if err := ad.MarkQueued(ctx, in("700"), a); err != nil {
+		t.Fatal(err)
+	}
+	if err := ad.UnmarkQueued(ctx, in("700"), a); err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	mu.Lock()
+	first := slices.Clone(slept)
+	mu.Unlock()
+	if err := ad.MarkQueued(ctx, in("701"), b); err != nil {
+		t.Fatal(err)
+	}
+	window := ReactionEvery + createMargin
+	if elapsed < window && (len(first) != 1 || first[0] <= 0 || first[0] > window) {
+		t.Fatalf("the second reaction in a channel %v after the first asked to sleep %v; want once, the rest of %v", elapsed, first, window)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(slept) != len(first) {
+		t.Fatalf("another channel's reaction slept %v", slept[len(first):])
+	}
+	fake.Inspect(func(v discordfake.View) {
+		if v.Reacted(a, QueuedReaction) || !v.Reacted(b, QueuedReaction) || v.ReactionsAdded() != 2 {
+			t.Fatalf("⏳ on a %v (want off), on b %v (want on), added %d (want 2)", v.Reacted(a, QueuedReaction), v.Reacted(b, QueuedReaction), v.ReactionsAdded())
 		}
 	})
 }

@@ -120,17 +120,25 @@ func (r *Router) deliverNote(ctx context.Context, ev Event, text string) error {
 	return r.put(ctx, out, ev.Address, l, -1, text)
 }
 
-// unmark takes the queued mark off ev's message once its reply is delivered (best effort: a
-// mark left on costs nothing but its look).
-func (r *Router) unmark(ctx context.Context, out Outbound, ev Event, l *ledger) {
+// unmarkQueued takes the queued mark off ev's message once its reply is delivered, as counted
+// background work: the lane's next turn does not wait for it (best effort: a mark left on
+// costs nothing but its look).
+func (r *Router) unmarkQueued(out Outbound, ev Event, l *ledger) {
 	m, ok := out.(Marker)
 	id, marked := strings.CutPrefix(l.entries[-1].MessageID, markPrefix)
 	if !ok || !marked {
 		return
 	}
-	if err := m.UnmarkQueued(ctx, ev.Address, id); err != nil {
-		r.log.Warn("platform: take the queued mark off", "platform", ev.Platform, "err", err)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closing {
+		return
 	}
+	r.goWork(func() {
+		if err := m.UnmarkQueued(r.work, ev.Address, id); err != nil {
+			r.log.Warn("platform: take the queued mark off", "platform", ev.Platform, "err", err)
+		}
+	})
 }
 
 // stream edits a reply into the chat while the turn runs, at most every Limits.EditEvery.

@@ -63,7 +63,7 @@ func (r *Router) process(ctx context.Context, key string, ev Event) {
 			r.log.Warn("platform: deliver reply", "platform", ev.Platform, "event", ev.EventID, "err", err)
 			return
 		}
-		r.unmark(ctx, out, ev, l)
+		r.unmarkQueued(out, ev, l)
 		if update(store.InboundDone, "", "") {
 			r.log.Debug("platform: done", "platform", ev.Platform, "event", ev.EventID)
 			r.unhold(ev)

@@ -938,7 +938,8 @@ type Limits struct {
 // DiscordLimits are Discord's documented limits: message sends about 5 per 5 s per channel
 // (edits likewise, in a bucket of their own) and 50 requests a second per bot; reactions get
 // 1 per 250 ms per channel (what Discord's headers report for them; the figure is not
-// documented), the other routes 5 per second per channel here.
+// documented, and discordgo alone paces them at 1 per 200 ms), the other routes 5 per second
+// per channel here.
 var DiscordLimits = Limits{Create: Limit{5, 5 * time.Second}, Edit: Limit{5, 5 * time.Second},
 	Reaction: Limit{1, 250 * time.Millisecond}, Other: Limit{5, time.Second}, Global: Limit{50, time.Second}}
 
