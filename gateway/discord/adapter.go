@@ -63,7 +63,7 @@ type Config struct {
 	// at most 4/9 of it (20 a second), leaving the rest to replies.
 	GlobalRate int
 	// Creates is a channel's message-create limit the adapter keeps to in front of discordgo
-	// (zero: Discord's 5 in any 5 s; N < 0: none), and CreateReserve how many of them only a
+	// (zero: Discord's 5 in any 5 s; N < 0: none, and no pacing of reactions either), and CreateReserve how many of them only a
 	// reply's first message may take (0: 1; < 0: none): a queued notice, a reply's later chunk
 	// or a resend goes only while that many are left after it (a retry keeps its first
 	// attempt's kind: doCreate).
@@ -105,8 +105,9 @@ type Adapter struct {
 	log     *slog.Logger
 	global  pacer
 	creates *createPacer
-	// reactions paces each channel's reactions (the ⏳ mark on and off) to one in any 250 ms,
-	// what Discord's headers report: discordgo's own pacing of them (1 per 200 ms) is faster
+	// reactions paces each channel's reactions (the ⏳ mark on and off) to one in any
+	// ReactionEvery plus the pacer's margin: discordgo's own pacing of them (1 per 200 ms) is
+	// faster than Discord's headers allow; nil with Creates.N < 0 (no pacing)
 	reactions *createPacer
 	// catchPace keeps a catch-up to under half the global window, so replies going out while
 	// every channel's history is read after a restart do not wait behind it.
