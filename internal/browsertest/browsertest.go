@@ -25,9 +25,9 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// Path finds the browser: $SPOOL_CHROMIUM, else Debian's chromium on PATH. Without one the test
+// path finds the browser: $SPOOL_CHROMIUM, else Debian's chromium on PATH. Without one the test
 // is skipped, or fails under CI=true (.ci/run installs it).
-func Path(t testing.TB) string {
+func path(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("SPOOL_CHROMIUM"); p != "" {
 		return p
@@ -48,7 +48,7 @@ func Path(t testing.TB) string {
 // within 5 minutes at most (a hang guard for the whole browser session, not a verdict on speed).
 func New(t testing.TB) context.Context {
 	t.Helper()
-	exe := Path(t)
+	exe := path(t)
 	// The profile directory is removed best effort: Chromium's helper processes can still be
 	// writing to it for a moment after the browser exits, which t.TempDir would report.
 	profile, err := os.MkdirTemp("", "spool-chromium-")

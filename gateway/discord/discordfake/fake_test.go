@@ -13,6 +13,20 @@ import (
 	"github.com/spoolhq/spool/gateway/discord/discordfake"
 )
 
+// start starts a fake, closed when the test ends, with guild text channels.
+func start(t *testing.T, channels ...string) *discordfake.Server {
+	t.Helper()
+	f, err := discordfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	for _, c := range channels {
+		f.AddChannel(c, discordfake.GuildText, "")
+	}
+	return f
+}
+
 func get(t *testing.T, f *discordfake.Server, path string) (*http.Response, []byte) {
 	t.Helper()
 	return call(t, f, http.MethodGet, path)
@@ -40,13 +54,7 @@ func call(t *testing.T, f *discordfake.Server, method, path string) (*http.Respo
 // an unknown channel refused.
 func TestHistory(t *testing.T) {
 	t.Parallel()
-	f, err := discordfake.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	f.AddChannel("500", discordfake.GuildText, "")
-	f.AddChannel("501", discordfake.GuildText, "")
+	f := start(t, "500", "501")
 	var ids []string
 	for i := range 7 {
 		ids = append(ids, f.Say(discordfake.UserMessage{ChannelID: "500", AuthorID: "42", Content: fmt.Sprint("m", i)}))
@@ -102,13 +110,7 @@ func TestHistory(t *testing.T) {
 // a call; a bucket per channel; the global limit answers global true.
 func TestLimits(t *testing.T) {
 	t.Parallel()
-	f, err := discordfake.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	f.AddChannel("500", discordfake.GuildText, "")
-	f.AddChannel("501", discordfake.GuildText, "")
+	f := start(t, "500", "501")
 	f.SetLimits(discordfake.Limits{Other: discordfake.Limit{N: 2, Per: time.Hour}})
 	for i, want := range []string{"1", "0"} {
 		resp, _ := get(t, f, "channels/500")
@@ -151,12 +153,7 @@ func TestLimits(t *testing.T) {
 // channel (Discord's: 1 per 250 ms), answered 429 past it.
 func TestReactions(t *testing.T) {
 	t.Parallel()
-	f, err := discordfake.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	f.AddChannel("500", discordfake.GuildText, "")
+	f := start(t, "500")
 	id := f.Say(discordfake.UserMessage{ChannelID: "500", AuthorID: "42", Content: "hello"})
 	path := "channels/500/messages/" + id + "/reactions/%E2%8F%B3/@me"
 	state := func() (bool, int) {
