@@ -517,8 +517,7 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 	}
 	ch := target(to)
 	ep := discordgo.EndpointChannelMessages(ch)
-	body := map[string]any{"content": text, "nonce": nonce, "enforce_nonce": true,
-		"allowed_mentions": map[string]any{"parse": []string{}}}
+	body := map[string]any{"content": text, "nonce": nonce, "enforce_nonce": true, "allowed_mentions": noMentions}
 	raw, err := a.doCreate(ctx, ch, createKind(ctx), func() ([]byte, error) {
 		return a.s.RequestWithBucketID(http.MethodPost, ep, body, discordgo.EndpointChannelMessages(ch), discordgo.WithContext(ctx))
 	})
@@ -532,11 +531,18 @@ func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (s
 	return m.ID, nil
 }
 
-// Edit implements platform.Outbound: PATCH /channels/{id}/messages/{message}.
+// noMentions is the allowed_mentions of every message the bot creates or edits: parse
+// nothing, so no @everyone, @here, user or role mention in a reply notifies anyone. Without it
+// on an edit, Discord would parse the edited text's mentions (a streamed reply is an edit).
+var noMentions = &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
+
+// Edit implements platform.Outbound: PATCH /channels/{id}/messages/{message}, with no mention
+// parsed (noMentions) as on a create.
 func (a *Adapter) Edit(ctx context.Context, to platform.Address, messageID, text string) error {
 	ch := target(to)
 	_, err := a.do(ctx, "edit message", func() ([]byte, error) {
-		_, err := a.s.ChannelMessageEdit(ch, messageID, text, discordgo.WithContext(ctx))
+		_, err := a.s.ChannelMessageEditComplex(&discordgo.MessageEdit{Channel: ch, ID: messageID, Content: &text,
+			AllowedMentions: noMentions}, discordgo.WithContext(ctx))
 		return nil, err
 	})
 	return err

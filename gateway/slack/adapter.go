@@ -157,6 +157,7 @@ func (a *Adapter) Webhook(h platform.Handler) (string, http.Handler) {
 // later chunks, resends of a post whose outcome was never recorded and the replies to
 // messages whose users were told they were queued leave them (Post).
 func (a *Adapter) Send(ctx context.Context, to platform.Address, text string) (string, error) {
+	text = escape(text)
 	var m Message
 	var err error
 	if k, ok := platform.SendKeyFrom(ctx); ok {
@@ -185,10 +186,21 @@ func postKind(k platform.SendKey) Post {
 	return PostReply
 }
 
-// Edit implements platform.Outbound: chat.update.
+// Edit implements platform.Outbound: chat.update, escaped as Send is.
 func (a *Adapter) Edit(ctx context.Context, to platform.Address, messageID, text string) error {
-	return a.c.Update(ctx, to.ChatID, messageID, text)
+	return a.c.Update(ctx, to.ChatID, messageID, escape(text))
 }
+
+// escaper replaces the three characters Slack's formatting reserves with their entities.
+var escaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// escape makes text (a model's reply, a notice) literal Slack text: &, < and > become &amp;,
+// &lt; and &gt;, as Slack's formatting rules ask, so no special mention (<!channel>,
+// <!here>, <@U…>), channel link or disguised link (<https://…|label>) written in the text
+// survives; Slack shows the characters themselves. Send and Edit escape every chunk, so a
+// streamed edit is escaped like the first post. (Escaping follows splitting, so a 4,000
+// character chunk may grow up to 20,000: within the 40,000 Slack takes.)
+func escape(text string) string { return escaper.Replace(text) }
 
 // deliver hands an inbound message to h within the ack budget; nil means "ack it".
 func (a *Adapter) deliver(h platform.Handler, in Inbound) error {

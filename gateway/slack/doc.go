@@ -21,7 +21,8 @@
 // to the same channel and thread.
 //
 // Outbound. Client.PostMessage / Client.Update are chat.postMessage / chat.update (a thread
-// is addressed by thread_ts). A 429 is retried after its Retry-After however long, through the
+// is addressed by thread_ts). The adapter's Send and Edit escape &, < and > first, so a reply
+// is shown as written and no <!channel>, <!here>, <@user> or <url|label> in it is acted on. A 429 is retried after its Retry-After however long, through the
 // client's Sleeper (tests inject one); a 5xx or a network error is retried a bounded number of
 // times. A chat.postMessage whose outcome is unknown (a 5xx, a timeout, a dropped
 // connection: Slack may have posted it) is not simply sent again: every post carries a nonce

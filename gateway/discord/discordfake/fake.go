@@ -32,6 +32,8 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,7 +67,64 @@ type Fault struct {
 type Posted struct {
 	ID, ChannelID, Content, Nonce string
 	Edits                         int
-	At                            time.Time // when it was created
+	// Sends are the message's create and then each edit, as received.
+	Sends []Sent
+	At    time.Time // when it was created
+}
+
+// Sent is a message's content as one create or edit set it, and the mentions Discord parses
+// in it (highlights, and on a create notifies): @everyone, @here, <@user> and <@&role> in
+// the content, as that call's allowed_mentions lets them through (none given: every one).
+type Sent struct {
+	Content  string
+	Mentions []string
+}
+
+// AllowedMentions is a call's allowed_mentions object.
+type AllowedMentions struct {
+	Parse []string `json:"parse"`
+	Users []string `json:"users"`
+	Roles []string `json:"roles"`
+}
+
+var mentionRE = regexp.MustCompile(`@everyone|@here|<@!?\d+>|<@&\d+>`)
+
+// mentions are the mentions in content that Discord parses under am (nil: the call had
+// none, so every one is parsed).
+func mentions(content string, am *AllowedMentions) []string {
+	allowed := func(kind, id string, ids []string) bool {
+		return am == nil || slices.Contains(am.Parse, kind) || (id != "" && slices.Contains(ids, id))
+	}
+	var out []string
+	for _, m := range mentionRE.FindAllString(content, -1) {
+		var ok bool
+		switch {
+		case m == "@everyone" || m == "@here":
+			ok = allowed("everyone", "", nil)
+		case strings.HasPrefix(m, "<@&"):
+			ok = allowed("roles", strings.Trim(m, "<@&>"), rolesOf(am))
+		default:
+			ok = allowed("users", strings.Trim(m, "<@!>"), usersOf(am))
+		}
+		if ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func rolesOf(am *AllowedMentions) []string {
+	if am == nil {
+		return nil
+	}
+	return am.Roles
+}
+
+func usersOf(am *AllowedMentions) []string {
+	if am == nil {
+		return nil
+	}
+	return am.Users
 }
 
 // Server is the fake.
@@ -199,7 +258,9 @@ func (v View) Messages(channel string) []Posted {
 	var out []Posted
 	for _, m := range v.s.msgs {
 		if channel == "" || m.ChannelID == channel {
-			out = append(out, *m)
+			p := *m
+			p.Sends = slices.Clone(m.Sends)
+			out = append(out, p)
 		}
 	}
 	return out
@@ -445,9 +506,10 @@ func (s *Server) message(m *Posted) map[string]any {
 
 func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 	var body struct {
-		Content      string `json:"content"`
-		Nonce        any    `json:"nonce"`
-		EnforceNonce bool   `json:"enforce_nonce"`
+		Content         string           `json:"content"`
+		Nonce           any              `json:"nonce"`
+		EnforceNonce    bool             `json:"enforce_nonce"`
+		AllowedMentions *AllowedMentions `json:"allowed_mentions"`
 	}
 	decErr := json.NewDecoder(r.Body).Decode(&body)
 	ch := r.PathValue("id")
@@ -491,7 +553,8 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if m == nil {
-		m = &Posted{ID: s.nextID(), ChannelID: ch, Content: body.Content, Nonce: nonce, At: time.Now()}
+		m = &Posted{ID: s.nextID(), ChannelID: ch, Content: body.Content, Nonce: nonce, At: time.Now(),
+			Sends: []Sent{{Content: body.Content, Mentions: mentions(body.Content, body.AllowedMentions)}}}
 		s.msgs = append(s.msgs, m)
 		s.byID[m.ID] = m
 		s.history[ch] = append(s.history[ch], m.ID)
@@ -508,7 +571,8 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) editMessage(w http.ResponseWriter, r *http.Request) {
 	var body struct {
-		Content *string `json:"content"`
+		Content         *string          `json:"content"`
+		AllowedMentions *AllowedMentions `json:"allowed_mentions"`
 	}
 	_ = json.NewDecoder(r.Body).Decode(&body)
 	s.mu.Lock()
@@ -536,6 +600,7 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		m.Content = *body.Content
+		m.Sends = append(m.Sends, Sent{Content: m.Content, Mentions: mentions(m.Content, body.AllowedMentions)})
 		m.Edits++
 	}
 	out := s.message(m)

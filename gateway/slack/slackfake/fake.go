@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,8 +38,10 @@ type Fault struct {
 type Posted struct {
 	Channel, TS, ThreadTS, Text string
 	Edits                       int
-	Metadata                    map[string]any // chat.postMessage's metadata, as sent
-	At                          time.Time      // when it was posted
+	// Texts is every text the message had, as received: the post's, then each chat.update's.
+	Texts    []string
+	Metadata map[string]any // chat.postMessage's metadata, as sent
+	At       time.Time      // when it was posted
 }
 
 // Server is the fake.
@@ -232,7 +235,9 @@ func (v View) Messages(channel string) []Posted {
 	var out []Posted
 	for _, m := range v.s.msgs {
 		if channel == "" || m.Channel == channel {
-			out = append(out, *m)
+			p := *m
+			p.Texts = slices.Clone(m.Texts)
+			out = append(out, p)
 		}
 	}
 	return out
@@ -350,7 +355,7 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		default:
 			s.tsN++
 			ts := fmt.Sprintf("%d.%06d", s.tsN/1_000_000, s.tsN%1_000_000)
-			m := &Posted{Channel: ch, TS: ts, ThreadTS: str("thread_ts"), Text: text, At: time.Now()}
+			m := &Posted{Channel: ch, TS: ts, ThreadTS: str("thread_ts"), Text: text, Texts: []string{text}, At: time.Now()}
 			m.Metadata, _ = body["metadata"].(map[string]any)
 			s.msgs = append(s.msgs, m)
 			s.byKey[ch+"\x00"+ts] = m
@@ -370,6 +375,7 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 			out = map[string]any{"ok": false, "error": "no_text"}
 		default:
 			m.Text = str("text")
+			m.Texts = append(m.Texts, m.Text)
 			m.Edits++
 			out = map[string]any{"ok": true, "channel": ch, "ts": ts, "text": m.Text}
 		}
