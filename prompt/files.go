@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/spoolhq/spool/internal/regfile"
 )
 
 // Project rule file names, in the order they are tried.
@@ -80,7 +82,7 @@ func firstFile(dir string, names []string) (string, error) {
 // readBounded returns the trimmed text of path, cut to limit characters with a marker, or ""
 // when the file does not exist.
 func readBounded(path string, limit int) (string, error) {
-	f, err := os.Open(path)
+	f, fi, err := regfile.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -88,13 +90,6 @@ func readBounded(path string, limit int) (string, error) {
 		return "", fmt.Errorf("read %s: %w", path, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("read %s: not a regular file", path)
-	}
 	var text string
 	unread := 0
 	if fi.Size() <= maxReadBytes {

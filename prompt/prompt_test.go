@@ -283,7 +283,7 @@ func TestUnreadableFileIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Build(Env{Home: home})
-	if err == nil || !strings.Contains(err.Error(), "MEMORY.md: not a regular file") {
+	if err == nil || !strings.Contains(err.Error(), "MEMORY.md: is a directory, not a regular file") {
 		t.Fatalf("Build with a directory as MEMORY.md: %v", err)
 	}
 }

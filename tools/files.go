@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/spoolhq/spool/internal/regfile"
 )
 
 // File tool limits.
@@ -123,18 +125,15 @@ func readFile(ctx context.Context, env Env, raw json.RawMessage) (string, error)
 		return "", err
 	}
 	name := display(env, p)
-	f, err := os.Open(p)
+	f, st, err := regfile.Open(p)
+	var nr *regfile.NotRegularError
+	if errors.As(err, &nr) && nr.Mode.IsDir() {
+		return "", fmt.Errorf("read %s: is a directory (use list_files)", name)
+	}
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", name, unwrapPath(err))
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", name, unwrapPath(err))
-	}
-	if st.IsDir() {
-		return "", fmt.Errorf("read %s: is a directory (use list_files)", name)
-	}
 	if st.Size() > MaxReadBytes {
 		return "", fmt.Errorf("read %s: file is %d bytes, over the %d byte limit; use search_files or terminal (head, sed -n) to read parts of it",
 			name, st.Size(), MaxReadBytes)
@@ -225,14 +224,19 @@ func writeFile(ctx context.Context, env Env, raw json.RawMessage) (string, error
 	if len(a.Content) > MaxWriteBytes {
 		return "", fmt.Errorf("write %s: content is %d bytes, over the %d byte limit", name, len(a.Content), MaxWriteBytes)
 	}
+	// Only a regular file is replaced: reading a named pipe for the diff would wait for a writer
+	// forever, and a device or socket is not something to swap for a file.
 	st, err := os.Stat(p)
-	if err == nil && st.IsDir() {
-		return "", fmt.Errorf("write %s: is a directory", name)
+	if err == nil && !st.Mode().IsRegular() {
+		return "", fmt.Errorf("write %s: %w", name, &regfile.NotRegularError{Mode: st.Mode()})
 	}
 	created := errors.Is(err, fs.ErrNotExist)
 	var before []byte
 	if err == nil && st.Size() <= MaxReadBytes {
-		before, _ = os.ReadFile(p) // only for the diff a person is shown
+		// Only for the diff a person is shown; a file swapped for a pipe meanwhile is refused.
+		if before, err = regfile.ReadFile(p); errors.As(err, new(*regfile.NotRegularError)) {
+			return "", fmt.Errorf("write %s: %w", name, unwrapPath(err))
+		}
 	}
 	if err := allowWrite(ctx, env, p, name, string(before), a.Content); err != nil {
 		return "", fmt.Errorf("write %s: %w", name, err)
@@ -526,12 +530,12 @@ var errSkip = errors.New("skipped")
 
 // grepFile writes up to limit matching lines of one file to b and returns how many it wrote.
 func grepFile(path, name string, re *regexp.Regexp, limit int, b *strings.Builder) (int, error) {
-	f, err := os.Open(path)
+	f, st, err := regfile.Open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || st.Size() > maxSearchFileBytes {
+	if st.Size() > maxSearchFileBytes {
 		return 0, errSkip
 	}
 	r := bufio.NewReaderSize(f, 64<<10)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/spoolhq/spool/internal/regfile"
 )
 
 // Memory file caps in characters, whole file: both stay below the prompt's per-file bound
@@ -156,7 +158,7 @@ func hasSeparatorLine(s string) bool {
 // readEntries splits a memory file into its entries. A hand-written file without separators
 // is one entry.
 func readEntries(path string) ([]string, error) {
-	data, err := os.ReadFile(path)
+	data, err := regfile.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/spoolhq/spool/internal/regfile"
 	"github.com/spoolhq/spool/store"
 )
 
@@ -21,7 +22,7 @@ type gatewayEntry struct {
 // object of entries is an error: the import stops before anything is stored. Entries without a
 // session id are skipped with a reason.
 func readGateway(path string) ([]gatewayEntry, []Skip, error) {
-	data, err := os.ReadFile(path)
+	data, err := regfile.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil
 	}

@@ -52,7 +52,7 @@ type Report struct {
 
 // Skip is one thing an import left out, and why.
 type Skip struct {
-	Kind   string `json:"kind"` // session, message, jsonl_line, route, tool_calls, field, parent
+	Kind   string `json:"kind"` // session, message, jsonl_line, file, route, tool_calls, field, parent
 	ID     string `json:"id"`
 	Reason string `json:"reason"`
 }
@@ -89,7 +89,7 @@ func Open(ctx context.Context, dir string) (*Home, error) {
 	h := &Home{dir: dir}
 	dbPath := filepath.Join(dir, "state.db")
 	sessDir := filepath.Join(dir, "sessions")
-	if h.files, err = transcripts(sessDir); err != nil {
+	if h.files, h.skips, err = transcripts(sessDir); err != nil {
 		return nil, err
 	}
 	gwPath := filepath.Join(sessDir, "sessions.json")
@@ -97,9 +97,11 @@ func Open(ctx context.Context, dir string) (*Home, error) {
 	if !hasDB && len(h.files) == 0 && !regular(gwPath) {
 		return nil, fmt.Errorf("%s is not a Hermes home (no state.db, no sessions/sessions.json, no sessions/*.jsonl)", dir)
 	}
-	if h.gateway, h.skips, err = readGateway(gwPath); err != nil {
+	var gwSkips []Skip
+	if h.gateway, gwSkips, err = readGateway(gwPath); err != nil {
 		return nil, err
 	}
+	h.skips = append(h.skips, gwSkips...)
 	if hasDB {
 		if h.src, err = openSource(ctx, dbPath); err != nil {
 			return nil, err

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spoolhq/spool/internal/regfile"
 	"github.com/spoolhq/spool/store"
 )
 
@@ -47,7 +48,7 @@ type transcript struct {
 // with a reason; blank lines are ignored. Messages without a timestamp get start.
 func readTranscript(path, rel string, start time.Time) (transcript, error) {
 	var t transcript
-	f, err := os.Open(path)
+	f, _, err := regfile.Open(path)
 	if err != nil {
 		return t, fmt.Errorf("read %s: %w", rel, pathErr(err))
 	}
@@ -118,24 +119,33 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	}
 }
 
-// transcripts lists sessions/<id>.jsonl files by session id.
-func transcripts(dir string) (map[string]string, error) {
+// transcripts lists sessions/<id>.jsonl files by session id. One that is not a regular file (a
+// named pipe, whose open would wait for a writer forever, a device, a socket) is left out with
+// a Skip of kind "file"; a directory of that name is no transcript and is ignored.
+func transcripts(dir string) (map[string]string, []Skip, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", dir, pathErr(err))
+		return nil, nil, fmt.Errorf("read %s: %w", dir, pathErr(err))
 	}
 	out := map[string]string{}
+	var skips []Skip
 	for _, e := range entries {
 		name := e.Name()
 		if e.IsDir() || !strings.HasSuffix(name, ".jsonl") {
 			continue
 		}
-		out[strings.TrimSuffix(name, ".jsonl")] = filepath.Join(dir, name)
+		path := filepath.Join(dir, name)
+		if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+			skips = append(skips, Skip{Kind: "file", ID: "sessions/" + name,
+				Reason: (&regfile.NotRegularError{Mode: fi.Mode()}).Error() + "; not read"})
+			continue
+		}
+		out[strings.TrimSuffix(name, ".jsonl")] = path
 	}
-	return out, nil
+	return out, skips, nil
 }
 
 // contentText turns a message content into text: a string as is, a list of parts as their text
