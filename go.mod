@@ -1,6 +1,6 @@
 module github.com/spoolhq/spool
 
-go 1.26.8
+go 1.26.0
 
 require (
 	charm.land/bubbles/v2 v2.2.1
