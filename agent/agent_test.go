@@ -439,7 +439,7 @@ func TestProviderOverflowCompactsAndRetries(t *testing.T) {
 // The recall block of the current user message (its api_content sidecar) is part of what the
 // model must see: when a compaction merges the summary into that message, and again when a
 // later compaction takes that carrier apart, the retried request after the provider's overflow
-// still carries it (issue 10 item 3).
+// still carries it.
 func TestRecallSurvivesCompactionMidTurn(t *testing.T) {
 	t.Parallel()
 	st, _ := newStore(t)

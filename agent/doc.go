@@ -4,7 +4,8 @@
 // persist incrementally under the lease fence → record usage, cost and cache forensics for every
 // model call → release.
 //
-// The one rule (DESIGN §1) is kept by construction: the system prompt is restored byte for byte
+// The one rule (within a stretch of stable history every request starts with the bytes the
+// previous one sent) is kept by construction: the system prompt is restored byte for byte
 // from the store and rebuilt only after a compaction; the user message's wire text (with per-turn
 // context) is composed once and persisted as its api_content sidecar before the first model
 // call, so every later request replays the same bytes; tool definitions come from the registry in

@@ -66,7 +66,7 @@ var CacheProviders = []string{"openai", "anthropic", "responses", StyleResponses
 // summary row.
 const StyleResponsesCompact = "responses-compact"
 
-// CacheTarget is the efficiency spool must reach against the ideal ceiling (issue 10).
+// CacheTarget is the efficiency spool must reach against the ideal ceiling.
 const CacheTarget = 0.99
 
 // CacheReport is `spool bench cache`'s JSON.

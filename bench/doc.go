@@ -17,7 +17,7 @@
 // parameters (WorkerParams) arrive as the first JSON line on stdin, it answers {"ready":true},
 // waits for the line "go", appends its messages and writes one WorkerResult line.
 //
-// Replicas is the soak of two `spool serve` replicas on one PostgreSQL database (issue 15):
+// Replicas is the soak of two `spool serve` replicas on one PostgreSQL database:
 // real processes, one fake model over HTTP that can hold one replica's calls so it is killed
 // mid-turn, clients over HTTP, and verdicts that are counts (interleaved, lost, duplicated and
 // foreign turns, stale writes accepted, the takeover against TTL + 1 s); its control adds an
@@ -28,7 +28,7 @@
 // from its /metrics); its verdict is the memory at 10,000 streams against a limit (1 GiB), and a
 // control padding each stream's message must fail it.
 //
-// RunRetention is the compaction retention benchmark of issue 10: a generated, seeded 500-turn
+// RunRetention is the compaction retention benchmark: a generated, seeded 500-turn
 // coding session with planted facts runs turn by turn through spool's agent (lease, preflight
 // gate, compaction committed in place on a scratch SQLite file, the wire request) at windows of
 // 4K, 8K, 32K, 128K and 1M tokens, against a scripted model that plays the generated turns and

@@ -109,7 +109,7 @@ type FsyncResult struct {
 	Measured bool    `json:"measured"`
 }
 
-// TargetLine is one target of issue 15 with the measured value.
+// TargetLine is one target of the PostgreSQL benchmark with the measured value.
 type TargetLine struct {
 	Name   string  `json:"name"`
 	Value  float64 `json:"value"`

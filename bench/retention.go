@@ -18,9 +18,9 @@ import (
 )
 
 // RetentionHarness labels the retention report.
-const RetentionHarness = "spool bench retention (issue 10)"
+const RetentionHarness = "spool bench retention"
 
-// Retention targets (issue 10).
+// Retention targets.
 const (
 	// RetentionMinPresentPct is the share of facts that must stay in the request itself at
 	// windows of RetentionPresentFromWindow tokens and more.

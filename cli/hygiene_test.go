@@ -6,8 +6,8 @@ import (
 	"github.com/spoolhq/spool/config"
 )
 
-// The gateway's hygiene follows compression.enabled (reference §13.5: it fires only when
-// compression is enabled); the router's default share applies otherwise.
+// The gateway's hygiene follows compression.enabled (it fires only when compression is
+// enabled); the router's default share applies otherwise.
 func TestHygieneFollowsCompressionEnabled(t *testing.T) {
 	t.Parallel()
 	for _, enabled := range []bool{true, false} {

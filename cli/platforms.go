@@ -123,7 +123,7 @@ func buildAdapter(name string, c config.Platform, st store.Store, holder string,
 }
 
 // hygieneAt is the router's pre-agent safety net: the default share of the window, or off when
-// compression is disabled (reference §13.5: it fires only when compression is enabled).
+// compression is disabled (it fires only when compression is enabled).
 func hygieneAt(cfg config.Config) float64 {
 	if !cfg.Compression.Enabled {
 		return -1

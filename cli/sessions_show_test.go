@@ -11,7 +11,7 @@ import (
 )
 
 // TestShowKeepsIdenticalMessages: `sessions show` prints every row, also two distinct messages
-// with the same role, text and time (issue 10, item 4: it said "4 active" and printed 3).
+// with the same role, text and time (it once said "4 active" and printed 3).
 func TestShowKeepsIdenticalMessages(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()

@@ -30,7 +30,7 @@ type summarySection struct {
 	size    int        // bytes of the items as written, newlines included
 }
 
-// boundSummary enforces the summary budget (reference §10.8, budget in tokens). A body whose
+// boundSummary enforces the summary budget (in tokens). A body whose
 // estimate exceeds summaryTrimFactor × budget is cut back to about budget, section by section:
 // every heading stays, the task snapshot and the working-set ledger stay whole, and each other
 // section keeps its newest items (the end of the section: summaries append) within a fair

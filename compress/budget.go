@@ -94,8 +94,8 @@ func NewBudgets(cfg Config, r Resolution, fixed int) Budgets {
 	return b
 }
 
-// summaryBudgetFor is the summary's token budget for contentTokens of turns (reference §10.8:
-// a fifth of the content, at least 2,000, at most the ceiling), here never above the ceiling
+// summaryBudgetFor is the summary's token budget for contentTokens of turns (a
+// fifth of the content, at least 2,000, at most the ceiling), here never above the ceiling
 // the window allows: a 4K window cannot hold a 2,000-token summary.
 func summaryBudgetFor(contentTokens, ceiling int) int {
 	return min(max(min(2000, ceiling), int(float64(contentTokens)*0.20)), ceiling)

@@ -334,7 +334,7 @@ func TestSummaryModelFallsBackToMainOnce(t *testing.T) {
 
 // After the summary model failed and the main model wrote the summary, the next compactions
 // go straight to the main model for SummaryModelPause, without the notice again; then the
-// summary model is tried once more (issue 10 item 5).
+// summary model is tried once more.
 func TestSummaryModelPausesAfterAFallback(t *testing.T) {
 	t.Parallel()
 	notFound := &provider.Error{Class: provider.ClassBadRequest, StatusCode: 404, Message: "model not found"}
@@ -479,7 +479,7 @@ func TestSystemMessageGetsNoteOnce(t *testing.T) {
 	}
 }
 
-// A summary model with a small window gets a prompt that fits it (§10.2 step 7): the history is
+// A summary model with a small window gets a prompt that fits it: the history is
 // cut to its head and tail, where the unclamped prompt would overflow it.
 func TestSummaryInputFitsTheSummaryModel(t *testing.T) {
 	t.Parallel()
@@ -530,8 +530,7 @@ func midTurn(s *session, ask, recall string) {
 
 // A compaction that merges the summary into the current user message keeps that message's
 // wire text (its recall) behind the summary, and a later compaction that finds the carrier in
-// its tail takes it apart and merges again without losing it or stacking summaries (issue 10
-// item 3).
+// its tail takes it apart and merges again without losing it or stacking summaries.
 func TestMergedSummaryKeepsTheWireText(t *testing.T) {
 	t.Parallel()
 	c, _ := newTestCompressor(&recordingSummarizer{}, func(c *Config) { c.ProtectLastN = 3 })

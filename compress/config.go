@@ -8,7 +8,7 @@ const (
 	TailLegacy = "legacy"
 )
 
-// Defaults from the reference behaviour (reference §10.1, §14).
+// Defaults, as Hermes Agent's.
 const (
 	DefaultThreshold       = 0.50
 	DefaultThresholdTokens = 256_000
@@ -63,7 +63,7 @@ type Config struct {
 	SummaryModel string `yaml:"-" json:"summary_model,omitempty"`
 	// SummaryContextLength is the summary model's window in tokens
 	// (auxiliary.compression.context_length); 0 looks the model up in the known-model table.
-	// The history sent to be summarized is cut to fit it (reference §10.2 step 7).
+	// The history sent to be summarized is cut to fit it.
 	SummaryContextLength int `yaml:"-" json:"summary_context_length,omitempty"`
 	// TargetFill is the share of the room between the request's fixed part (system prompt,
 	// tools) and the trigger that the conversation fills right after a compaction

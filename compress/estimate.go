@@ -8,7 +8,7 @@ type Estimator interface {
 	Message(m store.Message) int
 }
 
-// CharEstimator is the reference estimate (§10.5): content characters / 4, plus 10 per message,
+// CharEstimator is the rough estimate Hermes Agent uses: content characters / 4, plus 10 per message,
 // plus the tool-call envelope and replayed reasoning at their length / 4.
 type CharEstimator struct{}
 

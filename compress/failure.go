@@ -14,7 +14,7 @@ import (
 	"github.com/spoolhq/spool/provider"
 )
 
-// FailureClass groups summary-call failures by what the failure policy does (reference §11).
+// FailureClass groups summary-call failures by what the failure policy does.
 type FailureClass string
 
 // Failure classes.

@@ -7,7 +7,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// Fallback summary bounds (reference §11).
+// Fallback summary bounds.
 const (
 	FallbackSummaryCap = 8_000
 	fallbackTurnCap    = 700

@@ -181,7 +181,7 @@ func (g Gate) ShouldDefer(st *State, threshold, estimate int) bool {
 	return false
 }
 
-// Preflight runs before every model call (reference §10.3).
+// Preflight runs before every model call.
 func (g Gate) Preflight(st *State, in PreflightInput) Decision {
 	thr := in.Threshold.Tokens
 	tokens, source := measure(st, in.Estimate)
@@ -255,7 +255,7 @@ func (g Gate) Preflight(st *State, in PreflightInput) Decision {
 	return d
 }
 
-// AfterResponse records a response's real usage (reference §10.3 update_from_response).
+// AfterResponse records a response's real usage.
 // requestEstimate is the rough estimate of the request that produced the usage.
 func (g Gate) AfterResponse(st *State, threshold, promptTokens, completionTokens, requestEstimate int) {
 	verify := st.VerifyCompaction
@@ -281,7 +281,7 @@ type HygieneDecision struct {
 	Limit  int
 }
 
-// GatewayHygiene is the gateway's pre-agent safety net (reference §13.5): compact when the
+// GatewayHygiene is the gateway's pre-agent safety net: compact when the
 // history has at least 4 messages and reaches ratio of the window (GatewayHygieneRatio when
 // ratio is 0). Tokens come from the session's usage anchor (st, as the agent persisted it: the
 // provider's prompt count for the last request plus the estimated growth since), else from

@@ -6,7 +6,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// Marker strings shared with the reference implementation (§10.6); they must match exactly.
+// Marker strings shared with Hermes Agent's compressor; they must match exactly.
 const (
 	// SummaryPrefix opens every summary. It is one line: the body follows after "\n".
 	SummaryPrefix = "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted into the summary below. " +
@@ -43,7 +43,7 @@ const (
 	ToolCallRemoved = "(tool call removed)"
 )
 
-// Template headings, in order (§10.8).
+// Template headings, in order.
 var templateHeadings = []string{
 	"## Historical Task Snapshot",
 	"## Goal",

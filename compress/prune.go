@@ -11,7 +11,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// Prune thresholds (reference §10.6 step 2, §14).
+// Prune thresholds.
 const (
 	pruneContentMin = 200 // tool results at least this long are deduplicated and stubbed
 	pruneArgsMin    = 500 // tool-call arguments longer than this get their long strings cut

@@ -26,7 +26,7 @@ func (f SummarizerFunc) Summarize(ctx context.Context, model, prompt string) (st
 }
 
 // ClientSummarizer sends the summary prompt as one user message through a provider client.
-// No max_tokens is sent: the budget is stated in the prompt only (reference §10.8).
+// No max_tokens is sent: the budget is stated in the prompt only.
 type ClientSummarizer struct {
 	Client provider.Client
 	// Aux, when set, serves AuxModel: a summary model behind another provider or endpoint
@@ -53,7 +53,7 @@ func (s ClientSummarizer) Summarize(ctx context.Context, model, prompt string) (
 	return resp.Content, nil
 }
 
-// Serialisation caps (reference §10.8, §14).
+// Serialisation caps.
 const (
 	turnMaxChars    = 6_000
 	turnHeadChars   = 4_000
@@ -305,7 +305,7 @@ What is left to do.
 ## Critical Context
 Exact identifiers, values, commands and error strings that later work depends on.`
 
-// buildPrompt writes the summariser prompt (reference §10.8).
+// buildPrompt writes the summariser prompt.
 func buildPrompt(in promptInput) string {
 	var b strings.Builder
 	b.WriteString("You are a summarization agent creating a hand-off summary of an earlier part of a conversation between a user and an AI coding assistant. ")

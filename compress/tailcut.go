@@ -38,7 +38,7 @@ type tailParams struct {
 	MinTailUsers int
 }
 
-// findTailCut returns the index where the verbatim tail starts (reference §10.7). Messages in
+// findTailCut returns the index where the verbatim tail starts. Messages in
 // [head, cut) are summarised. tok holds each message's token estimate.
 func findTailCut(ms []store.Message, tok []int, head int, p tailParams) int {
 	n := len(ms)

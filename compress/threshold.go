@@ -67,7 +67,7 @@ func (r Resolution) String() string {
 
 func pct(f float64) string { return fmt.Sprintf("%.2f", f) }
 
-// Resolve computes the compaction trigger for m under cfg, exactly as reference §10.2:
+// Resolve computes the compaction trigger for m under cfg, as Hermes Agent does:
 // base percent, longest-substring model override, built-in model overrides, the raise-only
 // small-window floor, the token conversion against the effective window with the 64,000 minimum,
 // and the absolute cap.

@@ -176,7 +176,7 @@ func (p Provider) KeyEnv() string {
 	return ""
 }
 
-// Compression configures context compaction (reference §10.1).
+// Compression configures context compaction.
 type Compression struct {
 	Enabled bool `yaml:"enabled"`
 	// Threshold is the fraction of the main model's context window that triggers compaction.

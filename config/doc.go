@@ -3,7 +3,7 @@
 // SPOOL_* environment variables (SPOOL_COMPRESSION_THRESHOLD for compression.threshold). Command
 // flags are applied last by the caller.
 //
-// Key names follow the reference agent where it has one (compression.threshold,
+// Key names follow Hermes Agent where it has one (compression.threshold,
 // compression.tail_mode, auxiliary.compression.model, ...). Unknown keys and bad values are
 // errors, never ignored: each names the key and where it came from (file:line or the variable).
 package config

@@ -11,7 +11,7 @@ import (
 )
 
 // TestReadAndScrollKeepIdenticalMessages: two distinct messages with the same role, text and
-// time are two messages when the model reads or scrolls a past session (issue 10, item 4).
+// time are two messages when the model reads or scrolls a past session.
 func TestReadAndScrollKeepIdenticalMessages(t *testing.T) {
 	t.Parallel()
 	st, err := sqlite.Open(bg, filepath.Join(t.TempDir(), "spool.db"), sqlite.Options{Logger: slog.New(slog.DiscardHandler)})

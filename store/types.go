@@ -443,8 +443,8 @@ type CacheBreak struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// Route is a gateway routing entry: the session a session key (one chat, thread or user lane,
-// §13 of the reference) continues. A gateway resolves the entry to its live compression tip.
+// Route is a gateway routing entry: the session a session key (one chat, thread or user
+// lane) continues. A gateway resolves the entry to its live compression tip.
 type Route struct {
 	Key       string
 	SessionID string

@@ -18,7 +18,7 @@ import (
 //
 //	go test ./web -run '^$' -bench . -benchtime 200x
 //
-// Targets (issue 16): sessions page on 10,000 sessions and the first page of a 20,000-message
+// Targets: sessions page on 10,000 sessions and the first page of a 20,000-message
 // session p50 < 20 ms, p99 < 100 ms; search page on the standard workload's database p99 < 50 ms.
 
 func benchPages(b *testing.B, h http.Handler, paths []string) {

@@ -221,7 +221,7 @@ func TestBrowser(t *testing.T) {
 		run(t, ctx, "badge goes", browsertest.WaitJS(`!document.querySelector("#live-badge").textContent.includes("live")`))
 	})
 
-	// The rest of what issue 16 names, each seen in the browser.
+	// The rest of the browser's behaviour, each seen in the browser.
 	// step is run with a shorter hang guard: a selector that never appears fails this step
 	// instead of the whole browser's time.
 	step := func(t *testing.T, what string, actions ...chromedp.Action) {

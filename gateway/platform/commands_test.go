@@ -125,7 +125,7 @@ func TestHygiene(t *testing.T) {
 
 // Hygiene measures a session by the usage the agent recorded (compress.State's anchor: the
 // provider's real prompt count), not only by the rough estimate: code and other dense text count
-// far more tokens than characters/4 says, and the reference prefers the real count (§13.5).
+// far more tokens than characters/4 says, and the real count is preferred.
 func TestHygieneUsesTheRecordedUsage(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

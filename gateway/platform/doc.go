@@ -12,7 +12,7 @@
 // The turn runs in the background; events recorded but not yet answered when a process died
 // are picked up by the next Router.Serve on the same database.
 //
-// Keys. Key(policy, address) is the reference's session key (§13.1): namespace, platform,
+// Keys. Key(policy, address) is Hermes Agent's session key: namespace, platform,
 // chat type, [scope], [chat id], then for DMs [user] [thread] and for groups and threads
 // [thread] [user]. DMs are per chat; plain groups are per user by default; threads are
 // shared by default (Policy.GroupPerUser, Policy.ThreadPerUser switch it). Every part is

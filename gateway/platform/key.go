@@ -7,7 +7,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// Policy is how keys isolate users (reference §13.1 defaults: GroupPerUser true,
+// Policy is how keys isolate users (defaults, as Hermes Agent's: GroupPerUser true,
 // ThreadPerUser false) and which profile namespace they live in.
 type Policy struct {
 	// Profile names the key's namespace: "" or "default" is agent:main, "main" is agent:main~,

@@ -572,7 +572,7 @@ func TestPaceBurst(t *testing.T) {
 	}
 }
 
-// Session 7's last slow case: a stream's edits (or a notice) as fast as the chat allows, a
+// A slow case the soak found: a stream's edits (or a notice) as fast as the chat allows, a
 // reply's first message, and the next reply 250 ms after it (the other user of a group).
 // Both go at once: the edits left them two calls. (With one call left, the second reply
 // waited 750 ms for the allowance.)
@@ -619,7 +619,7 @@ func TestPaceReplyFindsLastCall(t *testing.T) {
 // A double text in a DM — the notice for the second message, the first's reply, at once the
 // second's, whose user saw the notice — then the next message 300 ms later, which found the
 // chat idle: its reply goes at once. (With the queued reply as urgent, it took the chat's last
-// call and the idle one waited 700 ms: the soak's slow Telegram cases in session 8.)
+// call and the idle one waited 700 ms: the soak's slow Telegram cases.)
 func TestPaceQueuedReplyLeavesCalls(t *testing.T) {
 	t.Parallel()
 	t0 := time.Unix(1_800_000_000, 0)

@@ -10,7 +10,7 @@
 //     reason, token, cache, API-call and cost counters. Messages keep role, content, tool calls,
 //     tool call id and name, reasoning (reasoning, else reasoning_content), reasoning_details,
 //     finish reason, token count and timestamp, in row-id order.
-//   - Lineage follows the reference's classification (hermes-behavior §5.1): a branch marker or a
+//   - Lineage follows Hermes Agent's classification: a branch marker or a
 //     parent ended "branched" before the child started is a branch; delegate and reset markers
 //     (or a reset end reason with the same session key) are delegate and reset; a parent ended
 //     "compression" is a compression continuation, so a migrated chain lists once and resumes at
@@ -21,7 +21,7 @@
 //     messages; corrupt lines are skipped with a warning; a transcript without a sessions row
 //     becomes a session of its own.
 //   - Columns are read by name: unknown tables and columns are ignored, missing optional ones
-//     read as empty, so newer reference schemas import too.
+//     read as empty, so newer Hermes schemas import too.
 //   - Importing is idempotent: sessions whose id the store already has, and routes whose key it
 //     already has, are skipped and reported, never overwritten.
 //   - A missing directory, a directory that is not a Hermes home, a corrupt or foreign state.db

@@ -295,7 +295,7 @@ func (im *importer) exists(ctx context.Context, id string) (bool, error) {
 	}
 }
 
-// relation classifies e against its parent p (hermes-behavior §5.1).
+// relation classifies e against its parent p as Hermes Agent does.
 func relation(e, p *entry) store.Relation {
 	switch {
 	case e.branchedFrom == p.id || (e.branchedFrom == "" && p.endReason == "branched" && !p.ended.After(e.started)):

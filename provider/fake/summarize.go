@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Markers of a compaction request (reference §10.8): the first compaction sends "TURNS TO
+// Markers of a compaction request, as spool's summarizer writes them: the first compaction sends "TURNS TO
 // SUMMARIZE", an iterative update "PREVIOUS SUMMARY" and "NEW TURNS TO INCORPORATE".
 const (
 	markTurns    = "TURNS TO SUMMARIZE"

@@ -20,8 +20,8 @@ const maxFTSNots = 128
 // for the unicode61 tokenizer. The result is "" (nothing searchable: the caller returns no hits)
 // or an expression FTS5 parses without error, whatever the input.
 //
-// It follows the reference sanitiser (§12.1 of the Hermes behaviour notes) and goes further where
-// the reference can still emit invalid syntax:
+// It follows Hermes Agent's sanitiser and goes further where that one can still emit invalid
+// syntax:
 //   - balanced "..." phrases are kept verbatim (a trailing * makes them a prefix phrase); an
 //     unmatched quote is a separator; a phrase with no letter or digit is dropped, so no empty
 //     "" phrase is ever emitted;

@@ -73,7 +73,7 @@ func match(db *sql.DB, q string) ([]int64, error) {
 	return ids, rows.Err()
 }
 
-// sanitizeCases holds the reference table (§12.1) first, then the cases where spool goes further.
+// sanitizeCases holds Hermes Agent's sanitiser cases first, then the cases where spool goes further.
 var sanitizeCases = []struct {
 	name, in, want string
 }{

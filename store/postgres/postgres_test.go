@@ -24,7 +24,7 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
 		NewDSN: func(t *testing.T) string { return pgtest.NewDatabase(t) },
 		Open:   openStore,
-		// Issue 11 (search correctness) and issue 10 item 4 landed in store/sqlite and the
+		// Some search-correctness and compaction-copy cases landed in store/sqlite and the
 		// suite first; this backend still has to follow (see store/sqlite/copies.go,
 		// search.go and migrations/0006_search_copies.sql for what SQLite does).
 		Pending: pending,

@@ -144,7 +144,7 @@ func testSearch(t *testing.T, h Harness) {
 			}
 			return ""
 		}},
-		// Reference §12.1: each of these must find the message that contains it.
+		// Hermes Agent's sanitiser cases: each of these must find the message that contains it.
 		{store.SearchQuery{Text: "#123"}, 1, 1, nil},
 		{store.SearchQuery{Text: "my-app.config.ts"}, 1, 1, nil},
 		{store.SearchQuery{Text: "src/db/pool.go"}, 1, 1, nil},

@@ -10,7 +10,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// Search correctness beyond the basics (issue 11): whole tool bodies, CJK operators, timestamp
+// Search correctness beyond the basics: whole tool bodies, CJK operators, timestamp
 // order, tool names on hits, compaction copies and summaries, the tool-call envelope.
 
 func searchIDs(t *testing.T, st store.Store, q store.SearchQuery) []int64 {
