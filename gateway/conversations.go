@@ -11,7 +11,6 @@ import (
 	"github.com/spoolhq/spool/agent"
 
 	"github.com/spoolhq/spool/store"
-	"github.com/spoolhq/spool/turn"
 )
 
 // ErrNoCompaction: the gateway's runner cannot compact (compression disabled or no engine).
@@ -200,17 +199,8 @@ func (g *Gateway) DeleteItem(ctx context.Context, principal, id string, mid int6
 		}
 		return hideIn(ctx, id, mid, opts...)
 	}
-	ts, ok := g.st.(turn.Store)
-	if !ok {
-		err = hide(ctx)
-	} else {
-		// Wait for another process's turn no longer than for one of ours; a lease wait of 0 would
-		// mean turn's default, so the smallest wait stands for "at once".
-		wait := max(g.cfg.BusyWait, time.Nanosecond)
-		err = turn.Run(ctx, ts, tip, turn.Options{Wait: wait}, func(tctx context.Context, t *turn.Turn) error {
-			return hide(tctx, t.Fence())
-		})
-	}
+	// Another process's turn is waited for no longer than one of ours.
+	err = g.fenced(ctx, tip, hide)
 	switch {
 	case err == nil:
 		return nil
@@ -223,7 +213,7 @@ func (g *Gateway) DeleteItem(ctx context.Context, principal, id string, mid int6
 		}
 		return badRequest("item_id", "%s", err.Error())
 	}
-	return g.classify(tip, err)
+	return err
 }
 
 // copiesOf finds the verbatim copies of message mid of session id in the other sessions of its

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/agent"
+	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/turn"
 )
 
 // SessionTurn is a turn on a session the caller already resolved (a chat platform's router
@@ -103,13 +105,33 @@ func (g *Gateway) CompactSession(ctx context.Context, sessionID, focus string) (
 	return res, nil
 }
 
-// Exclusive runs fn while holding the session's in-process slot (waiting for a running turn):
-// an /undo or /title must not interleave with a turn.
-func (g *Gateway) Exclusive(ctx context.Context, sessionID string, fn func(ctx context.Context) error) error {
+// EditHistory runs fn, an edit of a session's history outside a turn (a chat's /undo, taking
+// back a turn a crash cut short), while holding the session's in-process slot (waiting for its
+// running turn here) and then its conversation's turn lease, as DeleteItem does: fn's writes
+// carry the lease's fence (opts), so a store refuses them once another holder took the lease.
+// A turn of another process is waited for no longer than Config.BusyWait; then the answer is
+// a *BusyError and fn does not run.
+func (g *Gateway) EditHistory(ctx context.Context, sessionID string, fn func(ctx context.Context, opts ...store.WriteOption) error) error {
 	sl, err := g.acquire(ctx, sessionID, BusyQueue)
 	if err != nil {
 		return err
 	}
 	defer g.releaseSlot(sessionID, sl)
-	return fn(ctx)
+	return g.fenced(ctx, sessionID, fn)
+}
+
+// fenced runs fn holding the turn lease of sessionID's conversation, fn's writes fenced by it,
+// waiting for another process's turn no longer than Config.BusyWait (then *BusyError). A
+// store without turn leases runs fn unfenced.
+func (g *Gateway) fenced(ctx context.Context, sessionID string, fn func(ctx context.Context, opts ...store.WriteOption) error) error {
+	ts, ok := g.st.(turn.Store)
+	if !ok {
+		return fn(ctx)
+	}
+	// A lease wait of 0 would mean turn's default, so the smallest wait stands for "at once".
+	wait := max(g.cfg.BusyWait, time.Nanosecond)
+	err := turn.Run(ctx, ts, sessionID, turn.Options{Wait: wait}, func(tctx context.Context, t *turn.Turn) error {
+		return fn(tctx, t.Fence())
+	})
+	return g.classify(sessionID, err)
 }

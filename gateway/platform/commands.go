@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
 	"time"
 
+	"github.com/spoolhq/spool/gateway"
 	"github.com/spoolhq/spool/recall"
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/tokens"
@@ -198,13 +198,17 @@ func (r *Router) builtin(ctx context.Context, key string, ev Event, c command, c
 		return "Title set: " + c.args, nil
 	case "undo":
 		n := 0
-		err := r.gw.Exclusive(ctx, cur, func(ctx context.Context) error {
+		err := r.gw.EditHistory(ctx, cur, func(ctx context.Context, opts ...store.WriteOption) error {
 			var err error
-			n, err = r.st.UndoLastExchange(ctx, cur)
+			n, err = r.st.UndoLastExchange(ctx, cur, opts...)
 			return err
 		})
-		if errors.Is(err, store.ErrNotFound) {
+		var busy *gateway.BusyError
+		switch {
+		case errors.Is(err, store.ErrNotFound):
 			return "Nothing to undo.", nil
+		case errors.As(err, &busy):
+			return "This chat's session is busy: a turn is running in another process. Nothing was undone; try again when it has finished.", nil
 		}
 		if err != nil {
 			return "", err

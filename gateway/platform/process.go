@@ -85,12 +85,16 @@ func (r *Router) process(ctx context.Context, key string, ev Event) {
 		}
 		if dangling {
 			tip, _ := r.st.ResumeTarget(ctx, in.SessionID)
-			err := r.gw.Exclusive(ctx, tip, func(ctx context.Context) error {
-				_, err := r.st.UndoLastExchange(ctx, tip)
+			err := r.gw.EditHistory(ctx, tip, func(ctx context.Context, opts ...store.WriteOption) error {
+				_, err := r.st.UndoLastExchange(ctx, tip, opts...)
 				return err
 			})
-			if err != nil {
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				// Not taken back (another process's turn holds the conversation): running the
+				// turn now would store the message twice. The event stays claimed and
+				// unfinished; the next recovery pass tries again.
 				r.log.Warn("platform: take back a cut-short turn", "session", tip, "err", err)
+				return
 			}
 		}
 	}

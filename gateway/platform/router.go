@@ -43,7 +43,10 @@ var _ Store = store.Store(nil)
 type Turns interface {
 	TurnSession(ctx context.Context, st gateway.SessionTurn, sink gateway.Sink) (gateway.Reply, error)
 	CompactSession(ctx context.Context, sessionID, focus string) (agent.Result, error)
-	Exclusive(ctx context.Context, sessionID string, fn func(ctx context.Context) error) error
+	// EditHistory runs a history edit outside a turn under the session's slot and its
+	// conversation's lease (fn's writes fenced by opts); *gateway.BusyError while another
+	// process's turn holds it.
+	EditHistory(ctx context.Context, sessionID string, fn func(ctx context.Context, opts ...store.WriteOption) error) error
 	Interrupt(sessionID string) bool
 }
 
