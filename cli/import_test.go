@@ -62,10 +62,21 @@ func TestImportHermesBadInput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(corrupt, "state.db"), []byte(strings.Repeat("not sqlite ", 1000)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	dirDB := filepath.Join(dir, "dirdb")
+	if err := os.MkdirAll(filepath.Join(dirDB, "state.db"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dirDB, "sessions"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dirDB, "sessions", "20260101_000000_aaaaaa.jsonl"), []byte(`{"role":"user","content":"hi"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for name, tc := range map[string]struct{ dir, want string }{
-		"missing":    {filepath.Join(dir, "nope"), "no such file or directory"},
-		"not a home": {notHome, "is not a Hermes home"},
-		"corrupt db": {corrupt, "state.db"},
+		"missing":     {filepath.Join(dir, "nope"), "no such file or directory"},
+		"not a home":  {notHome, "is not a Hermes home"},
+		"corrupt db":  {corrupt, "state.db"},
+		"db is a dir": {dirDB, "state.db is a directory, not a regular file"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			home := t.TempDir()

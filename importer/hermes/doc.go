@@ -1,7 +1,10 @@
 // Package hermes reads a Hermes Agent home (state.db, sessions/sessions.json and the legacy
-// sessions/*.jsonl transcripts) into a spool store. It never writes the source: state.db is
-// opened read-only through the store/sqlite driver (a live WAL database is read with its -wal
-// frames), and nothing else in the home is opened for writing.
+// sessions/*.jsonl transcripts) into a spool store. It never writes the source, not a byte:
+// state.db is opened read-only through the store/sqlite driver; one with a -wal beside it (a
+// live or crashed Hermes) is copied with its -wal into a private temporary directory and read
+// there, with the -wal's rows, so no -shm is created or touched in the home; nothing else in the
+// home is opened for writing. A state.db that is not a regular file (a directory, a named pipe)
+// fails the import before anything is stored.
 //
 // Contract:
 //   - Every sessions row becomes a spool session with the same id: source, user, session key,

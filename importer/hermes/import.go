@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spoolhq/spool/internal/regfile"
 	"github.com/spoolhq/spool/store"
 )
 
@@ -93,7 +94,10 @@ func Open(ctx context.Context, dir string) (*Home, error) {
 		return nil, err
 	}
 	gwPath := filepath.Join(sessDir, "sessions.json")
-	hasDB := regular(dbPath)
+	hasDB, err := stateDB(dbPath)
+	if err != nil {
+		return nil, err
+	}
 	if !hasDB && len(h.files) == 0 && !regular(gwPath) {
 		return nil, fmt.Errorf("%s is not a Hermes home (no state.db, no sessions/sessions.json, no sessions/*.jsonl)", dir)
 	}
@@ -189,6 +193,22 @@ func (h *Home) Import(ctx context.Context, st Store, opts Options) (Report, erro
 	}
 	rep.SystemPrompts = len(im.prompts)
 	return rep, nil
+}
+
+// stateDB reports whether the home has a state.db. One that is there but is not a regular file
+// (a directory, a named pipe, a device) is an error: taken as absent, the import would go on
+// from the transcripts alone, and a later import would skip those sessions' metadata for good.
+func stateDB(path string) (bool, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("state.db: %w", pathErr(err))
+	case !fi.Mode().IsRegular():
+		return false, fmt.Errorf("%s %w", path, &regfile.NotRegularError{Mode: fi.Mode()})
+	}
+	return true, nil
 }
 
 func regular(path string) bool {

@@ -9,10 +9,12 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/spoolhq/spool/internal/regfile"
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/sqlite"
 )
@@ -20,6 +22,7 @@ import (
 // source is an open Hermes state.db with the columns it has.
 type source struct {
 	db      *sql.DB
+	tmp     string // the private copy's directory, removed on close ("" when read in place)
 	version int
 	// cols holds the columns of each table this reader uses, by name.
 	sessionCols map[string]bool
@@ -31,24 +34,116 @@ type source struct {
 	sessionStmt, messageStmt, countStmt *sql.Stmt
 }
 
-// openSource opens path read-only and checks that it is a readable Hermes session database.
+// openSource opens path read-only and checks that it is a readable Hermes session database,
+// without creating or changing a byte in the home.
 //
-// A WAL-mode file with a -wal beside it may have a live writer: it is opened mode=ro, which reads
-// the WAL's frames and takes read locks like any reader, never writing the database or its WAL.
-// A WAL-mode file without a -wal has no open connection (SQLite removes the -wal when the last one
-// closes); opening it mode=ro would create empty -wal and -shm files in the home, so it is
-// opened immutable instead (no locks, no files). A rollback-journal file is opened mode=ro.
+// A file with a -wal beside it has a live writer, or one that stopped before a checkpoint: its
+// newest rows are in the -wal, and reading them in place would need the -shm index, which SQLite
+// creates when it is missing and where every reader takes its read marks. So the two files are
+// copied into a private temporary directory (again if either changed during the copy) and the
+// copy is read; it is removed on close. Without a -wal the database file holds everything: a
+// WAL-mode file is opened immutable (no locks, no -wal or -shm files), a rollback-journal file
+// mode=ro (shared locks only).
 func openSource(ctx context.Context, path string) (*source, error) {
-	_, err := os.Stat(path + "-wal")
-	noWAL := errors.Is(err, os.ErrNotExist)
-	s, err := openSourceMode(ctx, path, noWAL && walHeader(path))
-	if err != nil && noWAL {
+	_, err := os.Lstat(path + "-wal")
+	switch {
+	case err == nil:
+		tmp, copied, err := copyWithWAL(path)
+		if errors.Is(err, errWALGone) {
+			return openSource(ctx, path) // its last connection closed: all is in the file now
+		}
+		if err != nil {
+			return nil, err
+		}
+		s, err := openSourceMode(ctx, copied, false)
+		if err != nil {
+			os.RemoveAll(tmp)
+			return nil, err
+		}
+		s.tmp = tmp
+		return s, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("state.db-wal: %w", pathErr(err))
+	}
+	s, err := openSourceMode(ctx, path, walHeader(path))
+	if err != nil {
 		// A read-only directory cannot hold the files SQLite wants; nothing can write there.
 		if s2, err2 := openSourceMode(ctx, path, true); err2 == nil {
 			return s2, nil
 		}
 	}
 	return s, err
+}
+
+// copyWithWAL copies the database at path and its -wal into a new temporary directory and
+// returns the directory and the copy's path. A copy during which either file changed (a writer
+// appended or checkpointed) is made again, a few times at most.
+func copyWithWAL(path string) (tmp, copied string, err error) {
+	tmp, err = os.MkdirTemp("", "spool-hermes-import-")
+	if err != nil {
+		return "", "", fmt.Errorf("state.db: a private copy of a database with a -wal: %w", err)
+	}
+	copied = filepath.Join(tmp, "state.db")
+	for range 5 {
+		before, err := stamp(path)
+		if errors.Is(err, os.ErrNotExist) {
+			os.RemoveAll(tmp)
+			return "", "", errWALGone
+		}
+		if err != nil {
+			break
+		}
+		if err = copyFile(path, copied); err == nil {
+			err = copyFile(path+"-wal", copied+"-wal")
+		}
+		if err != nil {
+			os.RemoveAll(tmp)
+			return "", "", fmt.Errorf("state.db: a private copy of a database with a -wal: %w", err)
+		}
+		if after, err := stamp(path); err == nil && after == before {
+			return tmp, copied, nil
+		}
+	}
+	os.RemoveAll(tmp)
+	return "", "", errors.New("state.db kept changing while it was copied (Hermes is writing to it): run the import again, or stop Hermes first")
+}
+
+// errWALGone: the -wal went away before it was copied.
+var errWALGone = errors.New("state.db-wal went away")
+
+// stamp is the size and modification time of a database and its -wal.
+func stamp(path string) ([4]int64, error) {
+	var out [4]int64
+	for i, p := range []string{path, path + "-wal"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return out, err
+		}
+		out[2*i], out[2*i+1] = fi.Size(), fi.ModTime().UnixNano()
+	}
+	return out, nil
+}
+
+// copyFile copies the regular file src to dst (mode 0600).
+func copyFile(src, dst string) error {
+	in, _, err := regfile.Open(src)
+	var nr *regfile.NotRegularError
+	switch {
+	case errors.As(err, &nr):
+		return fmt.Errorf("%s %w", filepath.Base(src), nr)
+	case err != nil:
+		return fmt.Errorf("%s: %w", filepath.Base(src), pathErr(err))
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 func openSourceMode(ctx context.Context, path string, immutable bool) (*source, error) {
@@ -78,7 +173,13 @@ func walHeader(path string) bool {
 	return string(h[:16]) == "SQLite format 3\x00" && h[18] == 2 && h[19] == 2
 }
 
-func (s *source) close() error { return s.db.Close() }
+func (s *source) close() error {
+	err := s.db.Close()
+	if s.tmp != "" {
+		err = errors.Join(err, os.RemoveAll(s.tmp))
+	}
+	return err
+}
 
 // inspect reads the schema: the tables and columns by name, the schema version, and an
 // integrity check so a damaged file fails before anything is stored.
