@@ -19,7 +19,11 @@
 //     "compression" is a compression continuation, so a migrated chain lists once and resumes at
 //     its tip. Parents are imported before children.
 //   - sessions.json entries become store routes (key → session, suspended and resume_pending
-//     flags, the rest of the entry as origin) and the session's session key.
+//     flags, the rest of the entry as origin) and the session's session key, keyed as spool's
+//     adapters key the lane's next message: Hermes keys a Slack thread or a Telegram forum topic
+//     under its chat's type (agent:main:slack:group:T:C:ts), spool as a thread
+//     (agent:main:slack:thread:T:C:ts); the thread id comes from the entry (thread_id, or its
+//     origin's), the session row's thread_id, or for Slack the timestamp form of the key's part.
 //   - A legacy JSONL transcript replaces a session's SQLite rows only when it has strictly more
 //     messages; corrupt lines are skipped with a warning; a transcript without a sessions row
 //     becomes a session of its own.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/spoolhq/spool/internal/regfile"
@@ -16,6 +17,24 @@ import (
 type gatewayEntry struct {
 	route    store.Route
 	platform string
+	thread   string // the lane's thread id, when the entry names one
+}
+
+// id is an id Hermes writes as a string or a number.
+type id string
+
+func (v *id) UnmarshalJSON(b []byte) error {
+	var x any
+	if err := json.Unmarshal(b, &x); err != nil {
+		return err
+	}
+	switch t := x.(type) {
+	case string:
+		*v = id(t)
+	case float64:
+		*v = id(strconv.FormatFloat(t, 'f', -1, 64))
+	}
+	return nil
 }
 
 // readGateway reads sessions/sessions.json (absent: no entries). A file that is not a JSON
@@ -52,6 +71,10 @@ func readGateway(path string) ([]gatewayEntry, []Skip, error) {
 			UpdatedAt     string `json:"updated_at"`
 			Suspended     bool   `json:"suspended"`
 			ResumePending bool   `json:"resume_pending"`
+			ThreadID      id     `json:"thread_id"`
+			Origin        struct {
+				ThreadID id `json:"thread_id"`
+			} `json:"origin"`
 		}
 		if err := json.Unmarshal(raw[k], &e); err != nil || e.SessionID == "" {
 			skipped = append(skipped, Skip{Kind: "route", ID: k, Reason: "entry has no session_id"})
@@ -72,7 +95,11 @@ func readGateway(path string) ([]gatewayEntry, []Skip, error) {
 		} else if t, err := time.Parse(time.RFC3339Nano, e.UpdatedAt); err == nil {
 			r.UpdatedAt = t
 		}
-		out = append(out, gatewayEntry{route: r, platform: e.Platform})
+		thread := string(e.Origin.ThreadID)
+		if thread == "" {
+			thread = string(e.ThreadID)
+		}
+		out = append(out, gatewayEntry{route: r, platform: e.Platform, thread: thread})
 	}
 	return out, skipped, nil
 }

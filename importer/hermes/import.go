@@ -152,12 +152,15 @@ func (h *Home) Import(ctx context.Context, st Store, opts Options) (Report, erro
 		rep.SchemaVersion = h.src.version
 	}
 	im := &importer{st: st, src: h.src, opts: opts, rep: &rep, total: h.total, prompts: map[[32]byte]bool{},
-		present: map[string]bool{}, keyOf: map[string]string{}, platformOf: map[string]string{}}
+		present: map[string]bool{}, keyOf: map[string]string{}, platformOf: map[string]string{}, threadOf: map[string]string{}}
 	defer im.wait() // an import that stops early still waits for its batch in flight
 	for _, g := range h.gateway {
 		if _, ok := im.keyOf[g.route.SessionID]; !ok {
 			im.keyOf[g.route.SessionID] = g.route.Key
 			im.platformOf[g.route.SessionID] = g.platform
+		}
+		if g.thread != "" {
+			im.threadOf[g.route.SessionID] = g.thread
 		}
 	}
 
@@ -187,7 +190,9 @@ func (h *Home) Import(ctx context.Context, st Store, opts Options) (Report, erro
 		return rep, err
 	}
 	for _, g := range h.gateway {
-		if err := im.route(ctx, g.route); err != nil {
+		r := g.route
+		r.Key = im.laneKey(r.Key, r.SessionID)
+		if err := im.route(ctx, r); err != nil {
 			return rep, err
 		}
 	}
@@ -285,6 +290,7 @@ type importer struct {
 	byID         map[string]*entry
 	keyOf        map[string]string // session id → gateway key
 	platformOf   map[string]string
+	threadOf     map[string]string // session id → its lane's thread id, from sessions.json
 }
 
 func (im *importer) skip(kind, id, reason string) {
@@ -353,7 +359,7 @@ func (im *importer) dbSession(ctx context.Context, e *entry, jsonlPath string) e
 	if err != nil {
 		return err
 	}
-	s := store.Session{ID: e.id, Source: e.source, UserID: row.userID, SessionKey: e.key, Title: row.title,
+	s := store.Session{ID: e.id, Source: e.source, UserID: row.userID, SessionKey: im.laneKey(e.key, e.id), Title: row.title,
 		Model: row.model, ModelConfig: e.config, StartedAt: e.started, EndedAt: e.ended, EndReason: e.endReason,
 		Usage: row.usage, Cwd: row.cwd, GitBranch: row.branch}
 	if s.Source == "" {
@@ -426,6 +432,19 @@ func (im *importer) dbSession(ctx context.Context, e *entry, jsonlPath string) e
 	return nil
 }
 
+// laneKey is spool's key for the lane that the Hermes key names, sessionID's (laneKey), with
+// the thread id sessions.json or the session row gives.
+func (im *importer) laneKey(key, sessionID string) string {
+	if key == "" {
+		return ""
+	}
+	thread := im.threadOf[sessionID]
+	if e := im.byID[sessionID]; thread == "" && e != nil {
+		thread = e.thread
+	}
+	return laneKey(key, thread)
+}
+
 func (im *importer) noteTranscript(t transcript) {
 	for _, sk := range t.skipped {
 		if im.opts.Warn != nil {
@@ -453,7 +472,7 @@ func (im *importer) jsonlSession(ctx context.Context, id, path string) error {
 		return nil
 	}
 	im.rep.Skipped = append(im.rep.Skipped, t.notes...)
-	s := store.Session{ID: id, Source: "unknown", SessionKey: im.keyOf[id], StartedAt: start}
+	s := store.Session{ID: id, Source: "unknown", SessionKey: im.laneKey(im.keyOf[id], id), StartedAt: start}
 	if p := im.platformOf[id]; p != "" {
 		s.Source = p
 	}

@@ -284,7 +284,7 @@ func selectList(alias string, have map[string]bool, want []string) string {
 }
 
 // indexFields are what the lineage pass needs of every session.
-var indexFields = []string{"id", "parent_session_id", "source", "session_key", "model_config", "started_at", "ended_at", "end_reason"}
+var indexFields = []string{"id", "parent_session_id", "source", "session_key", "model_config", "started_at", "ended_at", "end_reason", "thread_id"}
 
 // sessionFields are the rest of a session row, read when it is imported.
 var sessionFields = []string{"user_id", "model", "title", "input_tokens", "output_tokens", "cache_read_tokens",
@@ -310,6 +310,7 @@ func (s *source) buildSessionSQL() string {
 // entry is one session in the lineage index.
 type entry struct {
 	id, parent, source, key, endReason    string
+	thread                                string // the lane's thread id (newer schemas)
 	started, ended                        time.Time
 	branchedFrom, delegateFrom, resetFrom string
 	badConfig                             string // why model_config is unusable ("" when fine)
@@ -325,13 +326,13 @@ func (s *source) index(ctx context.Context) ([]*entry, error) {
 	defer rows.Close()
 	var out []*entry
 	for rows.Next() {
-		var id, parent, src, key, cfg, reason sql.NullString
+		var id, parent, src, key, cfg, reason, thread sql.NullString
 		var started, ended any
-		if err := rows.Scan(&id, &parent, &src, &key, &cfg, &started, &ended, &reason); err != nil {
+		if err := rows.Scan(&id, &parent, &src, &key, &cfg, &started, &ended, &reason, &thread); err != nil {
 			return nil, fmt.Errorf("state.db: read sessions: %w", err)
 		}
 		e := &entry{id: id.String, parent: parent.String, source: src.String, key: key.String, endReason: reason.String,
-			started: epoch(started), ended: epoch(ended)}
+			started: epoch(started), ended: epoch(ended), thread: thread.String}
 		if c := strings.TrimSpace(cfg.String); c != "" && c != "null" {
 			var obj map[string]json.RawMessage
 			if err := json.Unmarshal([]byte(c), &obj); err != nil {
