@@ -1,4 +1,4 @@
--- Search without the noise (issue 11):
+-- Search without the noise:
 --
 -- * copy_of links a row that a compaction re-inserted verbatim (a protected head carried into
 --   the next generation) to the original it copies (the first row of the chain, never another
