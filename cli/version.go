@@ -9,14 +9,22 @@ import (
 	"github.com/spoolhq/spool/store/sqlite"
 )
 
-// versionString is what `spool --version` prints: the module version, the commit it was built
-// from (when the build recorded it), the SQLite library and the driver.
+// versionString is what `spool --version` prints: the module version and, when the build
+// recorded them, the commit it was built from and that commit's time; then the SQLite library,
+// the driver and the Go toolchain.
 func versionString() string {
-	version, commit, when, dirty := "(devel)", "unknown", "", ""
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			version = bi.Main.Version
-		}
+	bi, _ := debug.ReadBuildInfo()
+	return fmt.Sprintf("%s · SQLite %s · driver %s · %s %s/%s", buildVersion(bi),
+		cmp.Or(sqlite.LibraryVersion(), "unknown"), sqlite.DriverLabel, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// buildVersion is "spool VERSION" from bi (nil: no build info), followed by "(commit
+// REVISION[+dirty][, TIME])" when the build recorded its VCS state. `go install …@v0.1.0` records
+// the module version and no VCS state; a build in a checkout records the commit and "(devel)".
+func buildVersion(bi *debug.BuildInfo) string {
+	version, commit, when, dirty := "(devel)", "", "", ""
+	if bi != nil {
+		version = cmp.Or(bi.Main.Version, version)
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "vcs.revision":
@@ -30,7 +38,8 @@ func versionString() string {
 			}
 		}
 	}
-	return fmt.Sprintf("spool %s (commit %s%s%s) · SQLite %s · driver %s · %s %s/%s",
-		version, commit, dirty, when, cmp.Or(sqlite.LibraryVersion(), "unknown"), sqlite.DriverLabel,
-		runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	if commit == "" {
+		return "spool " + version
+	}
+	return fmt.Sprintf("spool %s (commit %s%s%s)", version, commit, dirty, when)
 }
