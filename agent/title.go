@@ -85,7 +85,7 @@ func (r *run) autoTitle(ctx context.Context) {
 		return
 	}
 	title, err := r.a.st.NextTitle(ctx, base)
-	if err != nil || r.a.st.SetTitle(ctx, r.sess.ID, title) != nil {
+	if err != nil || r.a.st.SetTitle(ctx, r.sess.ID, title, r.t.Fence()) != nil {
 		return
 	}
 	raw, _ := json.Marshal(base)

@@ -2,8 +2,10 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spoolhq/spool/agent"
 	"github.com/spoolhq/spool/provider/fake"
@@ -89,5 +91,62 @@ func TestTitleFromFirstAsk(t *testing.T) {
 	if got := agent.TitleFrom(strings.Repeat("x", 100)); got != "" {
 		// One word longer than the limit: no title rather than a cut word.
 		t.Errorf("an overlong word gave %q", got)
+	}
+}
+
+// leaseThief is a store whose NextTitle first hands the conversation's turn lease to another
+// holder, who names the session: the turn asking for a title has lost its lease without knowing
+// it yet (its next renewal would tell it).
+type leaseThief struct {
+	store.Store
+	t      *testing.T
+	stolen bool
+	sid    string
+}
+
+func (s *leaseThief) NextTitle(ctx context.Context, base string) (string, error) {
+	if !s.stolen {
+		s.stolen = true
+		held, err := s.HeldLeases(ctx)
+		if err != nil || len(held) != 1 {
+			s.t.Errorf("held leases %+v (%v)", held, err)
+			return "", errors.New("no lease to steal")
+		}
+		h := held[0]
+		s.sid = h.ConversationID
+		if err := s.ReleaseLease(ctx, store.Lease{ConversationID: h.ConversationID, Holder: h.Holder, Generation: h.Generation}); err != nil {
+			s.t.Error(err)
+		}
+		live, err := s.AcquireLease(ctx, h.ConversationID, "the live turn", time.Minute)
+		if err != nil {
+			s.t.Error(err)
+		}
+		if err := s.SetTitle(ctx, h.ConversationID, base, store.WithLease(live)); err != nil {
+			s.t.Error(err)
+		}
+	}
+	return s.Store.NextTitle(ctx, base)
+}
+
+// TestAutoTitleFenced: a turn that lost its lease does not write its automatic title over the
+// live holder's ("Fix the parser" must not become "Fix the parser #2").
+func TestAutoTitleFenced(t *testing.T) {
+	t.Parallel()
+	inner, _ := newStore(t)
+	st := &leaseThief{Store: inner, t: t}
+	ag := newAgent(t, st, fake.New(fake.Config{}), nil)
+	_, err := ag.Run(context.Background(), "", "fix the parser", agent.RunOptions{})
+	if !st.stolen {
+		t.Fatalf("the turn asked for no title (%v)", err)
+	}
+	if !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("run after losing the lease: %v", err)
+	}
+	s, err := inner.GetSession(context.Background(), st.sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Title != "Fix the parser" {
+		t.Errorf("title %q: the stale turn overwrote the live holder's title", s.Title)
 	}
 }

@@ -291,9 +291,9 @@ func (c *countingStore) SetSystemPrompt(ctx context.Context, id, p string) (stri
 	defer c.write(ctx)()
 	return c.Store.SetSystemPrompt(ctx, id, p)
 }
-func (c *countingStore) SetTitle(ctx context.Context, id, title string) error {
+func (c *countingStore) SetTitle(ctx context.Context, id, title string, opts ...store.WriteOption) error {
 	defer c.write(ctx)()
-	return c.Store.SetTitle(ctx, id, title)
+	return c.Store.SetTitle(ctx, id, title, opts...)
 }
 func (c *countingStore) RecordRequest(ctx context.Context, id string, r store.RequestRecord) error {
 	defer c.write(ctx)()

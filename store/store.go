@@ -20,8 +20,10 @@ type Store interface {
 	EndSession(ctx context.Context, id, reason string) error
 	ReopenSession(ctx context.Context, id string) error
 	// SetTitle sets a unique title ("" clears it). A title held by a compression ancestor moves
-	// to this session; one held elsewhere returns *TitleInUseError.
-	SetTitle(ctx context.Context, id, title string) error
+	// to this session; one held elsewhere returns *TitleInUseError. With WithLease the write is
+	// fenced like a transcript write (ErrLeaseLost, and the title stays, when the lease is no
+	// longer the conversation's).
+	SetTitle(ctx context.Context, id, title string, opts ...WriteOption) error
 	// NextTitle returns base, or "base #N" numbered after the titles already taken.
 	NextTitle(ctx context.Context, base string) (string, error)
 	// DeleteSession removes a session and its messages; its children lose their parent link,

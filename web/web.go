@@ -37,7 +37,7 @@ type Store interface {
 	UsageByDay(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error)
 
 	// The writes, each the one the CLI makes for the same action.
-	SetTitle(ctx context.Context, id, title string) error
+	SetTitle(ctx context.Context, id, title string, opts ...store.WriteOption) error
 	DeleteSession(ctx context.Context, id string) error
 	Branch(ctx context.Context, parentID string, child store.NewSession) (store.Session, error)
 	CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error)

@@ -23,7 +23,7 @@ type Store interface {
 	ReopenSession(ctx context.Context, id string) error
 	DeleteSession(ctx context.Context, id string) error
 	ResumeTarget(ctx context.Context, id string) (string, error)
-	SetTitle(ctx context.Context, id, title string) error
+	SetTitle(ctx context.Context, id, title string, opts ...store.WriteOption) error
 	UndoLastExchange(ctx context.Context, sessionID string, opts ...store.WriteOption) (int, error)
 	Requests(ctx context.Context, id string, limit int) ([]store.RequestRecord, error)
 	GetRoute(ctx context.Context, key string) (store.Route, error)

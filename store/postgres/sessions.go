@@ -336,17 +336,21 @@ func (db *DB) ReopenSession(ctx context.Context, id string) error {
 }
 
 // SetTitle implements store.Store.
-func (db *DB) SetTitle(ctx context.Context, id, title string) error {
+func (db *DB) SetTitle(ctx context.Context, id, title string, opts ...store.WriteOption) error {
 	t, err := store.CleanTitle(title)
 	if err != nil {
 		return fmt.Errorf("set title of %s: %w", id, err)
 	}
+	w := store.ApplyWriteOptions(opts)
 	err = db.write(ctx, routineBudget, func(tx pgx.Tx) error {
 		var root string
 		if err := tx.QueryRow(ctx, "SELECT root_id FROM sessions WHERE id = $1 FOR UPDATE", id).Scan(&root); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return notFound("session", id)
 			}
+			return err
+		}
+		if err := checkLease(ctx, tx, root, w.Lease); err != nil {
 			return err
 		}
 		if t != "" {

@@ -58,6 +58,15 @@ func testLeases(t *testing.T, h Harness) {
 	if rs, _ := st.Requests(bg, "conv", 0); len(rs) != 1 {
 		t.Fatalf("%d request rows after one fenced record", len(rs))
 	}
+	// The title is fenced too: a stale turn's automatic title must not replace the live one's.
+	if err := st.SetTitle(bg, "conv", "Named by b", store.WithLease(b)); err != nil {
+		t.Fatalf("title set under the current lease: %v", err)
+	}
+	err = st.SetTitle(bg, "conv", "Named by b #2", store.WithLease(a))
+	wantErr(t, err, store.ErrLeaseLost, "title set with a superseded generation")
+	if got := mustSession(t, st, "conv").Title; got != "Named by b" {
+		t.Fatalf("title = %q after a refused stale rename", got)
+	}
 	_, err = st.RenewLease(bg, a, time.Minute)
 	wantErr(t, err, store.ErrLeaseLost, "renew a superseded lease")
 	if err := st.ReleaseLease(bg, a); err != nil {
