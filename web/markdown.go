@@ -15,6 +15,13 @@ import (
 // for http, https and mailto URLs; control characters (terminal escape sequences included) and
 // bidirectional overrides are shown as visible symbols instead of reaching the page.
 func renderMarkdown(src string) template.HTML {
+	h, _ := renderMarkdownWork(src)
+	return h
+}
+
+// renderMarkdownWork is renderMarkdown that also reports the bytes its inline searches read.
+func renderMarkdownWork(src string) (template.HTML, int) {
+	work := 0
 	var b strings.Builder
 	b.Grow(len(src) + len(src)/4)
 	lines := strings.Split(strings.ReplaceAll(src, "\r\n", "\n"), "\n")
@@ -29,7 +36,7 @@ func renderMarkdown(src string) template.HTML {
 			if i > 0 {
 				b.WriteString("<br>")
 			}
-			inline(&b, l)
+			inline(&b, l, &work)
 		}
 		b.WriteString("</p>")
 		para = para[:0]
@@ -79,7 +86,7 @@ func renderMarkdown(src string) template.HTML {
 			// Headings inside a message sit below the page's own (h1, h2).
 			tag := fmt.Sprintf("h%d", min(n+2, 6))
 			b.WriteString("<" + tag + ">")
-			inline(&b, strings.TrimSpace(trimmed[n:]))
+			inline(&b, strings.TrimSpace(trimmed[n:]), &work)
 			b.WriteString("</" + tag + ">")
 		case strings.HasPrefix(trimmed, "> ") || trimmed == ">":
 			flushPara()
@@ -91,7 +98,7 @@ func renderMarkdown(src string) template.HTML {
 					i--
 					break
 				}
-				inline(&b, strings.TrimSpace(strings.TrimPrefix(t, ">")))
+				inline(&b, strings.TrimSpace(strings.TrimPrefix(t, ">")), &work)
 				b.WriteString("<br>")
 			}
 			b.WriteString("</blockquote>")
@@ -103,7 +110,7 @@ func renderMarkdown(src string) template.HTML {
 				list = "ul"
 			}
 			b.WriteString("<li>")
-			inline(&b, bullet(trimmed))
+			inline(&b, bullet(trimmed), &work)
 			b.WriteString("</li>")
 		case numbered(trimmed) != "":
 			flushPara()
@@ -113,7 +120,7 @@ func renderMarkdown(src string) template.HTML {
 				list = "ol"
 			}
 			b.WriteString("<li>")
-			inline(&b, numbered(trimmed))
+			inline(&b, numbered(trimmed), &work)
 			b.WriteString("</li>")
 		default:
 			closeList()
@@ -122,7 +129,7 @@ func renderMarkdown(src string) template.HTML {
 	}
 	flushPara()
 	closeList()
-	return template.HTML(b.String()) //nolint:gosec // every byte of src went through text()
+	return template.HTML(b.String()), work //nolint:gosec // every byte of src went through text()
 }
 
 func fenceOf(s string) (string, bool) {
@@ -170,60 +177,138 @@ func numbered(s string) string {
 	return s[i+2:]
 }
 
-// inline renders one line's spans: code, bold, emphasis and links; everything else is text.
-func inline(b *strings.Builder, s string) {
-	for len(s) > 0 {
-		i := strings.IndexAny(s, "`*_[")
+// inline renders one line's spans (code, bold, emphasis and links; everything else is text) and
+// adds the number of bytes its searches read to *work.
+//
+// Its time is linear in the line's length. Each delimiter's next occurrence comes from a finder
+// that remembers its answer, so unclosed markup (a line of "[a](" repeated, say) does not make
+// every opening rescan the rest of the line: positions only move forward and each finder reads
+// each byte at most once. A span's inside (a link label, the text of **bold**) gets finders of its
+// own; it never holds its own closing delimiter, so spans nest at most five deep (**, __, *, _,
+// [...]) and each byte is read a bounded number of times.
+func inline(b *strings.Builder, s string, work *int) {
+	p := spans{s: s, work: work}
+	pos := 0
+	for pos < len(s) {
+		i := strings.IndexAny(s[pos:], "`*_[")
 		if i < 0 {
-			text(b, s)
+			*work += len(s) - pos
+			text(b, s[pos:])
 			return
 		}
-		text(b, s[:i])
-		s = s[i:]
-		switch s[0] {
+		*work += i + 1
+		text(b, s[pos:pos+i])
+		pos += i
+		switch c := s[pos]; c {
 		case '`':
-			if j := strings.IndexByte(s[1:], '`'); j >= 0 {
+			if j := p.next("`", pos+1); j >= 0 {
 				b.WriteString("<code>")
-				text(b, s[1:1+j])
+				text(b, s[pos+1:j])
 				b.WriteString("</code>")
-				s = s[j+2:]
+				pos = j + 1
 				continue
 			}
 		case '*', '_':
-			if strings.HasPrefix(s, "**") || strings.HasPrefix(s, "__") {
-				if j := strings.Index(s[2:], s[:2]); j > 0 {
+			if d := s[pos:min(pos+2, len(s))]; d == "**" || d == "__" {
+				if j := p.next(d, pos+2); j > pos+2 {
 					b.WriteString("<strong>")
-					inline(b, s[2:2+j])
+					inline(b, s[pos+2:j], work)
 					b.WriteString("</strong>")
-					s = s[j+4:]
+					pos = j + 2
 					continue
 				}
-			} else if j := strings.IndexByte(s[1:], s[0]); j > 0 && s[1] != ' ' && (s[0] == '*' || wordBoundary(s, j+2)) {
+			} else if j := p.next(s[pos:pos+1], pos+1); j > pos+1 && s[pos+1] != ' ' && (c == '*' || wordBoundary(s, j+1)) {
 				b.WriteString("<em>")
-				inline(b, s[1:1+j])
+				inline(b, s[pos+1:j], work)
 				b.WriteString("</em>")
-				s = s[j+2:]
+				pos = j + 1
 				continue
 			}
 		case '[':
-			if label, href, rest, ok := link(s); ok {
+			if label, href, rest, ok := p.link(pos); ok {
 				if u := safeURL(href); u != "" {
 					b.WriteString(`<a href="`)
 					text(b, u)
 					b.WriteString(`" rel="nofollow noopener noreferrer" target="_blank">`)
-					inline(b, label)
+					inline(b, label, work)
 					b.WriteString("</a>")
 				} else {
 					// An unsafe scheme (javascript:, data:, ...) keeps its text, not its link.
 					text(b, "["+label+"]("+href+")")
 				}
-				s = rest
+				pos = rest
 				continue
 			}
 		}
-		text(b, s[:1])
-		s = s[1:]
+		text(b, s[pos:pos+1])
+		pos++
 	}
+}
+
+// spans holds one line's finders, one for each delimiter inline looks ahead for.
+type spans struct {
+	s       string
+	work    *int
+	finders [8]finder
+}
+
+// next returns the index in s of the first pat at or after from, or -1. Calls for one pat must
+// come with non-decreasing from (inline only moves forward).
+func (p *spans) next(pat string, from int) int {
+	for i := range p.finders {
+		f := &p.finders[i]
+		if f.pat == "" {
+			*f = finder{pat: pat, at: -1}
+		}
+		if f.pat == pat {
+			return f.next(p.s, from, p.work)
+		}
+	}
+	panic("markdown: more delimiters than finders")
+}
+
+// link parses "[label](href)" at s[pos], returning the index just past it.
+func (p *spans) link(pos int) (label, href string, rest int, ok bool) {
+	j := p.next("](", pos+1)
+	if j < 0 {
+		return "", "", 0, false
+	}
+	if k := p.next("[", pos+1); k >= 0 && k < j {
+		return "", "", 0, false
+	}
+	k := p.next(")", j+2)
+	if k < 0 {
+		return "", "", 0, false
+	}
+	return p.s[pos+1 : j], strings.TrimSpace(p.s[j+2 : k]), k + 1, true
+}
+
+// finder answers "where is the next pat at or after from" and remembers the answer: it holds
+// for every later from up to the occurrence itself, so a forward-moving caller searches each
+// stretch of the line once.
+type finder struct {
+	pat      string
+	from, at int // no pat starts in s[from:at]; at is len(s) when none starts at or after from
+}
+
+func (f *finder) next(s string, from int, work *int) int {
+	if from > len(s) {
+		return -1
+	}
+	if f.at < 0 || from < f.from || from > f.at {
+		f.from = from
+		if i := strings.Index(s[from:], f.pat); i >= 0 {
+			f.at = from + i
+			*work += i + len(f.pat)
+		} else {
+			f.at = len(s)
+			*work += len(s) - from
+		}
+	}
+	if f.at+len(f.pat) > len(s) {
+		return -1
+	}
+	return f.at
 }
 
 // wordBoundary reports whether s[i] (just past a closing _) is not a word character, so
@@ -234,18 +319,6 @@ func wordBoundary(s string, i int) bool {
 	}
 	c := s[i]
 	return !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z')
-}
-
-func link(s string) (label, href, rest string, ok bool) {
-	j := strings.Index(s, "](")
-	if j < 0 || strings.IndexByte(s[1:j], '[') >= 0 {
-		return "", "", "", false
-	}
-	k := strings.IndexByte(s[j+2:], ')')
-	if k < 0 {
-		return "", "", "", false
-	}
-	return s[1:j], strings.TrimSpace(s[j+2 : j+2+k]), s[j+3+k:], true
 }
 
 // safeURL returns href when it is an absolute http(s) or mailto URL, else "".

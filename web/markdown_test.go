@@ -1,6 +1,7 @@
 package web
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -94,5 +95,118 @@ func TestExplainBreak(t *testing.T) {
 		if !strings.Contains(got, c.want) {
 			t.Errorf("explain(%s, %s) = %q, want it to contain %q", c.layer, c.reason, got, c.want)
 		}
+	}
+}
+
+// TestMarkdownLinearWork renders lines of unclosed markup, which made every opening rescan the
+// rest of its line, at n and 2n repetitions and counts the bytes the inline searches read: the
+// count must grow linearly (a bounded number of reads per input byte), not with the square.
+func TestMarkdownLinearWork(t *testing.T) {
+	t.Parallel()
+	const n = 20000
+	for _, unit := range []string{"[a](", "[", "[a]", "](", "**a", "__a", "`", "*a", "_a_b ", "***", "[**a", "[`a]("} {
+		t.Run(unit, func(t *testing.T) {
+			t.Parallel()
+			_, w1 := renderMarkdownWork(strings.Repeat(unit, n))
+			_, w2 := renderMarkdownWork(strings.Repeat(unit, 2*n))
+			if size := 2 * n * len(unit); w2 > 8*size {
+				t.Errorf("%q x %d: %d bytes read for %d bytes of input", unit, 2*n, w2, size)
+			}
+			if w2 > 2*w1+2*n {
+				t.Errorf("%q: %d bytes read at n=%d, %d at 2n: more than linear", unit, w1, n, w2)
+			}
+		})
+	}
+}
+
+// TestMarkdownInlineUnchanged renders random lines made of markdown's delimiters with inline and
+// with the straightforward rescanning version it replaced (inlineRescan, kept here as the
+// oracle): the output must be the same byte for byte.
+func TestMarkdownInlineUnchanged(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	pieces := []string{"[", "]", "(", ")", "](", "*", "**", "_", "__", "`", " ", "a", "b_c", "<", "&", "\"",
+		"https://e.com/x", "javascript:x", "mailto:a@b", "\x1b", "\u202e", "é"}
+	for i := 0; i < 20000; i++ {
+		var line strings.Builder
+		for k := rng.IntN(24); k >= 0; k-- {
+			line.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		var got, want strings.Builder
+		work := 0
+		inline(&got, line.String(), &work)
+		inlineRescan(&want, line.String())
+		if got.String() != want.String() {
+			t.Fatalf("inline(%q)\n got %q\nwant %q", line.String(), got.String(), want.String())
+		}
+	}
+}
+
+func inlineRescan(b *strings.Builder, s string) {
+	for len(s) > 0 {
+		i := strings.IndexAny(s, "`*_[")
+		if i < 0 {
+			text(b, s)
+			return
+		}
+		text(b, s[:i])
+		s = s[i:]
+		switch s[0] {
+		case '`':
+			if j := strings.IndexByte(s[1:], '`'); j >= 0 {
+				b.WriteString("<code>")
+				text(b, s[1:1+j])
+				b.WriteString("</code>")
+				s = s[j+2:]
+				continue
+			}
+		case '*', '_':
+			if strings.HasPrefix(s, "**") || strings.HasPrefix(s, "__") {
+				if j := strings.Index(s[2:], s[:2]); j > 0 {
+					b.WriteString("<strong>")
+					inlineRescan(b, s[2:2+j])
+					b.WriteString("</strong>")
+					s = s[j+4:]
+					continue
+				}
+			} else if j := strings.IndexByte(s[1:], s[0]); j > 0 && s[1] != ' ' && (s[0] == '*' || wordBoundary(s, j+2)) {
+				b.WriteString("<em>")
+				inlineRescan(b, s[1:1+j])
+				b.WriteString("</em>")
+				s = s[j+2:]
+				continue
+			}
+		case '[':
+			if j := strings.Index(s, "]("); j >= 0 && strings.IndexByte(s[1:j], '[') < 0 {
+				if k := strings.IndexByte(s[j+2:], ')'); k >= 0 {
+					label, href := s[1:j], strings.TrimSpace(s[j+2:j+2+k])
+					if u := safeURL(href); u != "" {
+						b.WriteString(`<a href="`)
+						text(b, u)
+						b.WriteString(`" rel="nofollow noopener noreferrer" target="_blank">`)
+						inlineRescan(b, label)
+						b.WriteString("</a>")
+					} else {
+						text(b, "["+label+"]("+href+")")
+					}
+					s = s[j+3+k:]
+					continue
+				}
+			}
+		}
+		text(b, s[:1])
+		s = s[1:]
+	}
+}
+
+// BenchmarkMarkdownUnclosedLinks renders the 3.6 MB message of "[a](" repeated that took
+// seconds per view when every opening rescanned the rest of its line:
+//
+//	go test ./web -run '^$' -bench MarkdownUnclosed
+func BenchmarkMarkdownUnclosedLinks(b *testing.B) {
+	src := strings.Repeat("[a](", 900_000)
+	b.SetBytes(int64(len(src)))
+	for i := 0; i < b.N; i++ {
+		renderMarkdown(src)
 	}
 }
