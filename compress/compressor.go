@@ -219,18 +219,33 @@ func (c *Compressor) summaryInputCap(main Model, budget, frame int) int {
 
 // SummaryModelPause is how long compactions stay on the main model after the summary model
 // failed and the main model wrote the summary instead: no retry of the failing model, no
-// repeated notice, until it has passed.
+// repeated notice, until it has passed. A failure that will not heal by waiting (summaryBroken)
+// keeps compactions on the main model until the summary model's configuration changes.
 const SummaryModelPause = 10 * time.Minute
 
+// summaryBroken reports whether the summary model's failure err will not heal by waiting: the
+// provider refused its key (auth) or does not serve the model (model not found).
+func summaryBroken(err error) bool {
+	switch provider.ClassOf(err) {
+	case provider.ClassAuth, provider.ClassModelNotFound:
+		return true
+	}
+	return false
+}
+
 // summarize calls the summary model, and the main model once when the summary model fails.
-// After such a fallback the summary model is skipped for SummaryModelPause (st records it).
+// After such a fallback the summary model is skipped for SummaryModelPause, or for as long as
+// its configuration stays the same when it failed for good (st records either).
 func (c *Compressor) summarize(ctx context.Context, prompt, mainModel string, st *State) (text, model string, notices []string, err error) {
 	if c.Summarizer == nil {
 		return "", "", nil, ErrNoSummarizer
 	}
 	models := []string{mainModel}
-	sm := c.Config.SummaryModel
-	if sm != "" && sm != mainModel {
+	sm, smConfig := c.Config.SummaryModel, c.Config.summaryModelConfig()
+	if st.SummaryModelBroken != "" && st.SummaryModelBroken != smConfig {
+		st.SummaryModelBroken = "" // the configuration changed: the summary model gets a new try
+	}
+	if sm != "" && sm != mainModel && st.SummaryModelBroken == "" {
 		if st.SummaryModelPausedUntil.IsZero() || !c.now().Before(st.SummaryModelPausedUntil) {
 			models = []string{sm, mainModel}
 		}
@@ -248,6 +263,8 @@ func (c *Compressor) summarize(ctx context.Context, prompt, mainModel string, st
 			switch {
 			case m == sm:
 				st.SummaryModelPausedUntil = time.Time{}
+			case smErr != nil && summaryBroken(smErr):
+				notices = append(notices, fmt.Sprintf("Summary model %s failed (%s: %v); the main model %s wrote the summary and writes them until auxiliary.compression changes.", sm, provider.ClassOf(smErr), smErr, m))
 			case smErr != nil:
 				st.SummaryModelPausedUntil = c.now().Add(SummaryModelPause)
 				notices = append(notices, fmt.Sprintf("Summary model %s failed (%s: %v); the main model %s wrote the summary and writes them for the next %s.", sm, Classify(smErr), smErr, m, SummaryModelPause))
@@ -257,6 +274,9 @@ func (c *Compressor) summarize(ctx context.Context, prompt, mainModel string, st
 		err = callErr
 		if i+1 < len(models) {
 			smErr = callErr
+			if summaryBroken(smErr) {
+				st.SummaryModelBroken, st.SummaryModelPausedUntil = smConfig, time.Time{}
+			}
 		}
 	}
 	if smErr != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolhq/spool/config"
 	"github.com/spoolhq/spool/provider"
 	"github.com/spoolhq/spool/store"
 )
@@ -365,6 +366,89 @@ func TestSummaryModelPausesAfterAFallback(t *testing.T) {
 	plan, err := c.Compress(context.Background(), Request{SessionID: s.id, Messages: s.active, Model: smallModel, State: st})
 	if err != nil || plan.SummaryModel != "aux-model" || !st.SummaryModelPausedUntil.IsZero() {
 		t.Fatalf("after the pause: err %v, summary by %q, paused until %v", err, plan.SummaryModel, st.SummaryModelPausedUntil)
+	}
+}
+
+// A summary model that fails for good (its key refused, a model its endpoint does not serve) is
+// asked once: later compactions, past any pause, go straight to the main model with no second
+// notice, until the summary model's configuration changes. A transient failure still gets the
+// summary model asked again after SummaryModelPause. The state goes through JSON between
+// compactions, as the agent stores it with the session.
+func TestSummaryModelBrokenSticksUntilConfigChanges(t *testing.T) {
+	t.Parallel()
+	cfg := func(baseURL string) Config {
+		var c config.Config
+		c.Provider = config.Provider{Name: "openai", Model: "main-model"}
+		c.Auxiliary.Compression = config.AuxModel{Model: "aux-model", BaseURL: baseURL}
+		return FromConfig(c)
+	}
+	for _, c := range []struct {
+		name   string
+		err    error
+		sticks bool
+	}{
+		{"model not found", &provider.Error{Provider: "openai", Class: provider.ClassModelNotFound, StatusCode: 404, Message: "The model `aux-model` does not exist"}, true},
+		{"bad key", &provider.Error{Provider: "openai", Class: provider.ClassAuth, StatusCode: 401, Message: "Incorrect API key provided"}, true},
+		{"overloaded", &provider.Error{Provider: "openai", Class: provider.ClassOverloaded, StatusCode: 503, Message: "overloaded"}, false},
+		{"timeout", &provider.Error{Provider: "openai", Class: provider.ClassTimeout, StatusCode: 504, Message: "gateway timeout"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var asked []string
+			sum := SummarizerFunc(func(ctx context.Context, model, prompt string) (string, error) {
+				asked = append(asked, model)
+				if model == "aux-model" {
+					return "", c.err
+				}
+				return "## Goal\nShip the feature.", nil
+			})
+			compact := func(comp *Compressor, st *State) *State {
+				t.Helper()
+				s := plantedSession(20)
+				plan, err := comp.Compress(context.Background(), Request{SessionID: s.id, Messages: s.active, Model: smallModel, State: st})
+				if err != nil || plan.SummaryModel != "main-model" {
+					t.Fatalf("compaction: err %v, summary by %q", err, plan.SummaryModel)
+				}
+				for _, n := range plan.Notices {
+					if strings.Contains(n, "Summary model aux-model failed") {
+						asked = append(asked, "notice")
+					}
+				}
+				raw, err := json.Marshal(st)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var next State
+				if err := json.Unmarshal(raw, &next); err != nil {
+					t.Fatal(err)
+				}
+				return &next
+			}
+			comp, clk := newTestCompressor(sum, func(c *Config) { *c = cfg("") })
+			st := &State{}
+			for range 3 {
+				st = compact(comp, st)
+				clk.Advance(SummaryModelPause + time.Minute)
+			}
+			want := []string{"aux-model", "main-model", "notice", "aux-model", "main-model", "notice", "aux-model", "main-model", "notice"}
+			if c.sticks {
+				want = []string{"aux-model", "main-model", "notice", "main-model", "main-model"}
+			}
+			if !reflect.DeepEqual(asked, want) {
+				t.Fatalf("calls and notices %v, want %v", asked, want)
+			}
+			if !c.sticks {
+				return
+			}
+			// Another endpoint for the summary model is another configuration: it is tried again.
+			asked = nil
+			moved, clk2 := newTestCompressor(sum, func(c *Config) { *c = cfg("https://llm.internal/v1") })
+			clk2.t = clk.t
+			compact(moved, st)
+			if want := []string{"aux-model", "main-model", "notice"}; !reflect.DeepEqual(asked, want) {
+				t.Fatalf("after the configuration changed: %v, want %v", asked, want)
+			}
+		})
 	}
 }
 

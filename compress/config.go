@@ -65,6 +65,11 @@ type Config struct {
 	// (auxiliary.compression.context_length); 0 looks the model up in the known-model table.
 	// The history sent to be summarized is cut to fit it.
 	SummaryContextLength int `yaml:"-" json:"summary_context_length,omitempty"`
+	// SummaryModelConfig identifies the summary model's configuration (provider, base URL, key
+	// variable, model; FromConfig fills it in). A summary model that failed for good (a bad key,
+	// a model the endpoint does not serve) is not asked again while it stays the same; empty
+	// means SummaryModel alone.
+	SummaryModelConfig string `yaml:"-" json:"-"`
 	// TargetFill is the share of the room between the request's fixed part (system prompt,
 	// tools) and the trigger that the conversation fills right after a compaction
 	// (compression.target_fill, default DefaultTargetFill, clamped to [0.1, 0.9]). Every
@@ -91,6 +96,14 @@ func DefaultConfig() Config {
 		TargetFill:          DefaultTargetFill,
 		UserAsksBudget:      6_000,
 	}
+}
+
+// summaryModelConfig is SummaryModelConfig, else SummaryModel.
+func (c Config) summaryModelConfig() string {
+	if c.SummaryModelConfig != "" {
+		return c.SummaryModelConfig
+	}
+	return c.SummaryModel
 }
 
 func (c Config) targetRatio() float64 {

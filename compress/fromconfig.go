@@ -2,6 +2,7 @@ package compress
 
 import (
 	"maps"
+	"strings"
 
 	"github.com/spoolhq/spool/config"
 )
@@ -29,6 +30,10 @@ func FromConfig(c config.Config) Config {
 		out.Engine = cc.Engine
 	}
 	out.SummaryModel = c.Auxiliary.Compression.Model
+	if out.SummaryModel != "" {
+		p, _ := c.Auxiliary.Compression.ClientFor(c.Provider)
+		out.SummaryModelConfig = strings.Join([]string{p.Name, p.BaseURL, p.KeyEnv(), out.SummaryModel}, "|")
+	}
 	out.SummaryContextLength = c.Auxiliary.Compression.ContextLength
 	out.ContextTimeout = c.Auxiliary.Compression.Timeout
 	return out

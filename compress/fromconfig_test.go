@@ -28,6 +28,7 @@ func TestFromConfig(t *testing.T) {
 	want.ModelThresholds = map[string]float64{"gpt-5": 0.7, "anthropic:sonnet": 0.8}
 	want.Engine = "provider"
 	want.SummaryModel, want.ContextTimeout, want.SummaryContextLength = "gpt-5-mini", 45*time.Second, 32_000
+	want.SummaryModelConfig = "|||gpt-5-mini" // provider, base URL, key variable, model
 
 	noTail := config.Default("/home")
 	noTail.Compression.TailMode = ""

@@ -39,7 +39,11 @@ type State struct {
 	// SummaryModelPausedUntil: the summary model failed and the main model wrote the summary;
 	// until then compactions ask the main model directly (SummaryModelPause).
 	SummaryModelPausedUntil time.Time `json:"summary_model_paused_until,omitzero"`
-	LastFailure             string    `json:"last_failure,omitempty"`
+	// SummaryModelBroken is the Config.SummaryModelConfig of a summary model that failed for
+	// good (a bad key, a model its endpoint does not serve): compactions ask the main model
+	// directly while the configuration is the same.
+	SummaryModelBroken string `json:"summary_model_broken,omitempty"`
+	LastFailure        string `json:"last_failure,omitempty"`
 }
 
 // Action is what the agent does before a model call.
