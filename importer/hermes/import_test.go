@@ -24,16 +24,23 @@ var bg = context.Background()
 const fixture = "testdata/hermes-home"
 
 // copyHome copies the fixture home into a fresh directory.
-func copyHome(t *testing.T) string {
+func copyHome(t *testing.T) string { return copyTree(t, fixture, "") }
+
+// copyTree copies the files of src (all but the one at the relative path skip) into a fresh
+// directory.
+func copyTree(t *testing.T, src, skip string) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "hermes")
-	err := filepath.WalkDir(fixture, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(fixture, path)
-		if d.IsDir() {
+		rel, _ := filepath.Rel(src, path)
+		switch {
+		case d.IsDir():
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		case rel == skip:
+			return nil
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -384,41 +391,62 @@ func TestReimportStoresNothingTwice(t *testing.T) {
 	}
 }
 
-// TestLiveDatabase imports a state.db that a writer holds open in WAL mode with frames not yet
-// checkpointed: the import sees them and changes neither the database nor its WAL.
-func TestLiveDatabase(t *testing.T) {
-	t.Parallel()
+// liveHome is a copy of the fixture home whose state.db a writer holds open in WAL mode, with
+// one more session (id) and its message (content) written but not checkpointed. The writer's
+// connection stays open, and so its -wal, until the test ends.
+func liveHome(t *testing.T, id, content string) (string, *sql.Conn) {
+	t.Helper()
 	home := copyHome(t)
 	db := rawDB(t, filepath.Join(home, "state.db"))
 	exec(t, db, "PRAGMA journal_mode = WAL", "PRAGMA wal_autocheckpoint = 0",
-		`INSERT INTO sessions (id, source, started_at, title) VALUES ('20260410_100000_live01', 'cli', 1775815200.0, 'live one')`,
-		`INSERT INTO messages (session_id, role, content, timestamp) VALUES ('20260410_100000_live01', 'user', 'written while Hermes runs', 1775815210.0)`)
-	// The writer keeps its connection (and so the WAL) open across the import.
+		`INSERT INTO sessions (id, source, started_at, title) VALUES ('`+id+`', 'cli', 1775815200.0, 'live one')`,
+		`INSERT INTO messages (session_id, role, content, timestamp) VALUES ('`+id+`', 'user', '`+content+`', 1775815210.0)`)
 	conn, err := db.Conn(bg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	if fi, err := os.Stat(filepath.Join(home, "state.db-wal")); err != nil || fi.Size() == 0 {
-		t.Fatalf("no live WAL to read: %v", err)
-	}
-	before := snapshot(t, home) // -shm included: the import takes no read mark in it
-	st := openStore(t)
-	rep, err := hermes.Import(bg, st, home, hermes.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameFiles(t, before, snapshot(t, home))
-	if rep.Sessions != 9 {
-		t.Errorf("imported %d sessions, want the 8 checkpointed and the live one", rep.Sessions)
-	}
-	ms, err := st.Conversation(bg, "20260410_100000_live01", store.ViewAll)
-	if err != nil || len(ms) != 1 || ms[0].Content != "written while Hermes runs" {
-		t.Errorf("WAL frames not read: %+v %v", ms, err)
-	}
-	// The writer still writes after the import.
-	if _, err := conn.ExecContext(bg, `INSERT INTO messages (session_id, role, content, timestamp) VALUES ('20260410_100000_live01', 'assistant', 'still mine', 1775815220.0)`); err != nil {
-		t.Errorf("writer blocked after the import: %v", err)
+	t.Cleanup(func() { conn.Close() })
+	return home, conn
+}
+
+// TestWALDatabase imports a state.db in WAL mode with rows not yet checkpointed, as a running
+// Hermes leaves it, and as a copy of such a home without the -shm (a backup, a crash) holds it:
+// the import reads the -wal's rows and the home is byte for byte as before, -shm included (no
+// -shm appears, no read mark is taken in one); the writer still writes afterwards.
+func TestWALDatabase(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		home func(t *testing.T, live string) string
+	}{
+		{"a writer holds it open", func(_ *testing.T, live string) string { return live }},
+		{"copied without its -shm (a backup)", func(t *testing.T, live string) string { return copyTree(t, live, "state.db-shm") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			live, conn := liveHome(t, "20260410_100000_live01", "written while Hermes runs")
+			home := tc.home(t, live)
+			if fi, err := os.Stat(filepath.Join(home, "state.db-wal")); err != nil || fi.Size() == 0 {
+				t.Fatalf("no -wal to read: %v", err)
+			}
+			before := snapshot(t, home)
+			st := openStore(t)
+			rep, err := hermes.Import(bg, st, home, hermes.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameFiles(t, before, snapshot(t, home))
+			if rep.Sessions != 9 {
+				t.Errorf("imported %d sessions, want the 8 checkpointed and the one in the -wal", rep.Sessions)
+			}
+			ms, err := st.Conversation(bg, "20260410_100000_live01", store.ViewAll)
+			if err != nil || len(ms) != 1 || ms[0].Content != "written while Hermes runs" {
+				t.Errorf("WAL frames not read: %+v %v", ms, err)
+			}
+			if _, err := conn.ExecContext(bg, `INSERT INTO messages (session_id, role, content, timestamp) VALUES ('20260410_100000_live01', 'assistant', 'still mine', 1775815220.0)`); err != nil {
+				t.Errorf("writer blocked after the import: %v", err)
+			}
+		})
 	}
 }
 
