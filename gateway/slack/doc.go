@@ -20,15 +20,16 @@
 // messages with a thread_ts Thread chats (ThreadID = thread_ts), im channels DMs; replies go
 // to the same channel and thread.
 //
-// Outbound. Client.PostMessage / Client.Update are chat.postMessage / chat.update (a thread
-// is addressed by thread_ts). The adapter's Send and Edit escape &, < and > first, so a reply
-// is shown as written and no <!channel>, <!here>, <@user> or <url|label> in it is acted on. A 429 is retried after its Retry-After however long, through the
-// client's Sleeper (tests inject one); a 5xx or a network error is retried a bounded number of
-// times. A chat.postMessage whose outcome is unknown (a 5xx, a timeout, a dropped
-// connection: Slack may have posted it) is not simply sent again: every post carries a nonce
-// in its message metadata, and before a retry the client looks for it in the channel's (or
-// thread's) latest messages, returning the message it finds. Under the Router the nonce is the
-// send ledger's (platform.SendKey), so a chunk resent by another process after a crash
-// between send and ack (SendKey.Unsure) is looked for first too. An ok:false answer is an *APIError naming the method and Slack's error code. Tokens
-// and the signing secret come from the environment only and never appear in an error or log.
+// Outbound. Client.PostMessage / Client.Update are chat.postMessage / chat.update (a thread is
+// addressed by thread_ts). The adapter's Send and Edit escape &, < and > first, so a reply is
+// shown as written and no <!channel>, <!here>, <@user> or <url|label> in it is acted on. A 429
+// is retried after its Retry-After however long, through the client's Sleeper (tests inject
+// one); a 5xx or a network error is retried a bounded number of times. A chat.postMessage whose
+// outcome is unknown (a 5xx, a timeout, a dropped connection: Slack may have posted it) is not
+// simply sent again: every post carries a nonce in its message metadata, and before a retry the
+// client looks for it in the channel's (or thread's) latest messages, returning the message it
+// finds. Under the Router the nonce is the send ledger's (platform.SendKey), so a chunk resent
+// by another process after a crash between send and ack (SendKey.Unsure) is looked for first
+// too. An ok:false answer is an *APIError naming the method and Slack's error code. Tokens and
+// the signing secret come from the environment only and never appear in an error or log.
 package slack
