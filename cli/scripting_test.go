@@ -14,7 +14,8 @@ func TestVersion(t *testing.T) {
 	t.Parallel()
 	r := spool(t, t.TempDir(), "--version").ok(t, "version")
 	// The commit is shown when the build recorded it (TestBuildVersion).
-	if strings.Count(r.stdout, "\n") != 1 || !strings.HasPrefix(r.stdout, "spool ") || !strings.Contains(r.stdout, "· SQLite 3.") ||
+	if strings.Count(r.stdout, "\n") != 1 || !strings.HasPrefix(r.stdout, "spool ") ||
+		!strings.Contains(r.stdout, "· SQLite 3.") ||
 		!strings.Contains(r.stdout, "· driver modernc.org/sqlite") {
 		t.Errorf("--version printed %q", r.stdout)
 	}
