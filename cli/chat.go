@@ -111,8 +111,8 @@ func (a *app) chatCommand() *cobra.Command {
 }
 
 // approve asks on the terminal before a command runs, a file is written or a file outside the
-// workspace is touched; without a terminal it refuses. "a" allows the same kind of request for
-// the rest of the session; Ctrl-C refuses at once.
+// workspace is touched; without a terminal it refuses. "a" allows the requests of the same
+// scope (tools.ApprovalRequest.Scope) for the rest of the session; Ctrl-C refuses at once.
 func (c *chat) approve(ctx context.Context, req tools.ApprovalRequest) error {
 	if !c.tty {
 		return fmt.Errorf("%w: no terminal to ask for approval; start spool chat with --yes to allow it", tools.ErrDenied)
@@ -122,7 +122,7 @@ func (c *chat) approve(ctx context.Context, req tools.ApprovalRequest) error {
 		c.allowed = map[string]bool{}
 	}
 	c.allowedSID = c.sid
-	scope, scopeText := approvalScope(req)
+	scope, scopeText := req.Scope()
 	if c.allowed[scope] {
 		return nil
 	}
@@ -158,19 +158,6 @@ func (c *chat) approve(ctx context.Context, req tools.ApprovalRequest) error {
 		return nil
 	}
 	return fmt.Errorf("%w: the user said no", tools.ErrDenied)
-}
-
-// approvalScope is what "always" allows for a request: commands that start with the same word,
-// or the tool (writes, reads outside the workspace), and how the prompt names it.
-func approvalScope(req tools.ApprovalRequest) (key, text string) {
-	if req.Command != "" {
-		word, _, _ := strings.Cut(strings.TrimSpace(req.Command), " ")
-		return "terminal:" + word, fmt.Sprintf("commands starting with %q", word)
-	}
-	if req.Outside {
-		return req.Tool + ":outside", req.Tool + " outside the workspace"
-	}
-	return req.Tool, req.Tool
 }
 
 func (c *chat) prompt() {

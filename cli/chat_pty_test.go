@@ -308,7 +308,7 @@ func TestChatThroughPTY(t *testing.T) {
 
 	s.typeLine(`CALL terminal {"command":"echo shell-was-here"}`)
 	s.expect("⚙ terminal ")
-	s.expect("? [y/N/a=always commands starting with \"echo\" this session]")
+	s.expect("? [y/N/a=always \"echo shell-was-here …\" without operators this session]")
 	s.press("y")       // one key answers, no Enter
 	s.expect(" yes\n") // the scrollback keeps the answer
 	s.expect(`terminal returned "shell-was-here`)
@@ -432,6 +432,48 @@ func TestChatStylingOnlyOnATerminal(t *testing.T) {
 	if strings.Contains(s.raw(), boldOn) || strings.Contains(s.raw(), codeOn) {
 		t.Errorf("NO_COLOR terminal: styling in %q", s.raw())
 	}
+}
+
+// TestChatAlwaysIsNarrow: "always" for a command with shell operators covers that exact
+// command only, so the model cannot reuse it for another (the same first word, an operator and
+// a second command); "always" for a simple command covers its program and subcommand, not the
+// program's other subcommands. A question refused is a command not run.
+func TestChatAlwaysIsNarrow(t *testing.T) {
+	t.Parallel()
+	url := startFakeLLM(t)
+	home := t.TempDir()
+	s, cmd := startPTY(t, home, []string{"NO_COLOR=1"}, "chat", "--provider", "openai", "--base-url", url+"/v1", "--model", "fake-model")
+	created := filepath.Join(home, "work", "FILE")
+	steps := []struct {
+		command, question, key, result string
+	}{
+		{"ls -la && echo done", "[y/N/a=always this exact command this session]", "a", `terminal returned "`},
+		{"ls >/dev/null; touch FILE", "Run `ls >/dev/null; touch FILE` in ", "n", "the user said no"},
+		{"ls -la && echo done", "", "", `terminal returned "`}, // allowed: no question
+		{"git log --oneline", `[y/N/a=always "git log …" without operators this session]`, "a", `terminal returned "`},
+		{"git log -p", "", "", `terminal returned "`},
+		{"git push", "Run `git push` in ", "n", "the user said no"},
+	}
+	for _, st := range steps {
+		s.prompt()
+		s.typeLine(fmt.Sprintf(`CALL terminal {"command":%q}`, st.command))
+		if st.question != "" {
+			s.expect(st.question)
+			s.press(st.key)
+		}
+		s.expect(st.result)
+	}
+	s.prompt()
+	if _, err := os.Stat(created); !os.IsNotExist(err) {
+		t.Errorf("the refused command ran: %s exists (%v)", created, err)
+	}
+	if n := strings.Count(s.text(), "[y/N/a=always"); n != 4 {
+		t.Errorf("asked %d times, want 4 (the two allowed repeats ask nothing):\n%s", n, s.text())
+	}
+	if _, err := s.tty.Write([]byte{4}); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, s, cmd)
 }
 
 // TestChatApprovals: a write shows its diff and asks; one key answers (no Enter): "n" refuses
