@@ -131,7 +131,8 @@ func startReplica(ctx context.Context, cfg ReplicasConfig, name, config string) 
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, cfg.Exe, "--home", home, "serve", "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), store.HostIDEnv+"="+name, "UPSTREAM_KEY=key-"+name)
+	// SPOOL_DUMPABLE: the memory figures read /proc/PID/smaps_rollup of the server.
+	cmd.Env = append(os.Environ(), store.HostIDEnv+"="+name, "UPSTREAM_KEY=key-"+name, "SPOOL_DUMPABLE=1")
 	r := &replica{name: name, cmd: cmd, stderr: &tailBuffer{max: 8 << 10}, done: make(chan error, 1)}
 	pr, pw := io.Pipe()
 	cmd.Stderr = io.MultiWriter(r.stderr, pw)

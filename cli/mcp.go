@@ -41,8 +41,6 @@ func (a *app) mcpServers(ctx context.Context, cfg config.Config) (*mcp.Manager, 
 	for _, s := range cfg.MCP.Servers {
 		servers = append(servers, mcp.Server{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL})
 	}
-	aux, _ := cfg.Auxiliary.Compression.ClientFor(cfg.Provider)
-	secrets := tools.NewSecrets(os.Environ(), append(fallbackKeyEnvs(cfg), cfg.Provider.KeyEnv(), aux.KeyEnv())...)
 	restarts := cfg.MCP.MaxRestarts
 	if restarts == 0 {
 		restarts = -1 // none
@@ -51,8 +49,9 @@ func (a *app) mcpServers(ctx context.Context, cfg config.Config) (*mcp.Manager, 
 		ConnectTimeout: cfg.MCP.ConnectTimeout,
 		CallTimeout:    cfg.MCP.CallTimeout,
 		MaxRestarts:    restarts,
-		// A server is a program the user chose, but spool's own keys are not its business.
-		Environ: secrets.Environ(os.Environ()),
+		// A server is a program the user chose, but spool's own keys are not its business: it
+		// inherits the allow-list a terminal command does, plus its own env from the config.
+		Environ: tools.CommandEnviron(os.Environ(), cfg.Tools.Env),
 	})
 	return a.mcp, nil
 }

@@ -261,6 +261,7 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 	reg, err := a.agentTools(ctx, cfg, tools.Env{WorkDir: wd, Home: cfg.Home, Store: st, Approver: approver, Summarizer: recallSum,
 		RecallDetail:  cfg.Recall.Detail,
 		ConfirmWrites: confirmWrites && !f.yes,
+		PassEnv:       cfg.Tools.Env,
 		Secrets:       tools.NewSecrets(os.Environ(), append(fallbackKeyEnvs(cfg), cfg.Provider.KeyEnv(), aux.KeyEnv())...)})
 	if err != nil {
 		return nil, nil, "", err

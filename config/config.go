@@ -30,9 +30,20 @@ type Config struct {
 	Leases      Leases      `yaml:"leases"`
 	Serve       Serve       `yaml:"serve"`
 	MCP         MCP         `yaml:"mcp"`
+	Tools       Tools       `yaml:"tools"`
 	Delegation  Delegation  `yaml:"delegation"`
 	Recall      Recall      `yaml:"recall"`
 	Platforms   Platforms   `yaml:"platforms"`
+}
+
+// Tools configures what the programs spool's tools start may see.
+type Tools struct {
+	// Env names the environment variables, besides the base list (PATH, HOME, LANG, LC_*, TERM,
+	// USER, LOGNAME, SHELL, TMPDIR, TZ), that terminal commands and MCP stdio servers inherit
+	// from spool; a name ending in * is a prefix (GO*). Nothing else of spool's environment
+	// reaches them: provider keys, SPOOL_DATABASE_URL, platform tokens. Set in the config file
+	// only.
+	Env []string `yaml:"env"`
 }
 
 // Recall configures session_search.

@@ -59,8 +59,11 @@ type Env struct {
 	// Approver decides whether a command, a write or a file access outside the workspace may go
 	// ahead; nil denies them (writes inside the workspace need no approver unless ConfirmWrites).
 	Approver Approver
-	// Secrets are kept out of every result and out of commands' environments; nil knows none.
+	// Secrets are kept out of every result; nil knows none.
 	Secrets *Secrets
+	// PassEnv names the environment variables, besides BaseEnv, that a terminal command sees
+	// (config tools.env; a name ending in * is a prefix).
+	PassEnv []string
 }
 
 // Result is the text a tool call returns to the model.

@@ -12,10 +12,10 @@ const minSecretLen = 8
 
 // Secrets are the secret values spool knows: the provider keys the config names and every
 // environment variable whose name says it holds a secret. Tools keep them out of what they
-// return (so no key reaches a transcript, the search index or the next request) and out of the
-// environment commands run with. The zero value and nil know no secret.
+// return, so no key reaches a transcript, the search index or the next request (what a command
+// may see of spool's environment is CommandEnviron's allow-list). The zero value and nil know
+// no secret.
 type Secrets struct {
-	names  map[string]bool
 	values []secretValue // longest first, so a key that contains another is redacted whole
 }
 
@@ -25,18 +25,12 @@ type secretValue struct{ name, value string }
 // variables named in keyEnvs (the configured api_key_env names, secret whatever they are called)
 // and every variable IsSecretName recognises.
 func NewSecrets(environ []string, keyEnvs ...string) *Secrets {
-	s := &Secrets{names: map[string]bool{}}
-	for _, n := range keyEnvs {
-		if n != "" {
-			s.names[n] = true
-		}
-	}
+	s := &Secrets{}
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
-		if !ok || !(s.names[name] || IsSecretName(name)) {
+		if !ok || !(slices.Contains(keyEnvs, name) || IsSecretName(name)) {
 			continue
 		}
-		s.names[name] = true
 		if len(value) >= minSecretLen {
 			s.values = append(s.values, secretValue{name, value})
 		}
@@ -88,16 +82,30 @@ func (s *Secrets) Redact(text string) string {
 	return text
 }
 
-// Environ returns environ without the secret variables: what a command the model asked for may
-// see.
-func (s *Secrets) Environ(environ []string) []string {
-	out := make([]string, 0, len(environ))
-	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		if s != nil && s.names[name] || IsSecretName(name) {
-			continue
+// BaseEnv are the environment variables every program a tool starts may see (a terminal
+// command, an MCP server): nothing else of spool's environment reaches it unless the config names
+// it (tools.env). A name ending in * stands for every name with that prefix.
+var BaseEnv = []string{"PATH", "HOME", "LANG", "LC_*", "TERM", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ"}
+
+// CommandEnviron returns the entries of environ (KEY=VALUE, as os.Environ gives) that a program a
+// tool starts may see: those BaseEnv or pass names (a name ending in * is a prefix). Everything
+// else stays in spool: provider keys, database URLs, platform tokens, whatever their names.
+func CommandEnviron(environ, pass []string) []string {
+	allowed := func(name string) bool {
+		for _, list := range [][]string{BaseEnv, pass} {
+			for _, p := range list {
+				if prefix, ok := strings.CutSuffix(p, "*"); ok && strings.HasPrefix(name, prefix) || p == name {
+					return true
+				}
+			}
 		}
-		out = append(out, kv)
+		return false
+	}
+	var out []string
+	for _, kv := range environ {
+		if name, _, ok := strings.Cut(kv, "="); ok && name != "" && allowed(name) {
+			out = append(out, kv)
+		}
 	}
 	return out
 }

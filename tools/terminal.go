@@ -116,7 +116,9 @@ func runTerminal(ctx context.Context, env Env, raw json.RawMessage) (string, err
 	defer cancel()
 	cmd := exec.CommandContext(cctx, shell, "-c", a.Command)
 	cmd.Dir = dir
-	cmd.Env = env.Secrets.Environ(os.Environ())
+	// An allow-list, not spool's environment minus what looks secret: SPOOL_DATABASE_URL or
+	// a platform's *_CREDS must not reach a command whatever they are called.
+	cmd.Env = CommandEnviron(os.Environ(), env.PassEnv)
 	out := newHeadTail(terminalOutput)
 	cmd.Stdout, cmd.Stderr = out, out
 	killGroup(cmd)

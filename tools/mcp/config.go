@@ -20,7 +20,7 @@ type Options struct {
 	// MaxRestarts is how often a dead or hung server is reconnected before it is failed
 	// (default 3; negative means never).
 	MaxRestarts int
-	// Environ is the environment a stdio server starts from (spool's secrets already removed);
+	// Environ is the environment a stdio server starts from (tools.CommandEnviron's allow-list);
 	// nil means none besides the server's Env.
 	Environ []string
 }
