@@ -57,6 +57,10 @@ func TestCommandEnviron(t *testing.T) {
 			t.Errorf("CommandEnviron(pass %q):\n got %q\nwant %q", tc.pass, got, tc.want)
 		}
 	}
+	// Nothing allowed is an empty environment, not nil (which exec.Cmd takes as "inherit all").
+	if got := CommandEnviron([]string{"OPENAI_API_KEY=sk-SECRET"}, nil); got == nil || len(got) != 0 {
+		t.Errorf("CommandEnviron with nothing allowed = %#v, want an empty non-nil list", got)
+	}
 }
 
 // The issue's reproduction: `env | grep _KEY` from the terminal tool must neither see the key

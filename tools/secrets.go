@@ -89,7 +89,8 @@ var BaseEnv = []string{"PATH", "HOME", "LANG", "LC_*", "TERM", "USER", "LOGNAME"
 
 // CommandEnviron returns the entries of environ (KEY=VALUE, as os.Environ gives) that a program a
 // tool starts may see: those BaseEnv or pass names (a name ending in * is a prefix). Everything
-// else stays in spool: provider keys, database URLs, platform tokens, whatever their names.
+// else stays in spool: provider keys, database URLs, platform tokens, whatever their names. The
+// result is never nil, even when nothing is allowed.
 func CommandEnviron(environ, pass []string) []string {
 	allowed := func(name string) bool {
 		for _, list := range [][]string{BaseEnv, pass} {
@@ -101,7 +102,8 @@ func CommandEnviron(environ, pass []string) []string {
 		}
 		return false
 	}
-	var out []string
+	// Never nil: an exec.Cmd with a nil Env inherits all of spool's environment.
+	out := []string{}
 	for _, kv := range environ {
 		if name, _, ok := strings.Cut(kv, "="); ok && name != "" && allowed(name) {
 			out = append(out, kv)
