@@ -16,9 +16,10 @@ import (
 //   - Any other command (`ls -la && echo done`, `ls >/dev/null`, `ls -la`, `eval x`, …) is
 //     keyed on its exact text: "always" allows that command string and nothing else.
 //   - A file tool's request is keyed on the tool, and on the tool outside the workspace when
-//     the path lies outside it.
+//     the path lies outside it; any other tool's (an MCP tool's call, whatever its arguments)
+//     on the tool.
 func (r ApprovalRequest) Scope() (key, text string) {
-	if r.Command != "" {
+	if r.Command != "" && r.Tool == "terminal" {
 		if prefix, ok := commandPrefix(r.Command); ok {
 			return "terminal:prefix:" + prefix, fmt.Sprintf("%q without operators", prefix+" …")
 		}

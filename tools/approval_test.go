@@ -47,6 +47,15 @@ func TestApprovalScope(t *testing.T) {
 			t.Errorf("always %q then %q: covered = %v, want %v (keys %q, %q)", tc.approved, tc.later, got, tc.covered, a, b)
 		}
 	}
+	// An MCP call names its tool and arguments in Command; "always" covers the tool.
+	mcpCall := func(tool, args string) string {
+		key, _ := ApprovalRequest{Tool: tool, Command: tool + " " + args}.Scope()
+		return key
+	}
+	if mcpCall("mcp__fs__read", `{"path":"a"}`) != mcpCall("mcp__fs__read", `{"path":"b; x"}`) ||
+		mcpCall("mcp__fs__read", `{}`) == mcpCall("mcp__fs__write", `{}`) {
+		t.Error("an MCP tool's always must cover that tool, whatever its arguments, and no other tool")
+	}
 	for _, tc := range []struct {
 		req  ApprovalRequest
 		text string
@@ -55,6 +64,7 @@ func TestApprovalScope(t *testing.T) {
 		{ApprovalRequest{Tool: "terminal", Command: "ls -la && echo done"}, "this exact command"},
 		{ApprovalRequest{Tool: "write_file", Path: "/w/a"}, "write_file"},
 		{ApprovalRequest{Tool: "read_file", Path: "/etc/x", Outside: true}, "read_file outside the workspace"},
+		{ApprovalRequest{Tool: "mcp__fs__read", Command: `mcp__fs__read {"path":"a"}`}, "mcp__fs__read"},
 	} {
 		if _, text := tc.req.Scope(); text != tc.text {
 			t.Errorf("%+v offers %q, want %q", tc.req, text, tc.text)
