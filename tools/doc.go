@@ -14,7 +14,9 @@
 // tools stay inside the workspace (the git root above it, else the working directory, symbolic
 // links resolved) unless Env.Approver consents, and writes show the approver a diff when
 // Env.ConfirmWrites; the terminal asks Env.Approver before it runs anything and runs commands
-// without the secret environment variables (provider keys, *_TOKEN, *_SECRET, ...); every
+// with an allow-list of spool's environment (BaseEnv and Env.PassEnv: no provider key, database
+// URL or token reaches them); files that must be regular files (a named pipe would block) are
+// refused otherwise; every
 // result has the secret values spool knows (Env.Secrets) redacted, so no key reaches a
 // transcript, the search index or the next request. memory writes files the prompt package
 // reads only at the next prompt build (new session or compaction), and session_search is a
