@@ -225,14 +225,15 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	if err != nil {
 		return err
 	}
-	g, err := gateway.New(gateway.Deps{Store: st, Runner: runner, Queue: queue, Config: gateway.Config{
+	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	g, err := gateway.New(gateway.Deps{Store: st, Runner: runner, Queue: queue, Log: logger, Config: gateway.Config{
 		Model: model, BusyWait: sc.BusyWait, RetryAfter: sc.RetryAfter, MaxConcurrent: sc.MaxConcurrent, TurnTimeout: sc.TurnTimeout,
 		Tools: toolsFor, Home: cfg.Home,
 	}})
 	if err != nil {
 		return err
 	}
-	plat, err := setupPlatforms(cfg, st, g, model, f.window, slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	plat, err := setupPlatforms(cfg, st, g, model, f.window, logger)
 	if err != nil {
 		return err
 	}
@@ -268,7 +269,7 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	}
 	api := openai.New(g, openai.Options{Keys: keys, Models: []string{model}, MaxBodyBytes: int64(sc.MaxRequestBytes),
 		CORSOrigins: origins, KeepAlive: sc.KeepAlive, StreamBuffer: sc.StreamBufferBytes, Mount: mounts,
-		Log: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Log: logger})
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", listen, err)

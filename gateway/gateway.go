@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -112,6 +113,9 @@ type Deps struct {
 	Queue   Runner
 	Metrics *Metrics
 	Config  Config
+	// Log gets the errors no caller can be told of (a store write after a turn's answer went
+	// out); nil: none.
+	Log *slog.Logger
 }
 
 // Gateway resolves requests to sessions and runs their turns. Safe for concurrent use.
@@ -121,6 +125,7 @@ type Gateway struct {
 	queue   Runner
 	m       *Metrics
 	cfg     Config
+	log     *slog.Logger
 	turnCtx context.Context
 	stop    context.CancelCauseFunc
 
@@ -142,7 +147,10 @@ func New(d Deps) (*Gateway, error) {
 	if d.Metrics == nil {
 		d.Metrics = NewMetrics()
 	}
-	g := &Gateway{st: d.Store, run: d.Runner, queue: d.Queue, m: d.Metrics, cfg: d.Config.withDefaults(),
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	g := &Gateway{st: d.Store, run: d.Runner, queue: d.Queue, m: d.Metrics, cfg: d.Config.withDefaults(), log: d.Log,
 		slots: map[string]*slot{}, active: map[string]int{}}
 	g.turnCtx, g.stop = context.WithCancelCause(context.Background())
 	return g, nil
@@ -272,8 +280,12 @@ func (g *Gateway) Turn(ctx context.Context, req Request, sink Sink) (Reply, erro
 		err = g.classify(p.sessionID, err)
 		g.m.observeTurn(res, err, time.Since(start))
 		if err == nil && p.routeKey != "" && res.SessionID != "" && res.SessionID != p.sessionID {
-			// The turn continued in a rotated tip: the route follows it.
-			_ = g.putRoute(context.WithoutCancel(ctx), p.routeKey, res.SessionID)
+			// The turn continued in a rotated tip: the route follows it. The answer is stored,
+			// so the caller is not failed; until the route is written again, requests on the
+			// key reach the old session and find the tip from there.
+			if err := g.putRoute(context.WithoutCancel(ctx), p.routeKey, res.SessionID); err != nil {
+				g.log.Error("spool serve: a session key's route was not moved to the continued session", "session", res.SessionID, "from", p.sessionID, "err", err)
+			}
 		}
 		r := reply
 		r.Result = res

@@ -163,14 +163,13 @@ var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // completion is a non-streamed chat answer (and what an idempotent request stores).
 type completion struct {
-	ID                string         `json:"id"`
-	Object            string         `json:"object"`
-	Created           int64          `json:"created"`
-	Model             string         `json:"model"`
-	Choices           []choice       `json:"choices"`
-	Usage             *usage         `json:"usage,omitempty"`
-	SystemFingerprint *string        `json:"system_fingerprint"`
-	Spool             *spoolMetadata `json:"spool,omitempty"`
+	ID      string         `json:"id"`
+	Object  string         `json:"object"`
+	Created int64          `json:"created"`
+	Model   string         `json:"model"`
+	Choices []choice       `json:"choices"`
+	Usage   *usage         `json:"usage,omitempty"`
+	Spool   *spoolMetadata `json:"spool,omitempty"`
 }
 
 type spoolMetadata struct {
@@ -180,7 +179,7 @@ type spoolMetadata struct {
 
 type choice struct {
 	Index        int            `json:"index"`
-	Message      *choiceMessage `json:"message,omitempty"`
+	Message      *replyMessage  `json:"message,omitempty"`
 	Delta        *choiceMessage `json:"delta,omitempty"`
 	FinishReason *string        `json:"finish_reason"`
 	Logprobs     *struct{}      `json:"logprobs"`
@@ -190,8 +189,14 @@ type choiceMessage struct {
 	Role             string        `json:"role,omitempty"`
 	Content          *string       `json:"content,omitempty"`
 	ReasoningContent string        `json:"reasoning_content,omitempty"`
-	Refusal          *string       `json:"refusal,omitempty"`
 	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
+}
+
+// replyMessage is a non-streamed answer's message. Refusal, which the schema requires, is
+// always null: a model's refusal reaches spool as ordinary text.
+type replyMessage struct {
+	choiceMessage
+	Refusal *string `json:"refusal"`
 }
 
 // toolCallOut is a tool call as a chat message (Index only in stream deltas).
@@ -339,7 +344,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, principal string) 
 			}
 			var busyErr *gateway.BusyError
 			if errors.As(err, &busyErr) {
-				_ = idem.Release(r.Context())
+				s.releaseIdem(r.Context(), idem, rep.SessionID)
 				return
 			}
 			var b []byte
@@ -352,7 +357,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, principal string) 
 				b, _ = json.Marshal(s.completionOf(rep, id, created, model))
 			}
 			rec, _ := json.Marshal(stored{SessionID: rep.SessionID, Body: b})
-			_ = idem.Complete(r.Context(), status, rec)
+			s.completeIdem(r.Context(), idem, rep.SessionID, status, rec)
 		},
 	}
 	if req.Stream {
@@ -360,7 +365,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, principal string) 
 	}
 	rep, err := s.g.Turn(r.Context(), greq, sink)
 	if idem != nil && err != nil && !started.Load() && !rep.Detached {
-		_ = idem.Release(r.Context())
+		s.releaseIdem(r.Context(), idem, rep.SessionID)
 	}
 	if rep.Detached {
 		if st != nil {
@@ -406,7 +411,7 @@ func sessionHeaders(w http.ResponseWriter, sid, from string) {
 
 func (s *Server) completionOf(rep gateway.Reply, id string, created int64, model string) completion {
 	res := rep.Result
-	msg := &choiceMessage{Role: "assistant", Content: ptr(res.Reply)}
+	msg := &replyMessage{choiceMessage: choiceMessage{Role: "assistant", Content: ptr(res.Reply)}}
 	if len(res.PendingCalls) > 0 {
 		msg.ToolCalls = toolCallsOut(res.PendingCalls, false)
 	}

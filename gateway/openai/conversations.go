@@ -452,7 +452,6 @@ func (s *Server) compact(w http.ResponseWriter, r *http.Request, principal strin
 	sessionHeaders(w, tip, "")
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": newID("cmp_"), "object": "response.compaction", "created_at": time.Now().Unix(), "output": output,
-		"usage": map[string]any{"input_tokens": 0, "output_tokens": 0, "total_tokens": 0,
-			"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}},
+		"usage": responseUsage(store.Usage{}),
 	})
 }

@@ -133,7 +133,6 @@ func responseObject(rec gateway.ResponseRecord, text string, calls []store.ToolC
 	if rec.Previous != "" {
 		prev = rec.Previous
 	}
-	u := rec.Usage
 	var instructions, maxOut any
 	if rec.Instructions != "" {
 		instructions = rec.Instructions
@@ -146,11 +145,18 @@ func responseObject(rec gateway.ResponseRecord, text string, calls []store.ToolC
 		"output": output, "error": errObj, "incomplete_details": incomplete, "instructions": instructions, "metadata": meta, "max_output_tokens": maxOut,
 		"parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{}, "previous_response_id": prev,
 		"conversation": conversationOf(rec), "store": !rec.NotStored, "truncation": cmp.Or(rec.Truncation, "disabled"),
-		"usage": map[string]any{
-			"input_tokens": u.InputTokens, "input_tokens_details": map[string]any{"cached_tokens": u.CacheReadTokens},
-			"output_tokens": u.OutputTokens, "output_tokens_details": map[string]any{"reasoning_tokens": u.ReasoningTokens},
-			"total_tokens": u.InputTokens + u.OutputTokens,
-		},
+		// Sampling is the configured model's, not the request's: spool reports none.
+		"temperature": nil, "top_p": nil,
+		"usage": responseUsage(rec.Usage),
+	}
+}
+
+// responseUsage is u as the Responses API reports usage.
+func responseUsage(u store.Usage) map[string]any {
+	return map[string]any{
+		"input_tokens": u.InputTokens, "input_tokens_details": map[string]any{"cached_tokens": u.CacheReadTokens, "cache_write_tokens": u.CacheWriteTokens},
+		"output_tokens": u.OutputTokens, "output_tokens_details": map[string]any{"reasoning_tokens": u.ReasoningTokens},
+		"total_tokens": u.InputTokens + u.OutputTokens,
 	}
 }
 
@@ -289,6 +295,8 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 	}
 	var mu sync.Mutex
 	started := false
+	// durable is the failed store write of OnDone (set on the turn's goroutine, read after it).
+	var durable *apiError
 	sink := gateway.Sink{
 		OnStart: func(sid string) {
 			mu.Lock()
@@ -296,7 +304,9 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 			rec.SessionID = sid
 			mu.Unlock()
 			if !notStored {
-				_ = s.g.SaveResponse(r.Context(), principal, rec)
+				if err := s.g.SaveResponse(r.Context(), principal, rec); err != nil {
+					s.o.Log.Error("spool serve: the in-progress response record was not written", "session", sid, "response", rec.ID, "err", err)
+				}
 			}
 			if ev != nil {
 				ev.st.openSSE(sid)
@@ -320,9 +330,7 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 			}
 			var busyErr *gateway.BusyError
 			if errors.As(err, &busyErr) {
-				if idem != nil {
-					_ = idem.Release(r.Context())
-				}
+				s.releaseIdem(r.Context(), idem, rep.SessionID)
 				return
 			}
 			if notStored {
@@ -331,24 +339,38 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 				mu.Lock()
 				first := rec.SessionID
 				mu.Unlock()
-				for _, id := range []string{rep.SessionID, first} {
-					if id != "" {
-						_ = s.g.DeleteConversation(context.WithoutCancel(r.Context()), principal, id)
+				ids := []string{rep.SessionID}
+				if first != rep.SessionID {
+					ids = append(ids, first)
+				}
+				for _, id := range ids {
+					if id == "" {
+						continue
+					}
+					if derr := s.g.DeleteConversation(context.WithoutCancel(r.Context()), principal, id); derr != nil && !errors.Is(derr, gateway.ErrNotFound) {
+						s.o.Log.Error("spool serve: a store: false response's session was not deleted and stays stored", "session", id, "response", rec.ID, "err", derr)
+						durable = notDeleted(id, derr)
 					}
 				}
 				return
 			}
-			_ = s.g.SaveResponse(r.Context(), principal, final)
+			if serr := s.g.SaveResponse(r.Context(), principal, final); serr != nil {
+				s.o.Log.Error("spool serve: the response record was not written", "session", rep.SessionID, "response", rec.ID, "err", serr)
+				durable = notRecorded(rep.SessionID, rec.ID, serr)
+			}
 			if idem != nil {
 				b, _ := json.Marshal(responseObject(final, rep.Result.Reply, rep.Result.PendingCalls))
 				status := http.StatusOK
-				if err != nil {
-					e := errorOf(err)
+				if err != nil || durable != nil {
+					e := durable
+					if err != nil {
+						e = errorOf(err)
+					}
 					status = e.Status
 					b, _ = json.Marshal(map[string]any{"error": e})
 				}
 				st, _ := json.Marshal(stored{SessionID: rep.SessionID, Body: b})
-				_ = idem.Complete(r.Context(), status, st)
+				s.completeIdem(r.Context(), idem, rep.SessionID, status, st)
 			}
 		},
 	}
@@ -360,13 +382,17 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 	wasStarted := started
 	mu.Unlock()
 	if idem != nil && err != nil && !wasStarted && !rep.Detached {
-		_ = idem.Release(r.Context())
+		s.releaseIdem(r.Context(), idem, rep.SessionID)
 	}
 	if rep.Detached {
 		if ev != nil {
 			ev.st.stop()
 		}
 		return
+	}
+	if err == nil && durable != nil {
+		// The answer exists but what the request asked of the store did not happen: say so.
+		err = durable
 	}
 	rec.SessionID, rec.MessageID, rec.UserMessageID, rec.Usage = rep.SessionID, rep.MessageID, rep.UserMessageID, rep.Result.Usage
 	if ev != nil && wasStarted {
@@ -631,13 +657,9 @@ func (s *Server) responsesInputItems(w http.ResponseWriter, r *http.Request, pri
 
 // messageItem is a stored message as a Responses/conversations item.
 func messageItem(m store.Message) map[string]any {
-	typ := "input_text"
+	part := map[string]any{"type": "input_text", "text": m.Content}
 	if m.Role == store.RoleAssistant {
-		typ = "output_text"
-	}
-	part := map[string]any{"type": typ, "text": m.Content}
-	if typ == "output_text" {
-		part["annotations"] = []any{}
+		part = textPart(m.Content)
 	}
 	return map[string]any{"id": fmt.Sprintf("msg_%s_%d", m.SessionID, m.ID), "type": "message", "status": "completed", "role": m.Role, "content": []any{part}}
 }

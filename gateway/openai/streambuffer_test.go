@@ -38,8 +38,14 @@ func (l smallSendBuffers) Accept() (net.Conn, error) {
 // inProcess serves the real handler and gateway (SQLite, the fake model) on 127.0.0.1.
 func inProcess(t *testing.T, o openai.Options) (*gateway.Gateway, string, *fake.Model) {
 	t.Helper()
+	return inProcessAt(t, filepath.Join(t.TempDir(), "spool.db"), o)
+}
+
+// inProcessAt is inProcess on the SQLite database at path; o.Log is also the gateway's log.
+func inProcessAt(t *testing.T, path string, o openai.Options) (*gateway.Gateway, string, *fake.Model) {
+	t.Helper()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "spool.db"), sqlite.Options{})
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +55,7 @@ func inProcess(t *testing.T, o openai.Options) (*gateway.Gateway, string, *fake.
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := gateway.New(gateway.Deps{Store: db, Runner: ag, Config: gateway.Config{Model: "fake"}})
+	g, err := gateway.New(gateway.Deps{Store: db, Runner: ag, Log: o.Log, Config: gateway.Config{Model: "fake"}})
 	if err != nil {
 		t.Fatal(err)
 	}
