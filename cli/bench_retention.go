@@ -78,7 +78,7 @@ func parseWindows(in []string) ([]int, error) {
 		}
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 || n*mul < 1024 || n*mul > 16*1024*1024 {
-			return nil, fmt.Errorf("--windows: %q is not a window size between 1k and 16m tokens", s)
+			return nil, &usageError{fmt.Errorf("--windows: %q is not a window size between 1k and 16m tokens", s)}
 		}
 		out = append(out, n*mul)
 	}

@@ -559,6 +559,11 @@ func TestUsageErrors(t *testing.T) {
 		{"search"},
 		{"search", "x", "--limit", "0"},
 		{"bench", "store", "--synchronous", "extra"},
+		{"sessions", "prune", "--older-than", "30days"},
+		{"sessions", "prune", "--older-than", "0s"},
+		{"run", "one", "two"},
+		{"sesions", "list"},
+		{"run", "--mdoel", "x", "hi"},
 	}
 	for _, args := range tests {
 		r := spool(t, home, args...)

@@ -11,6 +11,9 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/spoolhq/spool/config"
 
 	"github.com/spoolhq/spool/store"
 )
@@ -117,19 +120,27 @@ func (a *app) rootCommand() *cobra.Command {
 			"variables, then flags.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		// Bare "spool" and unknown subcommands are argument errors.
-		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Args:          noSubcommand,
+	}
+	chat := a.chatCommand()
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		// On a terminal a bare spool opens the chat, as other coding agents do; a script gets
+		// the help rather than a chat waiting on its stdin.
+		if isTerminal(a.stdin) && isTerminal(a.stdout) {
+			chat.SetContext(cmd.Context())
+			return chat.RunE(chat, nil)
+		}
+		return cmd.Help()
 	}
 	root.Version = versionString()
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{suggestFlag(cmd, err)} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.home, "home", "", "spool home directory (default $SPOOL_HOME or ~/.spool)")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON on stdout")
 
 	root.AddCommand(a.sessionsCommand(), a.searchCommand(), a.dbCommand(), a.benchCommand())
-	root.AddCommand(a.runCommand(), a.chatCommand(), a.compactCommand())
+	root.AddCommand(a.runCommand(), chat, a.compactCommand())
 	root.AddCommand(a.configCommand(), a.uiCommand(), a.serveCommand(), a.handoffCommand())
 	root.AddCommand(a.mcpCommand())
 	root.AddCommand(a.importCommand())
@@ -142,7 +153,45 @@ func groupCommand(use, short string) *cobra.Command {
 	return &cobra.Command{
 		Use:   use,
 		Short: short,
-		Args:  args(cobra.NoArgs),
+		Args:  noSubcommand,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+}
+
+// noSubcommand is the Args of a command that only dispatches: a word after it is an unknown
+// subcommand, said with the closest ones (cobra itself suggests only for a command without Args).
+func noSubcommand(cmd *cobra.Command, argv []string) error {
+	if len(argv) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", argv[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's own default, which only its Args-less path sets
+	}
+	if s := cmd.SuggestionsFor(argv[0]); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return &usageError{errors.New(msg)}
+}
+
+// suggestFlag adds the closest flag of cmd to an unknown-flag error (cobra suggests no flags).
+func suggestFlag(cmd *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	best, bestD := "", 3 // at most two edits ("--mdoel" is --model), or a prefix ("--out")
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		d := config.EditDistance(name, f.Name)
+		if len(name) >= 3 && strings.HasPrefix(f.Name, name) {
+			d = min(d, 1)
+		}
+		if !f.Hidden && d < bestD {
+			best, bestD = f.Name, d
+		}
+	})
+	if best == "" {
+		return err
+	}
+	return fmt.Errorf("%w; did you mean --%s?", err, best)
 }

@@ -386,17 +386,18 @@ func (a *app) runCommand() *cobra.Command {
 	var f modelFlags
 	var format string
 	cmd := &cobra.Command{
-		Use:   "run PROMPT",
+		Use:   "run [PROMPT]",
 		Short: "Run one agent turn and print the reply",
 		Long: "Run one turn non-interactively: the reply streams to stdout, notices and tool activity go\n" +
-			"to stderr. PROMPT \"-\" reads the prompt from stdin; text piped in beside a PROMPT is appended\n" +
+			"to stderr. PROMPT \"-\", or no PROMPT with stdin not a terminal, reads the prompt from stdin;\n" +
+			"text piped in beside a PROMPT is appended\n" +
 			"to it (cat log.txt | spool run \"what failed?\"). --resume/--continue go on with an earlier\n" +
 			"session (--continue: the most recent one started in this directory); otherwise a new session\n" +
 			"starts. Terminal commands, and file access outside the workspace, are refused unless --yes.\n\n" +
 			"--output-format text (default) | json (one object: session_id, reply, usage, model_calls,\n" +
 			"tool_calls, cache_breaks; --json is the same) | stream-json (one JSON event per line as the\n" +
 			"turn runs: delta, tool_call, tool_result, notice, wait, then result).",
-		Args: args(cobra.ExactArgs(1)),
+		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx := cmd.Context()
 			if a.json && cmd.Flags().Changed("output-format") && format != "json" {
@@ -410,7 +411,13 @@ func (a *app) runCommand() *cobra.Command {
 			default:
 				return &usageError{fmt.Errorf("--output-format %q: want text, json or stream-json", format)}
 			}
-			input, err := a.runInput(argv[0])
+			arg := "-" // no PROMPT: what is piped in is the prompt
+			if len(argv) == 1 {
+				arg = argv[0]
+			} else if isTerminal(a.stdin) {
+				return &usageError{errors.New(`no prompt: spool run "PROMPT", or pipe it in (echo PROMPT | spool run)`)}
+			}
+			input, err := a.runInput(arg)
 			if err != nil {
 				return err
 			}

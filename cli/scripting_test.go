@@ -34,6 +34,7 @@ func TestRunInputFromStdin(t *testing.T) {
 		{"dash reads the prompt", "SAY from stdin\n", []string{"-"}, "SAY from stdin"},
 		{"piped text is appended", "line one\nline two\n", []string{"what failed?"}, "what failed?\n\nline one\nline two"},
 		{"empty pipe", "", []string{"just this"}, "just this"},
+		{"no argument reads the prompt", "SAY piped q\n", nil, "SAY piped q"},
 	} {
 		out := decode[runOut](t, spoolIn(t, home, c.stdin, append([]string{"run", "--json"}, c.args...)...).ok(t, c.name))
 		shown := decode[shownMessages](t, spool(t, home, "sessions", "show", out.SessionID, "--json").ok(t, "show"))

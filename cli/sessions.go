@@ -593,10 +593,10 @@ func (a *app) sessionsPruneCommand() *cobra.Command {
 			}
 			d, err := config.ParseDuration(olderThan)
 			if err != nil {
-				return fmt.Errorf("bad --older-than: %w", err)
+				return &usageError{fmt.Errorf("bad --older-than: %w", err)}
 			}
 			if d <= 0 {
-				return fmt.Errorf("bad --older-than: %q would prune every session; give a positive duration", olderThan)
+				return &usageError{fmt.Errorf("bad --older-than: %q would prune every session; give a positive duration", olderThan)}
 			}
 			ctx := cmd.Context()
 			st, err := a.openStore(ctx)

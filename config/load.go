@@ -648,7 +648,7 @@ func suggestEnv(lowered string) string {
 	best, bestD := "", 4
 	for _, k := range Keys() {
 		cand := strings.ToLower(strings.TrimPrefix(EnvName(k), "SPOOL_"))
-		if d := editDistance(lowered, cand); d < bestD {
+		if d := EditDistance(lowered, cand); d < bestD {
 			best, bestD = EnvName(k), d
 		}
 	}
@@ -663,7 +663,7 @@ func suggest(key string) string {
 	for _, k := range Keys() {
 		// Sections are candidates too: "databse" should point at "database".
 		for cand := k; cand != ""; {
-			if d := editDistance(key, cand); d < bestD {
+			if d := EditDistance(key, cand); d < bestD {
 				best, bestD = cand, d
 			}
 			i := strings.LastIndexByte(cand, '.')
@@ -679,7 +679,9 @@ func suggest(key string) string {
 	return fmt.Sprintf(" (did you mean %s?)", best)
 }
 
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b in bytes: the typo measure of the
+// did-you-mean hints of the config and the command line.
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
