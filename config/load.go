@@ -15,6 +15,8 @@ import (
 	"time"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/spoolhq/spool/internal/regfile"
 )
 
 // HomeEnv names the variable that sets the spool home when no explicit home is given.
@@ -63,7 +65,8 @@ func ResolveHome(home string) (string, error) {
 
 // Load reads the configuration for home ("" means $SPOOL_HOME or ~/.spool): defaults, then
 // home/config.yaml when it exists, then SPOOL_* environment variables. Paths in the result are
-// absolute. The home directory is not created.
+// absolute. The home directory is not created. A config.yaml that is not a regular file (a
+// directory, a named pipe, a device) is an error, found without blocking on it.
 func Load(home string) (Config, error) {
 	home, err := ResolveHome(home)
 	if err != nil {
@@ -72,7 +75,7 @@ func Load(home string) (Config, error) {
 	cfg := Default(home)
 	file := filepath.Join(home, FileName)
 	sources := map[string]string{}
-	data, err := os.ReadFile(file)
+	data, err := regfile.ReadFile(file)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:

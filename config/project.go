@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/spoolhq/spool/internal/regfile"
 )
 
 // ProjectFileName is a project's own config file, relative to the project directory.
@@ -62,7 +64,7 @@ func LoadProject(cfg *Config, workDir string) (notice string, err error) {
 	if err != nil || file == "" {
 		return "", err
 	}
-	data, err := os.ReadFile(file)
+	data, err := regfile.ReadFile(file)
 	if err != nil {
 		return "", &Error{Source: file, Reason: err.Error()}
 	}
