@@ -67,7 +67,7 @@ func (a *app) openStore(ctx context.Context) (store.Store, error) {
 		return nil, err
 	}
 	if cfg.Database.URL != "" {
-		db, err := postgres.Open(ctx, cfg.Database.URL, postgres.Options{Logger: storeLogger(a.stderr)})
+		db, err := postgres.Open(ctx, cfg.Database.URL, postgres.Options{Logger: storeLogger(a.stderr), WriteBudget: cfg.Database.WriteTimeout})
 		if err != nil {
 			return nil, fmt.Errorf("open database: %w", err)
 		}
@@ -139,6 +139,7 @@ func openSQLite(ctx context.Context, cfg config.Config, log *slog.Logger) (*sqli
 	db, err := sqlite.Open(ctx, path, sqlite.Options{
 		Synchronous: strings.ToUpper(cfg.Database.Synchronous),
 		JournalMode: cfg.Database.JournalMode,
+		WriteBudget: cfg.Database.WriteTimeout,
 		Logger:      log,
 	})
 	if err != nil {

@@ -106,6 +106,11 @@ type Database struct {
 	Synchronous string `yaml:"synchronous" enum:"normal,full"`
 	// JournalMode is "wal" or "delete" (rollback journal, for filesystems where WAL is unsafe).
 	JournalMode string `yaml:"journal_mode" enum:"wal,delete"`
+	// WriteTimeout bounds how long any write waits for the database: SQLite's write lock held
+	// by another process, a row another PostgreSQL transaction holds (the connections'
+	// lock_timeout), or a PostgreSQL server that dropped or refused the connection. Past it the
+	// command fails with one line saying what it waited for.
+	WriteTimeout time.Duration `yaml:"write_timeout" min:"1"`
 }
 
 // Provider selects the main model. An empty Name means the offline in-process model.
@@ -308,9 +313,10 @@ func Default(home string) Config {
 	return Config{
 		Home: home,
 		Database: Database{
-			Path:        "spool.db",
-			Synchronous: "normal",
-			JournalMode: "wal",
+			Path:         "spool.db",
+			Synchronous:  "normal",
+			JournalMode:  "wal",
+			WriteTimeout: 60 * time.Second,
 		},
 		Compression: Compression{
 			Enabled:         true,

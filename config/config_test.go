@@ -50,6 +50,7 @@ func TestDefaults(t *testing.T) {
 	}{
 		{"database.synchronous", cfg.Database.Synchronous, "normal"},
 		{"database.journal_mode", cfg.Database.JournalMode, "wal"},
+		{"database.write_timeout", cfg.Database.WriteTimeout, 60 * time.Second},
 		{"compression.enabled", cfg.Compression.Enabled, true},
 		{"compression.threshold", cfg.Compression.Threshold, 0.50},
 		{"compression.threshold_tokens", cfg.Compression.ThresholdTokens, 256000},
@@ -164,9 +165,10 @@ serve:
 		Home: home,
 		File: filepath.Join(home, FileName),
 		Database: Database{
-			Path:        filepath.Join(home, "data/s.db"),
-			Synchronous: "full",
-			JournalMode: "delete",
+			Path:         filepath.Join(home, "data/s.db"),
+			Synchronous:  "full",
+			JournalMode:  "delete",
+			WriteTimeout: time.Minute,
 		},
 		Provider: Provider{Name: "anthropic", Model: "claude-x", BaseURL: "http://127.0.0.1:9999", FallbackCooldown: 5 * time.Minute},
 		Compression: Compression{

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Errors callers branch on with errors.Is. Backends wrap them with context.
@@ -17,6 +18,10 @@ var (
 	ErrSessionEnded    = errors.New("session ended deliberately")
 	ErrCompressionBusy = errors.New("compression lock not held")
 	ErrBusy            = errors.New("database busy")
+	// ErrWriteTimeout: a write waited its whole budget for a lock another process or
+	// transaction holds (or for the database server) and gave up; nothing of it landed.
+	// errors.Is(err, ErrBusy) is true of it too.
+	ErrWriteTimeout = errors.New("database write timed out")
 	// ErrReadOnly: the store was opened on a database this process cannot write (read-only
 	// file, directory or filesystem); reads work, writes fail with it before touching anything.
 	ErrReadOnly = errors.New("database is read-only")
@@ -37,6 +42,32 @@ func (e *DamagedError) Error() string {
 }
 
 func (e *DamagedError) Is(target error) bool { return target == ErrDamaged }
+
+// WriteTimeoutError is a write that gave up after waiting Waited for what For names (the
+// SQLite write lock another process holds, a row another PostgreSQL transaction holds, the
+// server). Cause is the engine's last word, kept for errors.As and logs; Error says it in one
+// sentence with For, not as a second error appended to the first.
+type WriteTimeoutError struct {
+	For    string
+	Waited time.Duration
+	Cause  error
+}
+
+func (e *WriteTimeoutError) Error() string {
+	return fmt.Sprintf("gave up on a database write after waiting %s for %s", e.Waited.Round(100*time.Millisecond), e.For)
+}
+
+// Is makes errors.Is(err, ErrWriteTimeout) and errors.Is(err, ErrBusy) true.
+func (e *WriteTimeoutError) Is(target error) bool {
+	return target == ErrWriteTimeout || target == ErrBusy
+}
+
+// Unwrap exposes the engine's error.
+func (e *WriteTimeoutError) Unwrap() error { return e.Cause }
+
+// WaitNoticeAfter is how long a write waits for a lock before the store says what it waits for
+// (one warning through its logger, once per write).
+const WaitNoticeAfter = time.Second
 
 // AmbiguousError is returned when a session reference matches more than one session.
 type AmbiguousError struct {

@@ -3,6 +3,7 @@ package turn_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -129,6 +130,9 @@ func (c *child) send(t *testing.T, line string) {
 
 func runChild(role string, a childArgs) error {
 	ctx := context.Background()
+	if role == "lock" {
+		return holdWriteLock(ctx, a.DB)
+	}
 	db, err := sqlite.Open(ctx, a.DB, sqlite.Options{})
 	if err != nil {
 		return err
@@ -197,6 +201,41 @@ func runChild(role string, a childArgs) error {
 		return nil
 	}
 	return fmt.Errorf("unknown role %q", role)
+}
+
+// holdWriteLock is another process holding SQLite's write lock on path (BEGIN IMMEDIATE, as a
+// writer stopped mid-transaction does, or a sqlite3 shell left in a transaction): it prints
+// "held", then keeps the lock until its stdin says "release", and prints "released".
+func holdWriteLock(ctx context.Context, path string) error {
+	driver := ""
+	for _, d := range sql.Drivers() {
+		if d == "sqlite" || d == "sqlite3_spool" { // the default build's, the sqlite_cgo build's
+			driver = d
+		}
+	}
+	db, err := sql.Open(driver, "file:"+path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	fmt.Println("held")
+	in := bufio.NewScanner(os.Stdin)
+	if !in.Scan() || in.Text() != "release" {
+		return errors.New("expected the line release")
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		return err
+	}
+	fmt.Println("released")
+	return nil
 }
 
 // turnSteps are the four messages of one turn: ask, tool call, tool result, answer.

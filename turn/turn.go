@@ -137,9 +137,10 @@ type Turn struct {
 }
 
 // Begin waits for the turn lease of sessionID's conversation and returns the running turn. It
-// retries at once on a busy database (that is not another holder), waits for a wake-up or a
-// jittered poll while another holder owns the lease, and gives up after o.Wait with a
-// *WaitTimeoutError, or when ctx ends. The caller must End the turn (or use Run), and must
+// waits for a wake-up or a jittered poll while another holder owns the lease, and gives up
+// after o.Wait with a *WaitTimeoutError, or when ctx ends. A database that stays locked is not
+// another holder: the store's write waits its own budget and Begin returns its
+// *store.WriteTimeoutError at once (a short busy spell is retried at once, within o.Wait). The caller must End the turn (or use Run), and must
 // reload the history after Begin returns: another turn may have committed while we waited.
 func Begin(ctx context.Context, st Store, sessionID string, o Options) (*Turn, error) {
 	o, err := o.withDefaults()
@@ -198,6 +199,11 @@ func acquire(ctx context.Context, st Store, sessionID string, o Options) (store.
 		var held *store.LeaseHeldError
 		switch {
 		case errors.As(err, &held):
+		case errors.Is(err, store.ErrWriteTimeout):
+			// The database itself is stuck (a writer holding its lock, a row another
+			// transaction holds): the store waited its whole write budget and said so. That is
+			// no holder to wait for; waiting on for o.Wait would be a silent half hour.
+			return store.Lease{}, nil, err
 		case errors.Is(err, store.ErrBusy):
 			// A locked database is not another holder: try again at once, within the bound.
 			if time.Now().After(deadline) {
@@ -464,8 +470,32 @@ func (t *Turn) end(ctx context.Context) error {
 		}
 	}
 	t.cancel(ErrEnded)
-	return errors.Join(errs...)
+	return firstOf(errs...)
 }
+
+// firstOf returns nil, the one error, or an error that says the first of errs and keeps every
+// one for errors.Is and As. Two failures of one cause (a database gone: the flush, then the
+// release) would otherwise make one line of two sentences saying the same thing.
+func firstOf(errs ...error) error {
+	var kept []error
+	for _, err := range errs {
+		if err != nil {
+			kept = append(kept, err)
+		}
+	}
+	switch len(kept) {
+	case 0:
+		return nil
+	case 1:
+		return kept[0]
+	}
+	return &firstError{errs: kept}
+}
+
+type firstError struct{ errs []error }
+
+func (e *firstError) Error() string   { return e.errs[0].Error() }
+func (e *firstError) Unwrap() []error { return e.errs }
 
 // Run begins a turn, calls fn with the turn's context, and ends the turn on every exit path: a
 // return, an error, or a panic (re-raised after the lease is released). When fn fails because
@@ -482,7 +512,12 @@ func Run(ctx context.Context, st Store, sessionID string, o Options, fn func(ctx
 		if p != nil {
 			panic(p)
 		}
-		err = errors.Join(err, endErr)
+		if err != nil && endErr != nil && !errors.Is(endErr, store.ErrLeaseLost) {
+			// The end's failure is the work's own cause again (a database gone): one line.
+			err = firstOf(err, endErr)
+		} else {
+			err = errors.Join(err, endErr) // what a lost lease left unsaved is news
+		}
 	}()
 	err = fn(t.Context(), t)
 	if lost := t.Lost(); err != nil && lost != nil && !errors.Is(err, store.ErrLeaseLost) {

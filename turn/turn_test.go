@@ -562,3 +562,25 @@ func TestStartStoredWithTheLease(t *testing.T) {
 		t.Fatalf("transcript %q: a stale start landed", got)
 	}
 }
+
+// A turn whose work and whose end both fail (a database gone: the model call's flush, then the
+// last flush) returns one line, the first failure's, and keeps both for errors.Is: before, the
+// two were joined into one line of two sentences.
+func TestRunFailureIsOneLine(t *testing.T) {
+	t.Parallel()
+	db, _ := openDB(t)
+	fs := &faultStore{Store: db}
+	gone := errors.New("connection refused")
+	setErr(&fs.appendErr, gone)
+	work := errors.New("the model call failed")
+	err := turn.Run(bg, fs, "conv", turn.Options{}, func(ctx context.Context, tn *turn.Turn) error {
+		tn.Add(user("unsaved"))
+		return work
+	})
+	if !errors.Is(err, work) || !errors.Is(err, gone) {
+		t.Fatalf("Run: %v, want both failures for errors.Is", err)
+	}
+	if err.Error() != work.Error() {
+		t.Fatalf("Run's error line %q, want the first failure's alone", err.Error())
+	}
+}

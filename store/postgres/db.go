@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,8 +25,12 @@ import (
 type Options struct {
 	// MaxConns bounds the connection pool (default: pgxpool's, max(4, CPUs)).
 	MaxConns int32
-	// WriteBudget is how long a transcript write keeps retrying a serialization failure or a
-	// deadlock (default 60 s).
+	// WriteBudget bounds how long any write waits (default 60 s): it is every connection's
+	// lock_timeout (a row or table another transaction holds), and how long a write retries a
+	// serialization failure, a deadlock, or a connection the server dropped or refused (a
+	// restart) where nothing of the write can have landed. Past it the write fails with a
+	// *store.WriteTimeoutError. After store.WaitNoticeAfter a waiting write says so through
+	// Logger, once.
 	WriteBudget time.Duration
 	// Logger receives warnings (reclaimed locks, lost notifications). Default: slog.Default().
 	Logger *slog.Logger
@@ -83,6 +90,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["lock_timeout"]; !set {
+		// A lock another transaction keeps (an idle psql in a transaction, a paused replica)
+		// fails the waiting statement with lock_not_available after the budget instead of
+		// holding it for as long as the caller's context lasts, or forever.
+		cfg.ConnConfig.RuntimeParams["lock_timeout"] = fmt.Sprint(opts.WriteBudget.Milliseconds())
 	}
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
 		registerTSVector(c.TypeMap())
@@ -172,44 +185,102 @@ func isUnique(err error, name string) bool {
 	return errors.As(err, &pe) && pe.Code == "23505" && (name == "" || pe.ConstraintName == name)
 }
 
-// write runs fn in one transaction, retrying serialization failures and deadlocks until budget
-// is spent. fn may run more than once: it must not have effects outside tx.
-func (db *DB) write(ctx context.Context, budget time.Duration, fn func(tx pgx.Tx) error) error {
-	deadline := time.Now().Add(budget)
-	for attempt := 0; ; attempt++ {
-		err := pgx.BeginFunc(ctx, db.pool, fn)
-		if err == nil || !retryable(err) {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: %v", store.ErrBusy, err)
-		}
-		d := time.Duration(rand.N(int64(2*time.Millisecond))) + time.Duration(min(attempt, 10))*time.Millisecond
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
+// isLockTimeout reports lock_not_available: a statement waited lock_timeout for a lock.
+func isLockTimeout(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "55P03"
+}
+
+// connLost reports an error of the connection rather than of the statement: the server refused
+// the connection, dropped it (a restart, pg_terminate_backend) or is starting or stopping.
+func connLost(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P")
 	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || pgconn.SafeToRetry(err) || errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &ne) && !ne.Timeout())
+}
+
+// write runs fn in one transaction (see retry). fn may run more than once: it must not have
+// effects outside tx.
+func (db *DB) write(ctx context.Context, budget time.Duration, fn func(tx pgx.Tx) error) error {
+	return db.retry(ctx, budget, func() (bool, error) {
+		tx, err := db.pool.Begin(ctx)
+		if err != nil {
+			return true, err
+		}
+		if err := fn(tx); err != nil {
+			_ = tx.Rollback(ctx)
+			return true, err // nothing committed: a dropped connection aborted the transaction
+		}
+		return false, tx.Commit(ctx)
+	})
 }
 
 // batch sends b in one round trip, outside an explicit transaction: PostgreSQL runs a pipeline
 // up to its Sync as one implicit transaction, committed only if every statement succeeds. read
 // consumes the results in order; an error it returns (or the server's) leaves nothing written.
-// Serialization failures and deadlocks are retried until budget is spent.
+// It is retried as write is (see retry).
 func (db *DB) batch(ctx context.Context, budget time.Duration, b *pgx.Batch, read func(br pgx.BatchResults) error) error {
-	deadline := time.Now().Add(budget)
+	return db.retry(ctx, budget, func() (bool, error) {
+		br := db.pool.SendBatch(ctx, b)
+		rerr := read(br)
+		cerr := br.Close()
+		switch {
+		case rerr == nil:
+			// Every statement ran; the commit was the Sync, whose outcome a dropped connection
+			// leaves unknown.
+			return false, cerr
+		case retryable(cerr):
+			return true, cerr
+		}
+		return true, rerr // a statement failed: the implicit transaction cannot commit
+	})
+}
+
+// retry runs one attempt of a write (try reports whether it failed before its commit was
+// sent) until it succeeds or fails for good, within budget (capped by Options.WriteBudget):
+// serialization failures and deadlocks are run again, and so is a connection the server
+// dropped or refused (a restart) when the attempt never reached its commit; a commit whose
+// connection dropped may have landed, and is not run twice. Waiting on a lock is bounded by
+// the connections' lock_timeout (the write budget). A write still waiting after
+// store.WaitNoticeAfter says so once through the logger; one that gives up returns a
+// *store.WriteTimeoutError.
+func (db *DB) retry(ctx context.Context, budget time.Duration, try func() (beforeCommit bool, err error)) error {
+	start := time.Now()
+	deadline := start.Add(min(budget, db.opts.WriteBudget))
+	notice := time.AfterFunc(store.WaitNoticeAfter, func() {
+		db.log.Warn("spool: waiting for PostgreSQL to complete a write (a lock another transaction holds, or the server is not answering)")
+	})
+	defer notice.Stop()
 	for attempt := 0; ; attempt++ {
-		err := db.sendBatch(ctx, b, read)
-		if err == nil || !retryable(err) {
+		beforeCommit, err := try()
+		var sleep time.Duration
+		var waitingFor string
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return err
+		case isLockTimeout(err):
+			return &store.WriteTimeoutError{For: "a lock another PostgreSQL transaction holds", Waited: time.Since(start), Cause: err}
+		case retryable(err):
+			waitingFor = "concurrent transactions on the same rows"
+			sleep = time.Duration(rand.N(int64(2*time.Millisecond))) + time.Duration(min(attempt, 10))*time.Millisecond
+		case beforeCommit && connLost(err):
+			waitingFor = "the PostgreSQL server to accept connections"
+			sleep = time.Duration(min(attempt+1, 10)) * 50 * time.Millisecond
+		default:
 			return err
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: %v", store.ErrBusy, err)
+		if !time.Now().Add(sleep).Before(deadline) {
+			return &store.WriteTimeoutError{For: waitingFor, Waited: time.Since(start), Cause: distinctLines(err)}
 		}
-		t := time.NewTimer(time.Duration(rand.N(int64(2*time.Millisecond))) + time.Duration(min(attempt, 10))*time.Millisecond)
+		t := time.NewTimer(sleep)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -217,19 +288,6 @@ func (db *DB) batch(ctx context.Context, budget time.Duration, b *pgx.Batch, rea
 		case <-t.C:
 		}
 	}
-}
-
-func (db *DB) sendBatch(ctx context.Context, b *pgx.Batch, read func(br pgx.BatchResults) error) error {
-	br := db.pool.SendBatch(ctx, b)
-	rerr := read(br)
-	cerr := br.Close()
-	if rerr != nil {
-		if retryable(cerr) {
-			return cerr
-		}
-		return rerr
-	}
-	return cerr
 }
 
 const routineBudget = 20 * time.Second

@@ -11,6 +11,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
+// leaseBudget bounds a release's retries; taking a lease retries for the whole write budget.
 const leaseBudget = 5 * time.Second
 
 // leaseChannel is the NOTIFY channel of lease releases; the payload is the conversation id.
@@ -37,7 +38,7 @@ func (db *DB) AcquireLease(ctx context.Context, sessionID, holder string, ttl ti
 	holder = store.CleanIdent(holder)
 	ttlUS := int64(max(ttl, 100*time.Millisecond) / time.Microsecond)
 	var l store.Lease
-	err := db.write(ctx, leaseBudget, func(tx pgx.Tx) (err error) {
+	err := db.write(ctx, db.opts.WriteBudget, func(tx pgx.Tx) (err error) {
 		l, err = db.takeLease(ctx, tx, sessionID, holder, ttlUS)
 		return err
 	})

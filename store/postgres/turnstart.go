@@ -40,7 +40,7 @@ func (db *DB) BeginTurn(ctx context.Context, sessionID, holder string, ttl time.
 	}
 	var l store.Lease
 	var ids []int64
-	err = db.write(ctx, leaseBudget, func(tx pgx.Tx) error {
+	err = db.write(ctx, db.opts.WriteBudget, func(tx pgx.Tx) error {
 		ids = nil
 		var count int
 		var closed bool

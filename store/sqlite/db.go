@@ -28,7 +28,9 @@ type Options struct {
 	JournalMode string
 	// ReadConns bounds the read pool (default 4).
 	ReadConns int
-	// WriteBudget is how long a transcript write keeps retrying a locked database (default 60 s).
+	// WriteBudget bounds how long any write waits for a database another process has locked
+	// (default 60 s); past it the write fails with a *store.WriteTimeoutError. After
+	// store.WaitNoticeAfter a waiting write says so through Logger, once.
 	WriteBudget time.Duration
 	// Logger receives warnings (journal fallback, reclaimed locks). Default: slog.Default().
 	Logger *slog.Logger
@@ -282,15 +284,15 @@ func (db *DB) setupReadOnly(ctx context.Context) error {
 // retryBusy runs fn again while it fails because another process holds a lock (a writer
 // migrating, recovering or checkpointing the file), for up to the write budget.
 func (db *DB) retryBusy(ctx context.Context, fn func() error) error {
-	start := time.Now()
+	wait := db.lockWait(time.Now())
 	for attempt := 0; ; attempt++ {
 		err := fn()
 		if err == nil || !isBusy(err) {
 			return err
 		}
-		waited := time.Since(start)
+		waited := wait.waited(time.Now())
 		if waited >= db.opts.WriteBudget {
-			return fmt.Errorf("%w: still locked after %s: %v", store.ErrBusy, waited.Round(time.Millisecond), err)
+			return wait.timeout(err)
 		}
 		db.busyRetries.Add(1)
 		t := time.NewTimer(backoff(attempt, waited))
@@ -301,6 +303,33 @@ func (db *DB) retryBusy(ctx context.Context, fn func() error) error {
 		case <-t.C:
 		}
 	}
+}
+
+// lockWait follows one write's wait for the lock another process holds: after
+// store.WaitNoticeAfter it says once, through the handle's logger, what it waits for, and it
+// makes the *store.WriteTimeoutError the write gives up with.
+type lockWait struct {
+	db    *DB
+	start time.Time
+	told  bool
+}
+
+func (db *DB) lockWait(start time.Time) *lockWait { return &lockWait{db: db, start: start} }
+
+// waited is the time waited so far; past store.WaitNoticeAfter the first call says so.
+func (w *lockWait) waited(now time.Time) time.Duration {
+	d := now.Sub(w.start)
+	if d >= store.WaitNoticeAfter && !w.told {
+		w.told = true
+		w.db.log.Warn("spool: waiting for the database write lock (held by another process)", "path", w.db.path)
+	}
+	return d
+}
+
+// timeout is the error of a write that gave up; err is SQLite's last busy error.
+func (w *lockWait) timeout(err error) error {
+	return &store.WriteTimeoutError{For: "the write lock on " + w.db.path + " (held by another process)",
+		Waited: time.Since(w.start), Cause: err}
 }
 
 // ReadOnly reports whether the database was opened read-only (file, directory or filesystem
@@ -467,6 +496,7 @@ func (db *DB) writeAnyway(ctx context.Context, budget time.Duration, fn func(tx 
 	if db.readOnly {
 		return fmt.Errorf("%s: %w", db.path, cmp.Or(db.roErr, store.ErrReadOnly))
 	}
+	budget = min(budget, db.opts.WriteBudget)
 	start := time.Now()
 	deadline := start.Add(budget)
 	// The gate only orders this host's writers; a holder that hangs (SIGSTOPped, swapped out)
@@ -491,6 +521,7 @@ func (db *DB) writeAnyway(ctx context.Context, budget time.Duration, fn func(tx 
 // retryLocked runs fn in one transaction (tryWrite), again while the database is locked by
 // another process, until deadline. The caller holds the write gate (or went ahead without it).
 func (db *DB) retryLocked(ctx context.Context, start, deadline time.Time, fn func(tx *sql.Tx) error) error {
+	wait := db.lockWait(start)
 	for attempt := 0; ; attempt++ {
 		err := db.tryWrite(ctx, fn)
 		if err == nil {
@@ -503,11 +534,12 @@ func (db *DB) retryLocked(ctx context.Context, start, deadline time.Time, fn fun
 			return err
 		}
 		now := time.Now()
+		waited := wait.waited(now)
 		if !now.Before(deadline) {
-			return fmt.Errorf("%w: still locked after %s: %v", store.ErrBusy, now.Sub(start).Round(time.Millisecond), err)
+			return wait.timeout(err)
 		}
 		db.busyRetries.Add(1)
-		sleep := backoff(attempt, now.Sub(start))
+		sleep := backoff(attempt, waited)
 		if rest := deadline.Sub(now); sleep > rest {
 			sleep = max(rest, time.Millisecond)
 		}

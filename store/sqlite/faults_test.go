@@ -108,8 +108,9 @@ func TestHungGateHolderDoesNotBlockWriters(t *testing.T) {
 					t.Fatal("the append did not go around the gate")
 				}
 			default:
-				if !errors.Is(err, store.ErrBusy) {
-					t.Fatalf("append beside a hung lock holder: %v, want ErrBusy after the budget", err)
+				var wt *store.WriteTimeoutError
+				if !errors.As(err, &wt) || !errors.Is(err, store.ErrBusy) {
+					t.Fatalf("append beside a hung lock holder: %v, want a *store.WriteTimeoutError after the budget", err)
 				}
 			}
 		})

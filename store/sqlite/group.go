@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/spoolhq/spool/store"
 )
 
 // groupWriter commits the small writes of many callers in one SQLite transaction (group
@@ -85,6 +83,7 @@ func (g *groupWriter) submit(ctx context.Context, budget time.Duration, fn func(
 		return err
 	}
 	now := time.Now()
+	budget = min(budget, g.db.opts.WriteBudget)
 	j := &groupJob{ctx: ctx, fn: fn, start: now, deadline: now.Add(budget), done: make(chan struct{})}
 	g.mu.Lock()
 	if g.closed {
@@ -181,6 +180,7 @@ func (g *groupWriter) runGroup(batch []*groupJob) {
 	// for run to close its done (filtering batch itself left a later job in it twice when an
 	// earlier one was abandoned: a double close, a panic).
 	live := slices.Clone(batch)
+	var wait *lockWait // the group's wait, from its oldest job's start
 	for attempt := 0; ; attempt++ {
 		live = pending(live)
 		if len(live) == 0 {
@@ -200,24 +200,32 @@ func (g *groupWriter) runGroup(batch []*groupJob) {
 		// Locked by another process: nothing ran; wait and try the group again, each job
 		// within its own budget.
 		now := time.Now()
+		if wait == nil {
+			oldest := now
+			for _, j := range live {
+				if j.start.Before(oldest) {
+					oldest = j.start
+				}
+			}
+			wait = db.lockWait(oldest)
+		}
+		waited := wait.waited(now)
 		keep := live[:0]
-		wait := time.Duration(0)
 		for _, j := range live {
 			if !now.Before(j.deadline) {
 				if j.state.CompareAndSwap(jobQueued, jobRunning) || j.state.Load() == jobRunning {
-					j.err = fmt.Errorf("%w: still locked after %s: %v", store.ErrBusy, now.Sub(j.start).Round(time.Millisecond), err)
+					j.err = db.lockWait(j.start).timeout(err)
 				}
 				continue
 			}
 			keep = append(keep, j)
-			wait = max(wait, now.Sub(j.start))
 		}
 		live = keep
 		if len(live) == 0 {
 			return
 		}
 		db.busyRetries.Add(1)
-		sleep := backoff(attempt, wait)
+		sleep := backoff(attempt, waited)
 		for _, j := range live {
 			if rest := j.deadline.Sub(now); sleep > rest {
 				sleep = max(rest, time.Millisecond)

@@ -14,6 +14,9 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
+// leaseBudget bounds a renewal's and a release's wait for a locked database (the renewer tries
+// again while the lease has time left). Taking a lease waits the whole write budget: a turn that
+// cannot take it in that time fails with the store's *store.WriteTimeoutError.
 const leaseBudget = 5 * time.Second
 
 // AcquireLease implements store.Store.
@@ -22,7 +25,7 @@ func (db *DB) AcquireLease(ctx context.Context, sessionID, holder string, ttl ti
 		return store.Lease{}, store.Invalid("holder", "empty")
 	}
 	var l store.Lease
-	err := db.writeGrouped(ctx, leaseBudget, func(ctx context.Context, tx *sql.Tx) error {
+	err := db.writeGrouped(ctx, db.opts.WriteBudget, func(ctx context.Context, tx *sql.Tx) error {
 		q := cachedTx{db, tx}
 		conv, err := rootOf(ctx, q, sessionID)
 		if err != nil {
@@ -83,7 +86,7 @@ func (db *DB) BeginTurn(ctx context.Context, sessionID, holder string, ttl time.
 	}
 	var l store.Lease
 	var ids []int64
-	err = db.writeGrouped(ctx, leaseBudget, func(ctx context.Context, tx *sql.Tx) error {
+	err = db.writeGrouped(ctx, db.opts.WriteBudget, func(ctx context.Context, tx *sql.Tx) error {
 		ids = nil
 		q := cachedTx{db, tx}
 		var conv string
