@@ -24,7 +24,7 @@ import (
 type platforms struct {
 	router   *platform.Router
 	adapters []platform.Adapter
-	mounts   map[string]http.Handler
+	webhooks map[string]http.Handler
 }
 
 // setupPlatforms builds every configured platform's adapter (its secrets read from the
@@ -67,11 +67,11 @@ func setupPlatforms(cfg config.Config, st store.Store, g *gateway.Gateway, model
 		r.Attach(a) // before the webhooks are mounted: an event posted before Serve runs is recorded, not refused
 	}
 	r.Command("handoff", platform.HandoffCommand(r, st, byName, policies))
-	p := &platforms{router: r, adapters: adapters, mounts: map[string]http.Handler{}}
+	p := &platforms{router: r, adapters: adapters, webhooks: map[string]http.Handler{}}
 	for _, a := range adapters {
 		if w, ok := a.(platform.WebhookAdapter); ok {
 			pattern, h := w.Webhook(r)
-			p.mounts[pattern] = h
+			p.webhooks[pattern] = h
 		}
 	}
 	return p, nil

@@ -33,10 +33,18 @@ Routes: POST /v1/chat/completions (streamed and not), POST /v1/responses (previo
 chains, conversation, streaming) with GET/DELETE /v1/responses/{id}, /cancel and /input_items, POST /v1/responses/compact (spool's
 compactor), /v1/conversations and their items (conversation id = session id), GET /v1/models ("spool" is the default
 model: the configured provider's, else the offline model), GET /health, GET /ready, GET /metrics
-(Prometheus), and the session browser under /ui/ (scoped to the key's principal; with keys, a
-person signs in at /ui/login by pasting their API key: an HttpOnly SameSite=Strict cookie for 12 h,
-/ui/logout signs out; a restart signs everyone out). Errors use
-OpenAI's JSON error shape.
+(Prometheus; with keys it needs one, as a Bearer token), and the session browser under /ui/
+(scoped to the key's principal; with keys, a person signs in at /ui/login by pasting their API
+key: an HttpOnly SameSite=Strict cookie for 12 h, /ui/logout signs out; without keys, through the
+one-time link printed at start, as spool ui; a restart signs everyone out). Errors use OpenAI's
+JSON error shape.
+
+Guards: without keys only loopback Host names (localhost, 127.0.0.0/8, [::1]) and
+serve.allowed_hosts are answered (403 otherwise: DNS rebinding); a browser's state-changing
+request from another site is 403 (Sec-Fetch-Site / Origin; serve.cors_origins excepted); a POST
+to /v1 with a body that is not Content-Type: application/json is 415; after 10 wrong keys in 5
+minutes a client address gets 429 with Retry-After until the window ends (API and /ui/login
+count together).
 
 Sessions: X-Spool-Session-Id continues a session (its live tip after compaction);
 X-Spool-Session-Key names a stable lane the client picks; with neither, the session is derived
@@ -71,6 +79,8 @@ Configuration ($SPOOL_HOME/config.yaml, section serve:, or SPOOL_SERVE_* variabl
                              there (the connection closes; logged once, without content); its
                              turn goes on and is stored (GET /v1/responses/{id}, the conversation)
   cors_origins: ""           comma-separated browser origins allowed (none by default)
+  allowed_hosts: ""          without keys: comma-separated host names (name or name:port)
+                             answered besides the loopback ones (none by default)
   tools:                     principal ("local" without keys): spool tools its sessions may use
     alice: session_search memory   (none by default); session_search reads only that
                              principal's sessions, memory writes $SPOOL_HOME/principals/NAME/memories
@@ -237,23 +247,28 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	if err != nil {
 		return err
 	}
-	var origins []string
-	for _, o := range strings.Split(sc.CORSOrigins, ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			origins = append(origins, o)
+	origins := commaList(sc.CORSOrigins)
+	for _, o := range origins {
+		if err := openai.CheckOrigin(o); err != nil {
+			return &usageError{fmt.Errorf("serve.cors_origins: %v", err)}
 		}
 	}
 	// The session browser, scoped to the key's principal (all sessions without keys, as spool ui).
 	// With keys, a person signs in at /ui/login with their API key (a session cookie); scripts
-	// may send the key as a Bearer header.
-	// One table of sign-ins for the login and the pages: one cookie, one CSRF rule.
-	signins := signin.New(signin.Options{Prefix: "/ui"})
-	logins := uilogin.New(keys, uilogin.Options{Prefix: "/ui", SignIns: signins})
-	signOut := ""
+	// may send the key as a Bearer header. Without keys it is spool ui's sign-in: a one-time
+	// link printed at start.
+	// One table of sign-ins for the login and the pages: one cookie, one CSRF rule. One count
+	// of wrong keys for the login and the API.
+	limiter := gateway.NewKeyLimiter(gateway.KeyLimitOptions{})
+	signOut, loginToken, signinTTL := "", "", signin.DefaultTTL
 	if keys.Enabled() {
 		signOut = "/ui/logout"
+	} else {
+		loginToken, signinTTL = web.NewLoginToken(), web.OwnSignInTTL
 	}
-	ui := web.New(st, web.Options{Prefix: "/ui", SignOut: signOut, SignIns: signins, Principal: func(r *http.Request) (web.Principal, error) {
+	signins := signin.New(signin.Options{Prefix: "/ui", TTL: signinTTL})
+	logins := uilogin.New(keys, uilogin.Options{Prefix: "/ui", SignIns: signins, Limiter: limiter})
+	ui := web.New(st, web.Options{Prefix: "/ui", SignOut: signOut, SignIns: signins, LoginToken: loginToken, Principal: func(r *http.Request) (web.Principal, error) {
 		p, ok := logins.Principal(r)
 		if !ok {
 			return web.Principal{}, errors.New("not signed in: sign in at /ui/login with your API key (or send Authorization: Bearer <key>)")
@@ -262,13 +277,13 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	}})
 	defer ui.Close()
 	mounts := map[string]http.Handler{"/ui": ui, "/ui/": logins.Guard(ui), "/ui/login": logins.Handler(), "/ui/logout": logins.Handler()}
+	var webhooks map[string]http.Handler
 	if plat != nil {
-		for pattern, h := range plat.mounts {
-			mounts[pattern] = h
-		}
+		webhooks = plat.webhooks
 	}
 	api := openai.New(g, openai.Options{Keys: keys, Models: []string{model}, MaxBodyBytes: int64(sc.MaxRequestBytes),
-		CORSOrigins: origins, KeepAlive: sc.KeepAlive, StreamBuffer: sc.StreamBufferBytes, Mount: mounts,
+		CORSOrigins: origins, KeepAlive: sc.KeepAlive, StreamBuffer: sc.StreamBufferBytes, Mount: mounts, Webhooks: webhooks,
+		AllowedHosts: commaList(sc.AllowedHosts), Limiter: limiter,
 		Log: logger})
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -283,6 +298,9 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 		auth = fmt.Sprintf("%d API key(s)", len(sc.Keys))
 	}
 	fmt.Fprintf(a.stderr, "spool serve: listening on http://%s (model %s, %s, database %s)\n", ln.Addr(), model, auth, cfg.Database.Path)
+	if loginToken != "" {
+		fmt.Fprintf(a.stderr, "spool serve: session browser: open http://%s/ui/?token=%s (the link signs one browser in, once)\n", ln.Addr(), loginToken)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	pctx, pcancel := context.WithCancel(ctx)
@@ -336,6 +354,17 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	}
 	fmt.Fprintln(a.stderr, "spool serve: stopped")
 	return nil
+}
+
+// commaList splits a comma-separated setting, dropping blanks.
+func commaList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // wantsMCP reports whether serve.tools allows any key an MCP tool.

@@ -300,6 +300,10 @@ type Serve struct {
 	// CORSOrigins lists the browser origins allowed to call the API, comma-separated; empty
 	// allows none.
 	CORSOrigins string `yaml:"cors_origins"`
+	// AllowedHosts lists, comma-separated, the host names (name or name:port) a server without
+	// Keys answers besides the loopback ones (localhost, 127.0.0.0/8, [::1]); any other Host
+	// header is refused (DNS rebinding). Ignored with Keys.
+	AllowedHosts string `yaml:"allowed_hosts"`
 	// Tools maps a principal (a name of Keys; "local" without keys) to the spool tools its API
 	// sessions may use: session_search and/or memory, and MCP tools (mcp__<server>__<tool>, or
 	// mcp__<server>__* for every tool of a server), separated by spaces or commas. A principal

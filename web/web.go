@@ -206,7 +206,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) bool {
 			return false
 		}
 	}
-	s.fail(w, r, http.StatusUnauthorized, "not signed in: open the URL that `spool ui` printed (its token works once)")
+	s.fail(w, r, http.StatusUnauthorized, "not signed in: open the sign-in link that `spool ui` (or `spool serve` without keys) printed (its token works once)")
 	return false
 }
 

@@ -32,15 +32,28 @@ type Options struct {
 	// Log gets the server's warnings (a cut stream); nil: none.
 	Log *slog.Logger
 	// Mount adds more handlers (the session browser) on the same mux, by pattern; each does
-	// its own authentication (PrincipalFor helps).
+	// its own authentication (PrincipalFor helps). They pass the same Host and cross-site
+	// guards as the API.
 	Mount map[string]http.Handler
+	// Webhooks are handlers, by pattern, that platforms call (authenticated by the platform's
+	// own signature): exempt from the Host guard, so a tunnel or proxy may name the server as
+	// it likes.
+	Webhooks map[string]http.Handler
+	// AllowedHosts are the host names (a name, or name:port) a server without Keys answers
+	// besides the loopback ones; every other Host is 403 (DNS rebinding).
+	AllowedHosts []string
+	// Limiter counts wrong keys per client address (nil: one of its own with the defaults);
+	// spool serve shares it with the browser's sign-in.
+	Limiter *gateway.KeyLimiter
 }
 
 // Server is the HTTP surface of one gateway.
 type Server struct {
-	g   *gateway.Gateway
-	o   Options
-	mux *http.ServeMux
+	g        *gateway.Gateway
+	o        Options
+	mux      *http.ServeMux
+	webhooks *http.ServeMux
+	guarded  http.Handler // mux behind the cross-site guard
 }
 
 // New returns the server's handler set.
@@ -63,7 +76,11 @@ func New(g *gateway.Gateway, o Options) *Server {
 	if len(o.Models) == 0 {
 		o.Models = []string{"spool"}
 	}
-	s := &Server{g: g, o: o, mux: http.NewServeMux()}
+	if o.Limiter == nil {
+		o.Limiter = gateway.NewKeyLimiter(gateway.KeyLimitOptions{})
+	}
+	s := &Server{g: g, o: o, mux: http.NewServeMux(), webhooks: http.NewServeMux()}
+	s.guarded = crossOrigin(o.CORSOrigins).Handler(s.mux)
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -74,7 +91,8 @@ func New(g *gateway.Gateway, o Options) *Server {
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
-	s.mux.Handle("GET /metrics", g.Metrics().Handler())
+	metrics := g.Metrics().Handler()
+	s.handle("GET /metrics", "metrics", func(w http.ResponseWriter, r *http.Request, _ string) { metrics.ServeHTTP(w, r) })
 	s.handle("GET /v1/models", "models", s.models)
 	s.handle("GET /v1/models/{id}", "model", s.model)
 	s.handle("POST /v1/chat/completions", "chat_completions", s.chat)
@@ -94,6 +112,9 @@ func New(g *gateway.Gateway, o Options) *Server {
 	s.handle("GET /v1/responses/{id}/input_items", "responses_input_items", s.responsesInputItems)
 	for pattern, h := range o.Mount {
 		s.mux.Handle(pattern, h)
+	}
+	for pattern, h := range o.Webhooks {
+		s.webhooks.Handle(pattern, h)
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, newError(http.StatusNotFound, "invalid_request_error", "unknown_url",
@@ -126,10 +147,26 @@ func (s *Server) authed(route string, h func(w http.ResponseWriter, r *http.Requ
 		defer func() {
 			s.g.Metrics().Requests.WithLabelValues(route, strconv.Itoa(sw.code())).Inc()
 		}()
+		_, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		addr := gateway.ClientAddr(r)
+		if bearer && s.o.Keys.Enabled() {
+			if wait := s.o.Limiter.Blocked(addr); wait > 0 {
+				writeError(sw, newError(http.StatusTooManyRequests, "requests", "too_many_failed_keys",
+					"too many wrong API keys from this address: try again after Retry-After").retryAfter(wait).noRetry())
+				return
+			}
+		}
 		principal, ok := PrincipalFor(s.o.Keys, r)
 		if !ok {
+			if bearer {
+				s.o.Limiter.Fail(addr)
+			}
 			writeError(sw, newError(http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
 				"missing or unknown API key (send Authorization: Bearer <key>)").noRetry())
+			return
+		}
+		if r.Method == http.MethodPost && !jsonBody(r) {
+			refuseMediaType(sw)
 			return
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, s.o.MaxBodyBytes)
@@ -137,8 +174,16 @@ func (s *Server) authed(route string, h func(w http.ResponseWriter, r *http.Requ
 	})
 }
 
-// ServeHTTP serves the API, with CORS for the allowed origins.
+// ServeHTTP serves the API, with CORS for the allowed origins, behind the guards of guard.go.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h, pattern := s.webhooks.Handler(r); pattern != "" {
+		h.ServeHTTP(w, r)
+		return
+	}
+	if !s.o.Keys.Enabled() && !s.hostAllowed(r.Host) {
+		refuseHost(w)
+		return
+	}
 	if origin := r.Header.Get("Origin"); origin != "" && slices.Contains(s.o.CORSOrigins, origin) {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", origin)
@@ -152,7 +197,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.mux.ServeHTTP(w, r)
+	s.guarded.ServeHTTP(w, r)
 }
 
 // statusWriter remembers the status for the request counter; it passes Flush through.

@@ -18,6 +18,9 @@ const CookieName = signin.CookieName
 const (
 	DefaultTTL         = signin.DefaultTTL
 	DefaultMaxSessions = signin.DefaultMaxSessions
+	DefaultAttempts    = gateway.DefaultKeyAttempts
+	DefaultWindow      = gateway.DefaultKeyWindow
+	DefaultMaxTracked  = gateway.DefaultKeyMaxTracked
 )
 
 // Options configure the sign-in. Zero fields take defaults.
@@ -34,12 +37,18 @@ type Options struct {
 	MaxSessions int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// Attempts is how many failed sign-ins (a wrong key on the login form, or a wrong Bearer
-	// key on a guarded request) one client address may make in a Window before every sign-in
-	// from it is refused with 429 and Retry-After until the window ends (default 10 in 5 min).
+	// Limiter counts failed sign-ins (a wrong key on the login form, or a wrong Bearer key on a
+	// guarded request) per client address; spool serve passes the one its API counts wrong
+	// keys in, so both share one budget. Nil: a limiter of its own, made with Attempts,
+	// Window, MaxTracked and Now.
+	Limiter *gateway.KeyLimiter
+	// Attempts is how many failed sign-ins one client address may make in a Window before
+	// every sign-in from it is refused with 429 and Retry-After until the window ends (default
+	// 10 in 5 min; only for a limiter of its own).
 	Attempts int
 	Window   time.Duration
-	// MaxTracked bounds the addresses counted at once (default 10,000).
+	// MaxTracked bounds the addresses counted at once (default 10,000; only for a limiter of
+	// its own).
 	MaxTracked int
 }
 
@@ -48,7 +57,7 @@ type Logins struct {
 	keys    gateway.Keys
 	o       Options
 	signins *signin.Table
-	limit   *limiter
+	limit   *gateway.KeyLimiter
 }
 
 // New returns the sign-in for keys.
@@ -60,20 +69,15 @@ func New(keys gateway.Keys, o Options) *Logins {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Attempts <= 0 {
-		o.Attempts = DefaultAttempts
-	}
-	if o.Window <= 0 {
-		o.Window = DefaultWindow
-	}
-	if o.MaxTracked <= 0 {
-		o.MaxTracked = DefaultMaxTracked
+	lim := o.Limiter
+	if lim == nil {
+		lim = gateway.NewKeyLimiter(gateway.KeyLimitOptions{Attempts: o.Attempts, Window: o.Window, MaxTracked: o.MaxTracked, Now: o.Now})
 	}
 	t := o.SignIns
 	if t == nil {
 		t = signin.New(signin.Options{Prefix: o.Prefix, TTL: o.TTL, MaxSessions: o.MaxSessions, Now: o.Now})
 	}
-	return &Logins{keys: keys, o: o, signins: t, limit: newLimiter(o)}
+	return &Logins{keys: keys, o: o, signins: t, limit: lim}
 }
 
 // Principal is whom a request acts for: its Bearer key's principal, else its sign-in's;
@@ -97,11 +101,11 @@ func (l *Logins) Principal(r *http.Request) (string, bool) {
 func (l *Logins) Guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		addr := clientAddr(r)
+		addr := gateway.ClientAddr(r)
 		if bearer && l.keys.Enabled() {
 			// A Bearer key is a sign-in attempt like the login form's, and limited alike.
-			if wait := l.limit.blocked(addr); wait > 0 {
-				l.limit.refuse(w, l.o.Prefix, wait)
+			if wait := l.limit.Blocked(addr); wait > 0 {
+				refuse(w, l.o.Prefix, wait)
 				return
 			}
 		}
@@ -111,7 +115,7 @@ func (l *Logins) Guard(next http.Handler) http.Handler {
 			return
 		}
 		if bearer && l.keys.Enabled() {
-			l.limit.fail(addr)
+			l.limit.Fail(addr)
 		}
 		if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, l.o.Prefix+"/assets/") && !strings.HasSuffix(r.URL.Path, "/events") {
 			http.Redirect(w, r, l.o.Prefix+"/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
@@ -145,14 +149,14 @@ func (l *Logins) Handler() http.Handler {
 			return
 		}
 		next := l.next(r.PostForm.Get("next"))
-		addr := clientAddr(r)
-		if wait := l.limit.blocked(addr); wait > 0 {
-			l.limit.refuse(w, p, wait)
+		addr := gateway.ClientAddr(r)
+		if wait := l.limit.Blocked(addr); wait > 0 {
+			refuse(w, p, wait)
 			return
 		}
 		principal, ok := l.keys.Authenticate(strings.TrimSpace(r.PostForm.Get("key")))
 		if !ok || !l.keys.Enabled() {
-			l.limit.fail(addr)
+			l.limit.Fail(addr)
 			page(w, http.StatusUnauthorized, pageData{Prefix: p, Title: "Sign in", Login: true, Next: next, Error: "That API key is not known here."})
 			return
 		}

@@ -322,17 +322,3 @@ func TestSignInRateLimit(t *testing.T) {
 		t.Fatalf("bearer past the limit: %d Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
 	}
 }
-
-// TestRateLimitTableBounded: the table of counted addresses never exceeds MaxTracked.
-func TestRateLimitTableBounded(t *testing.T) {
-	t.Parallel()
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	lim := newLimiter(Options{Attempts: 2, Window: time.Minute, MaxTracked: 4, Now: clk.now})
-	for i := 0; i < 20; i++ {
-		lim.fail("10.0.0." + string(rune('a'+i)))
-		clk.add(time.Second)
-	}
-	if n := len(lim.addrs); n > 4 {
-		t.Fatalf("%d addresses tracked, want at most 4", n)
-	}
-}
