@@ -84,7 +84,7 @@ func (r *run) autoTitle(ctx context.Context) {
 	if base == "" {
 		return
 	}
-	title, err := r.a.st.NextTitle(ctx, base)
+	title, err := r.a.st.NextTitle(ctx, r.sess.UserID, base)
 	if err != nil || r.a.st.SetTitle(ctx, r.sess.ID, title, r.t.Fence()) != nil {
 		return
 	}

@@ -197,11 +197,17 @@ func (s scoped) GetSession(ctx context.Context, id string) (store.Session, error
 }
 
 func (s scoped) ResolveSession(ctx context.Context, ref string) (store.Session, error) {
-	sess, err := s.Store.ResolveSession(ctx, ref)
-	if err == nil && s.principal != Local && sess.UserID != s.principal {
+	if s.principal == Local {
+		return s.Store.ResolveSession(ctx, ref)
+	}
+	return s.Store.ResolveSessionOf(ctx, s.principal, ref)
+}
+
+func (s scoped) ResolveSessionOf(ctx context.Context, userID, ref string) (store.Session, error) {
+	if s.principal != Local && userID != s.principal {
 		return store.Session{}, fmt.Errorf("session %s: %w", ref, store.ErrNotFound)
 	}
-	return sess, err
+	return s.Store.ResolveSessionOf(ctx, userID, ref)
 }
 
 func (s scoped) Root(ctx context.Context, id string) (string, error) {

@@ -10,6 +10,7 @@ import (
 type Store interface {
 	GetSession(ctx context.Context, id string) (store.Session, error)
 	ResolveSession(ctx context.Context, ref string) (store.Session, error)
+	ResolveSessionOf(ctx context.Context, userID, ref string) (store.Session, error)
 	Root(ctx context.Context, id string) (string, error)
 	Chain(ctx context.Context, id string) ([]store.Session, error)
 	Conversation(ctx context.Context, sessionID string, v store.View) ([]store.Message, error)

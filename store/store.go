@@ -13,19 +13,26 @@ type Store interface {
 	CreateSession(ctx context.Context, ns NewSession) (Session, error)
 	GetSession(ctx context.Context, id string) (Session, error)
 	// ResolveSession finds a session by exact id, exact title (the newest "title #N" wins), or
-	// unique id prefix. An ambiguous prefix returns *AmbiguousError.
+	// unique id prefix. An ambiguous prefix returns *AmbiguousError. Titles are unique per
+	// principal: when several principals hold the title, the local principal's ("") wins, then
+	// the newest.
 	ResolveSession(ctx context.Context, ref string) (Session, error)
+	// ResolveSessionOf resolves ref as ResolveSession does, among userID's sessions only: another
+	// principal's id, title or prefix is not found (and never named in an *AmbiguousError).
+	ResolveSessionOf(ctx context.Context, userID, ref string) (Session, error)
 	UpdateSession(ctx context.Context, id string, p SessionPatch) error
 	// EndSession stamps ended_at and reason; a session already ended keeps its first stamp.
 	EndSession(ctx context.Context, id, reason string) error
 	ReopenSession(ctx context.Context, id string) error
-	// SetTitle sets a unique title ("" clears it). A title held by a compression ancestor moves
-	// to this session; one held elsewhere returns *TitleInUseError. With WithLease the write is
-	// fenced like a transcript write (ErrLeaseLost, and the title stays, when the lease is no
-	// longer the conversation's).
+	// SetTitle sets a title unique among the sessions of the session's principal (user_id; ""
+	// clears it). A title held by a compression ancestor moves to this session; one held by
+	// another of the principal's sessions returns *TitleInUseError. Other principals' titles
+	// never clash. With WithLease the write is fenced like a transcript write (ErrLeaseLost, and
+	// the title stays, when the lease is no longer the conversation's).
 	SetTitle(ctx context.Context, id, title string, opts ...WriteOption) error
-	// NextTitle returns base, or "base #N" numbered after the titles already taken.
-	NextTitle(ctx context.Context, base string) (string, error)
+	// NextTitle returns base, or "base #N" numbered after the titles userID's sessions already
+	// hold (other principals' titles are not counted).
+	NextTitle(ctx context.Context, userID, base string) (string, error)
 	// DeleteSession removes a session and its messages; its children lose their parent link,
 	// delegate children are deleted with it.
 	DeleteSession(ctx context.Context, id string) error

@@ -141,7 +141,7 @@ func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opt
 		child.Model, child.ModelConfig = parent.Model, parent.ModelConfig
 	}
 	if child.Title == "" && parent.Title != "" {
-		if child.Title, err = db.NextTitle(ctx, parent.Title); err != nil {
+		if child.Title, err = db.NextTitle(ctx, child.UserID, parent.Title); err != nil {
 			return store.Session{}, fmt.Errorf("rotate %s: %w", pid, err)
 		}
 	}
@@ -195,7 +195,7 @@ func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opt
 		return err
 	})
 	if err != nil {
-		return store.Session{}, fmt.Errorf("rotate %s: %w", pid, db.titleErr(ctx, err, child.Title))
+		return store.Session{}, fmt.Errorf("rotate %s: %w", pid, db.titleErr(ctx, err, child.UserID, child.Title))
 	}
 	return db.GetSession(ctx, child.ID)
 }

@@ -130,7 +130,7 @@ func (db *DB) Branch(ctx context.Context, parentID string, child store.NewSessio
 		return copyActive(ctx, tx, parentID, child.ID, 0, -1)
 	})
 	if err != nil {
-		return store.Session{}, fmt.Errorf("branch %s: %w", parentID, db.titleErr(ctx, err, child.Title))
+		return store.Session{}, fmt.Errorf("branch %s: %w", parentID, db.titleErr(ctx, err, child.UserID, child.Title))
 	}
 	return db.GetSession(ctx, child.ID)
 }

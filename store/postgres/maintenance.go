@@ -40,7 +40,7 @@ func (db *DB) ImportSession(ctx context.Context, s store.Session, prompt string,
 			ns.ParentID, ns.Relation = "", store.RelationNone // the parent was not imported
 		}
 		if ns.Title != "" {
-			t, err := freeTitle(ctx, tx, ns.Title)
+			t, err := freeTitle(ctx, tx, ns.UserID, ns.Title)
 			if err != nil {
 				return err
 			}
@@ -85,15 +85,15 @@ func (db *DB) ImportSession(ctx context.Context, s store.Session, prompt string,
 	return nil
 }
 
-// freeTitle returns title, or the first free "title #N" when it is taken.
-func freeTitle(ctx context.Context, tx pgx.Tx, title string) (string, error) {
+// freeTitle returns title, or the first free "title #N" among userID's titles when it is taken.
+func freeTitle(ctx context.Context, tx pgx.Tx, userID, title string) (string, error) {
 	base := title
 	if m := titleNumber.FindStringSubmatch(title); m != nil {
 		base = m[1]
 	}
 	candidate := title
 	for n := 2; ; n++ {
-		holder, err := titleHolder(ctx, tx, candidate)
+		holder, err := titleHolder(ctx, tx, userID, candidate)
 		if err != nil || holder == "" {
 			return candidate, err
 		}

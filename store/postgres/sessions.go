@@ -74,18 +74,18 @@ func (db *DB) CreateSession(ctx context.Context, ns store.NewSession) (store.Ses
 		return err
 	})
 	if err != nil {
-		return store.Session{}, fmt.Errorf("create session %s: %w", ns.ID, db.titleErr(ctx, err, ns.Title))
+		return store.Session{}, fmt.Errorf("create session %s: %w", ns.ID, db.titleErr(ctx, err, ns.UserID, ns.Title))
 	}
 	return db.GetSession(ctx, ns.ID)
 }
 
 // titleErr turns a unique violation of the title index (two writers racing for one title) into
 // the TitleInUseError the check before the insert would have returned.
-func (db *DB) titleErr(ctx context.Context, err error, title string) error {
+func (db *DB) titleErr(ctx context.Context, err error, userID, title string) error {
 	if !isUnique(err, "sessions_title") {
 		return err
 	}
-	holder, _ := titleHolder(ctx, db.pool, title)
+	holder, _ := titleHolder(ctx, db.pool, userID, title)
 	return &store.TitleInUseError{Title: title, SessionID: holder}
 }
 
@@ -135,7 +135,7 @@ func createSessionTx(ctx context.Context, tx pgx.Tx, ns store.NewSession) error 
 		}
 	}
 	if ns.Title != "" {
-		if holder, err := titleHolder(ctx, tx, ns.Title); err != nil {
+		if holder, err := titleHolder(ctx, tx, ns.UserID, ns.Title); err != nil {
 			return err
 		} else if holder != "" {
 			return &store.TitleInUseError{Title: ns.Title, SessionID: holder}
@@ -150,9 +150,11 @@ func createSessionTx(ctx context.Context, tx pgx.Tx, ns store.NewSession) error 
 	return err
 }
 
-func titleHolder(ctx context.Context, q querier, title string) (string, error) {
+// titleHolder returns the session of userID's that holds title ("" when none does): titles are
+// unique per principal.
+func titleHolder(ctx context.Context, q querier, userID, title string) (string, error) {
 	var id string
-	err := q.QueryRow(ctx, "SELECT id FROM sessions WHERE title = $1", title).Scan(&id)
+	err := q.QueryRow(ctx, "SELECT id FROM sessions WHERE user_id = $1 AND title = $2", userID, title).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}
@@ -184,22 +186,37 @@ func likeEscape(s string) string {
 
 // ResolveSession implements store.Store.
 func (db *DB) ResolveSession(ctx context.Context, ref string) (store.Session, error) {
+	return db.resolveSession(ctx, nil, ref)
+}
+
+// ResolveSessionOf implements store.Store.
+func (db *DB) ResolveSessionOf(ctx context.Context, userID, ref string) (store.Session, error) {
+	return db.resolveSession(ctx, &userID, ref)
+}
+
+// resolveSession resolves ref among owner's sessions, or among everyone's when owner is nil.
+func (db *DB) resolveSession(ctx context.Context, owner *string, ref string) (store.Session, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
 		return store.Session{}, store.Invalid("session", "empty reference")
 	}
 	ref = store.CleanIdent(ref)
 	q := db.pool
-	if s, err := getSession(ctx, q, ref); err == nil || !errors.Is(err, store.ErrNotFound) {
+	if s, err := getSession(ctx, q, ref); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return s, err
+	} else if err == nil && (owner == nil || s.UserID == *owner) {
+		return s, nil
 	}
-	if id, err := resolveTitle(ctx, q, ref); err != nil {
+	if id, err := resolveTitle(ctx, q, owner, ref); err != nil {
 		return store.Session{}, err
 	} else if id != "" {
 		return getSession(ctx, q, id)
 	}
-	ids, err := column[string](ctx, q, `SELECT id FROM sessions WHERE id LIKE $1 ORDER BY id COLLATE "C" LIMIT 50`,
-		likeEscape(ref)+"%")
+	ownerSQL, args := "", []any{likeEscape(ref) + "%"}
+	if owner != nil {
+		ownerSQL, args = " AND user_id = $2", append(args, *owner)
+	}
+	ids, err := column[string](ctx, q, `SELECT id FROM sessions WHERE id LIKE $1`+ownerSQL+` ORDER BY id COLLATE "C" LIMIT 50`, args...)
 	if err != nil {
 		return store.Session{}, err
 	}
@@ -215,19 +232,22 @@ func (db *DB) ResolveSession(ctx context.Context, ref string) (store.Session, er
 // numberedLike matches "base #N..." candidates; titleNumber decides in Go.
 const numberedTitles = `(starts_with(title, $2) AND substr(title, $3, 1) ~ '^[0-9]')`
 
-func resolveTitle(ctx context.Context, q querier, ref string) (string, error) {
+// resolveTitle finds a session by title as SQLite's resolveTitle does.
+func resolveTitle(ctx context.Context, q querier, owner *string, ref string) (string, error) {
 	t, err := store.CleanTitle(strings.Trim(ref, "\"'`"))
 	if err != nil || t == "" {
 		return "", nil
 	}
-	query, args := "SELECT id FROM sessions WHERE title = $1", []any{t}
+	where, args := "title = $1", []any{t}
 	if !titleNumber.MatchString(t) {
-		query = `SELECT id FROM sessions WHERE title = $1 OR ` + numberedTitles + `
-			ORDER BY title = $1, started_at DESC LIMIT 1`
-		args = append(args, t+" #", len([]rune(t))+3)
+		where, args = "(title = $1 OR "+numberedTitles+")", append(args, t+" #", len([]rune(t))+3)
+	}
+	if owner != nil {
+		where, args = where+fmt.Sprintf(" AND user_id = $%d", len(args)+1), append(args, *owner)
 	}
 	var id string
-	err = q.QueryRow(ctx, query, args...).Scan(&id)
+	err = q.QueryRow(ctx, "SELECT id FROM sessions WHERE "+where+
+		" ORDER BY user_id <> '', title = $1, started_at DESC LIMIT 1", args...).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}
@@ -342,9 +362,10 @@ func (db *DB) SetTitle(ctx context.Context, id, title string, opts ...store.Writ
 		return fmt.Errorf("set title of %s: %w", id, err)
 	}
 	w := store.ApplyWriteOptions(opts)
+	var owner string // the session's principal: titles are unique among its sessions
 	err = db.write(ctx, routineBudget, func(tx pgx.Tx) error {
 		var root string
-		if err := tx.QueryRow(ctx, "SELECT root_id FROM sessions WHERE id = $1 FOR UPDATE", id).Scan(&root); err != nil {
+		if err := tx.QueryRow(ctx, "SELECT root_id, user_id FROM sessions WHERE id = $1 FOR UPDATE", id).Scan(&root, &owner); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return notFound("session", id)
 			}
@@ -355,7 +376,8 @@ func (db *DB) SetTitle(ctx context.Context, id, title string, opts ...store.Writ
 		}
 		if t != "" {
 			var holder, holderRoot string
-			err := tx.QueryRow(ctx, "SELECT id, root_id FROM sessions WHERE title = $1", t).Scan(&holder, &holderRoot)
+			err := tx.QueryRow(ctx, "SELECT id, root_id FROM sessions WHERE user_id = $1 AND title = $2", owner, t).
+				Scan(&holder, &holderRoot)
 			switch {
 			case errors.Is(err, pgx.ErrNoRows):
 			case err != nil:
@@ -374,17 +396,17 @@ func (db *DB) SetTitle(ctx context.Context, id, title string, opts ...store.Writ
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("set title of %s: %w", id, db.titleErr(ctx, err, t))
+		return fmt.Errorf("set title of %s: %w", id, db.titleErr(ctx, err, owner, t))
 	}
 	return nil
 }
 
 // NextTitle implements store.Store.
-func (db *DB) NextTitle(ctx context.Context, base string) (string, error) {
-	return nextTitle(ctx, db.pool, base)
+func (db *DB) NextTitle(ctx context.Context, userID, base string) (string, error) {
+	return nextTitle(ctx, db.pool, userID, base)
 }
 
-func nextTitle(ctx context.Context, q querier, base string) (string, error) {
+func nextTitle(ctx context.Context, q querier, userID, base string) (string, error) {
 	t, err := store.CleanTitle(base)
 	if err != nil {
 		return "", err
@@ -395,8 +417,8 @@ func nextTitle(ctx context.Context, q querier, base string) (string, error) {
 	if t == "" {
 		return "", store.Invalid("title", "empty")
 	}
-	titles, err := column[string](ctx, q, "SELECT title FROM sessions WHERE title = $1 OR "+numberedTitles,
-		t, t+" #", len([]rune(t))+3)
+	titles, err := column[string](ctx, q, "SELECT title FROM sessions WHERE user_id = $4 AND (title = $1 OR "+numberedTitles+")",
+		t, t+" #", len([]rune(t))+3, userID)
 	if err != nil {
 		return "", err
 	}

@@ -136,7 +136,7 @@ func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opt
 		child.Model, child.ModelConfig = parent.Model, parent.ModelConfig
 	}
 	if child.Title == "" && parent.Title != "" {
-		if child.Title, err = db.NextTitle(ctx, parent.Title); err != nil {
+		if child.Title, err = db.NextTitle(ctx, child.UserID, parent.Title); err != nil {
 			return store.Session{}, fmt.Errorf("rotate %s: %w", pid, err)
 		}
 	}

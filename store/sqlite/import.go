@@ -62,7 +62,7 @@ func (db *DB) importTx(ctx context.Context, tx *sql.Tx, s store.Session, prompt 
 		ns.ParentID, ns.Relation = "", store.RelationNone // the parent was not imported
 	}
 	if ns.Title != "" {
-		t, err := freeTitle(ctx, tx, ns.Title)
+		t, err := freeTitle(ctx, tx, ns.UserID, ns.Title)
 		if err != nil {
 			return err
 		}

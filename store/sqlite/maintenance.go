@@ -10,15 +10,15 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// freeTitle returns title, or the first free "title #N" when it is taken.
-func freeTitle(ctx context.Context, tx *sql.Tx, title string) (string, error) {
+// freeTitle returns title, or the first free "title #N" among userID's titles when it is taken.
+func freeTitle(ctx context.Context, tx *sql.Tx, userID, title string) (string, error) {
 	base := title
 	if m := titleNumber.FindStringSubmatch(title); m != nil {
 		base = m[1]
 	}
 	candidate := title
 	for n := 2; ; n++ {
-		holder, err := titleHolder(ctx, tx, candidate)
+		holder, err := titleHolder(ctx, tx, userID, candidate)
 		if err != nil || holder == "" {
 			return candidate, err
 		}

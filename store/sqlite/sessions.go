@@ -120,7 +120,7 @@ func createSessionTx(ctx context.Context, tx *sql.Tx, ns store.NewSession) error
 		}
 	}
 	if ns.Title != "" {
-		if holder, err := titleHolder(ctx, tx, ns.Title); err != nil {
+		if holder, err := titleHolder(ctx, tx, ns.UserID, ns.Title); err != nil {
 			return err
 		} else if holder != "" {
 			return &store.TitleInUseError{Title: ns.Title, SessionID: holder}
@@ -135,9 +135,11 @@ func createSessionTx(ctx context.Context, tx *sql.Tx, ns store.NewSession) error
 	return err
 }
 
-func titleHolder(ctx context.Context, tx *sql.Tx, title string) (string, error) {
+// titleHolder returns the session of userID's that holds title ("" when none does): titles are
+// unique per principal.
+func titleHolder(ctx context.Context, tx *sql.Tx, userID, title string) (string, error) {
 	var id string
-	err := tx.QueryRowContext(ctx, "SELECT id FROM sessions WHERE title = ?", title).Scan(&id)
+	err := tx.QueryRowContext(ctx, "SELECT id FROM sessions WHERE user_id = ? AND title = ?", userID, title).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -179,21 +181,36 @@ var titleNumber = regexp.MustCompile(`^(.*) #(\d+)$`)
 
 // ResolveSession implements store.Store.
 func (db *DB) ResolveSession(ctx context.Context, ref string) (store.Session, error) {
+	return db.resolveSession(ctx, nil, ref)
+}
+
+// ResolveSessionOf implements store.Store.
+func (db *DB) ResolveSessionOf(ctx context.Context, userID, ref string) (store.Session, error) {
+	return db.resolveSession(ctx, &userID, ref)
+}
+
+// resolveSession resolves ref among owner's sessions, or among everyone's when owner is nil.
+func (db *DB) resolveSession(ctx context.Context, owner *string, ref string) (store.Session, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
 		return store.Session{}, store.Invalid("session", "empty reference")
 	}
 	q := db.read()
-	if s, err := getSession(ctx, q, ref); err == nil || !errors.Is(err, store.ErrNotFound) {
+	if s, err := getSession(ctx, q, ref); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return s, err
+	} else if err == nil && (owner == nil || s.UserID == *owner) {
+		return s, nil
 	}
-	if id, err := resolveTitle(ctx, q, ref); err != nil {
+	if id, err := resolveTitle(ctx, q, owner, ref); err != nil {
 		return store.Session{}, err
 	} else if id != "" {
 		return getSession(ctx, q, id)
 	}
-	ids, err := column[string](ctx, q, "SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 50",
-		ref, ref+"\U0010FFFF")
+	ownerSQL, args := "", []any{ref, ref + "\U0010FFFF"}
+	if owner != nil {
+		ownerSQL, args = " AND user_id = ?", append(args, *owner)
+	}
+	ids, err := column[string](ctx, q, "SELECT id FROM sessions WHERE id >= ? AND id < ?"+ownerSQL+" ORDER BY id LIMIT 50", args...)
 	if err != nil {
 		return store.Session{}, err
 	}
@@ -208,19 +225,22 @@ func (db *DB) ResolveSession(ctx context.Context, ref string) (store.Session, er
 
 // resolveTitle finds a session by title: "name" resolves to its newest numbered continuation
 // ("name #3") when there is one, else to the exact title; a numbered ref matches only itself.
-func resolveTitle(ctx context.Context, q querier, ref string) (string, error) {
+// With owner nil, the local principal's title comes before other principals' own of the same name.
+func resolveTitle(ctx context.Context, q querier, owner *string, ref string) (string, error) {
 	t, err := store.CleanTitle(strings.Trim(ref, "\"'`"))
 	if err != nil || t == "" {
 		return "", nil
 	}
-	query, args := "SELECT id FROM sessions WHERE title = ?1", []any{t}
+	where, args := "title = ?1", []any{t}
 	if !titleNumber.MatchString(t) {
-		query = `SELECT id FROM sessions WHERE title = ?1 OR title GLOB ?2
-			ORDER BY title = ?1, started_at DESC LIMIT 1`
-		args = append(args, globEscape(t)+" #[0-9]*")
+		where, args = "(title = ?1 OR title GLOB ?2)", append(args, globEscape(t)+" #[0-9]*")
+	}
+	if owner != nil {
+		where, args = where+fmt.Sprintf(" AND user_id = ?%d", len(args)+1), append(args, *owner)
 	}
 	var id string
-	err = q.QueryRowContext(ctx, query, args...).Scan(&id)
+	err = q.QueryRowContext(ctx, "SELECT id FROM sessions WHERE "+where+
+		" ORDER BY user_id <> '', title = ?1, started_at DESC LIMIT 1", args...).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -346,8 +366,8 @@ func (db *DB) SetTitle(ctx context.Context, id, title string, opts ...store.Writ
 	}
 	w := store.ApplyWriteOptions(opts)
 	err = db.write(ctx, routineBudget, func(tx *sql.Tx) error {
-		var root string
-		if err := tx.QueryRowContext(ctx, "SELECT root_id FROM sessions WHERE id = ?", id).Scan(&root); err != nil {
+		var root, owner string
+		if err := tx.QueryRowContext(ctx, "SELECT root_id, user_id FROM sessions WHERE id = ?", id).Scan(&root, &owner); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return notFound("session", id)
 			}
@@ -358,7 +378,8 @@ func (db *DB) SetTitle(ctx context.Context, id, title string, opts ...store.Writ
 		}
 		if t != "" {
 			var holder, holderRoot string
-			err := tx.QueryRowContext(ctx, "SELECT id, root_id FROM sessions WHERE title = ?", t).Scan(&holder, &holderRoot)
+			err := tx.QueryRowContext(ctx, "SELECT id, root_id FROM sessions WHERE user_id = ? AND title = ?", owner, t).
+				Scan(&holder, &holderRoot)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
 			case err != nil:
@@ -384,7 +405,7 @@ func (db *DB) SetTitle(ctx context.Context, id, title string, opts ...store.Writ
 }
 
 // NextTitle implements store.Store.
-func (db *DB) NextTitle(ctx context.Context, base string) (string, error) {
+func (db *DB) NextTitle(ctx context.Context, userID, base string) (string, error) {
 	t, err := store.CleanTitle(base)
 	if err != nil {
 		return "", err
@@ -395,8 +416,8 @@ func (db *DB) NextTitle(ctx context.Context, base string) (string, error) {
 	if t == "" {
 		return "", store.Invalid("title", "empty")
 	}
-	rows, err := db.read().QueryContext(ctx, "SELECT title FROM sessions WHERE title = ?1 OR title GLOB ?2",
-		t, globEscape(t)+" #[0-9]*")
+	rows, err := db.read().QueryContext(ctx, "SELECT title FROM sessions WHERE user_id = ?3 AND (title = ?1 OR title GLOB ?2)",
+		t, globEscape(t)+" #[0-9]*", userID)
 	if err != nil {
 		return "", err
 	}

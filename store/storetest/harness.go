@@ -48,6 +48,7 @@ func Run(t *testing.T, h Harness) {
 		{"ModelCooldowns", testModelCooldowns},
 		{"SessionWithFirstMessages", testSessionWithFirstMessages},
 		{"Titles", testTitles},
+		{"TitlesPerPrincipal", testTitlesPerPrincipal},
 		{"Resolve", testResolve},
 		{"SystemPromptAndUsage", testPromptAndUsage},
 		{"MessageRoundTrip", testMessageRoundTrip},

@@ -107,17 +107,17 @@ func testTitles(t *testing.T, h Harness) {
 	wantErr(t, st.SetTitle(bg, "t2", strings.Repeat("x", store.MaxTitleLength+1)), store.ErrInvalid, "long title")
 	wantErr(t, st.SetTitle(bg, "missing", "x"), store.ErrNotFound, "title of missing session")
 
-	next, err := st.NextTitle(bg, "Fix the parser")
+	next, err := st.NextTitle(bg, "", "Fix the parser")
 	if err != nil || next != "Fix the parser #2" {
 		t.Fatalf("NextTitle = %q, %v", next, err)
 	}
 	if err := st.SetTitle(bg, "t2", next); err != nil {
 		t.Fatal(err)
 	}
-	if next, _ = st.NextTitle(bg, "Fix the parser #2"); next != "Fix the parser #3" {
+	if next, _ = st.NextTitle(bg, "", "Fix the parser #2"); next != "Fix the parser #3" {
 		t.Fatalf("NextTitle after #2 = %q", next)
 	}
-	if fresh, _ := st.NextTitle(bg, "Unused"); fresh != "Unused" {
+	if fresh, _ := st.NextTitle(bg, "", "Unused"); fresh != "Unused" {
 		t.Fatalf("NextTitle of a free title = %q", fresh)
 	}
 	// The bare title resolves to the newest numbered continuation; a numbered one to itself.
@@ -275,4 +275,86 @@ func testSessionWithFirstMessages(t *testing.T, h Harness) {
 	wantErr(t, err, store.ErrInvalid, "create with an invalid first message")
 	_, err = st.GetSession(bg, "bad-first")
 	wantErr(t, err, store.ErrNotFound, "session of a refused create")
+}
+
+// testTitlesPerPrincipal: a title is unique among one principal's (user_id's) sessions only:
+// another principal's title neither blocks a rename nor numbers a new title, and resolving for
+// one principal never finds, names or numbers another's session.
+func testTitlesPerPrincipal(t *testing.T, h Harness) {
+	st, _ := h.open(t)
+	const secret = "Alice secret chat ZEBRA42"
+	mustCreate(t, st, store.NewSession{ID: "pa-1", UserID: "alice", Title: secret, StartedAt: at(0)})
+	mustCreate(t, st, store.NewSession{ID: "pb-1", UserID: "bob", StartedAt: at(1)})
+	mustCreate(t, st, store.NewSession{ID: "pb-2", UserID: "bob", StartedAt: at(2)})
+
+	// Bob's numbering does not count Alice's title.
+	if next, err := st.NextTitle(bg, "bob", secret); err != nil || next != secret {
+		t.Fatalf("bob's NextTitle(%q) = %q, %v; want it unnumbered", secret, next, err)
+	}
+	// Bob may take the same title: no TitleInUseError naming Alice's session.
+	if err := st.SetTitle(bg, "pb-1", secret); err != nil {
+		t.Fatalf("bob renaming to alice's title: %v", err)
+	}
+	// Within one principal titles stay unique and numbered.
+	var inUse *store.TitleInUseError
+	if err := st.SetTitle(bg, "pb-2", secret); !errors.As(err, &inUse) || inUse.SessionID != "pb-1" {
+		t.Fatalf("bob's second session taking bob's title: %v; want TitleInUseError naming pb-1", err)
+	}
+	if next, err := st.NextTitle(bg, "bob", secret); err != nil || next != secret+" #2" {
+		t.Fatalf("bob's NextTitle after taking it = %q, %v", next, err)
+	}
+	if next, err := st.NextTitle(bg, "alice", secret); err != nil || next != secret+" #2" {
+		t.Fatalf("alice's NextTitle = %q, %v", next, err)
+	}
+	if next, err := st.NextTitle(bg, "carol", secret); err != nil || next != secret {
+		t.Fatalf("carol's NextTitle = %q, %v", next, err)
+	}
+	// A create with another principal's title succeeds.
+	if s, err := st.CreateSession(bg, store.NewSession{ID: "pc-1", UserID: "carol", Title: secret, StartedAt: at(3)}); err != nil || s.Title != secret {
+		t.Fatalf("carol creating with a title others hold: %+v, %v", s, err)
+	}
+	if _, err := st.CreateSession(bg, store.NewSession{ID: "pc-2", UserID: "carol", Title: secret}); !errors.Is(err, store.ErrTitleInUse) {
+		t.Fatalf("carol's second create with her own title: %v", err)
+	}
+	// A rotation's continuation is numbered among its own principal's titles.
+	mustCreate(t, st, store.NewSession{ID: "pd-1", UserID: "dave", Title: "Plan", StartedAt: at(4)})
+	mustCreate(t, st, store.NewSession{ID: "pe-1", UserID: "erin", Title: "Plan #7", StartedAt: at(4)})
+	if next, err := st.NextTitle(bg, "dave", "Plan"); err != nil || next != "Plan #2" {
+		t.Fatalf("dave's NextTitle beside erin's \"Plan #7\" = %q, %v", next, err)
+	}
+
+	// Resolving for one principal finds only that principal's sessions.
+	for _, tc := range []struct{ user, ref, want string }{
+		{"alice", secret, "pa-1"},
+		{"bob", secret, "pb-1"},
+		{"carol", secret, "pc-1"},
+		{"bob", "pb-1", "pb-1"},
+		{"bob", "pa-1", ""}, // another principal's exact id
+		{"frank", secret, ""},
+		{"erin", "Plan", "pe-1"},
+		{"dave", "Plan #7", ""},
+		{"bob", "pb-", ""}, // ambiguous among bob's own two
+		{"alice", "p", "pa-1"},
+	} {
+		s, err := st.ResolveSessionOf(bg, tc.user, tc.ref)
+		switch {
+		case tc.want != "" && (err != nil || s.ID != tc.want):
+			t.Errorf("ResolveSessionOf(%s, %q) = %q, %v; want %s", tc.user, tc.ref, s.ID, err, tc.want)
+		case tc.want == "" && err == nil:
+			t.Errorf("ResolveSessionOf(%s, %q) = %q; want an error", tc.user, tc.ref, s.ID)
+		}
+		var amb *store.AmbiguousError
+		if errors.As(err, &amb) {
+			for _, id := range amb.Matches {
+				if !strings.HasPrefix(id, "pb-") {
+					t.Errorf("ResolveSessionOf(%s, %q) names %s, another principal's session", tc.user, tc.ref, id)
+				}
+			}
+		}
+	}
+	// Unscoped, the local principal's title wins over others' of the same name.
+	mustCreate(t, st, store.NewSession{ID: "pl-1", Title: secret, StartedAt: at(0)})
+	if s, err := st.ResolveSession(bg, secret); err != nil || s.ID != "pl-1" {
+		t.Fatalf("ResolveSession(%q) = %q, %v; want the local principal's pl-1", secret, s.ID, err)
+	}
 }
