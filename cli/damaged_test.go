@@ -109,3 +109,56 @@ func sessionRows(t *testing.T, path string) string {
 	}
 	return b.String()
 }
+
+// A database whose search index is damaged but whose transcript tables are sound: spool run
+// stores the whole turn, and then only indexing the new rows fails. The turn is stored once,
+// so the command succeeds (exit 0) with one warning that names the damage; exiting 1 made a
+// script retry the turn and store it twice.
+func TestRunOnDamagedIndexStoresTheTurnAndSucceeds(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	spool(t, home, "run", "first words worth keeping").ok(t, "first run")
+	path := filepath.Join(home, "spool.db")
+	raw := rawDB(t, path)
+	var sid string
+	var root, pageSize int
+	if err := raw.QueryRow("SELECT id FROM sessions").Scan(&sid); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.QueryRow("SELECT rootpage FROM sqlite_master WHERE name = 'messages_fts_data'").Scan(&root); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.QueryRow("PRAGMA page_size").Scan(&pageSize); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xA5}, pageSize), int64(root-1)*int64(pageSize)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	r := spool(t, home, "run", "--resume", sid, "second turn please")
+	t.Logf("exit %d, stderr %q", r.code, r.stderr)
+	if r.code != 0 {
+		t.Errorf("spool run on a damaged search index exited %d after storing the turn; want 0", r.code)
+	}
+	if !strings.Contains(r.stderr, "spool: warning: ") || !strings.Contains(r.stderr, "damaged") {
+		t.Errorf("no warning about the damage: %q", r.stderr)
+	}
+	raw = rawDB(t, path)
+	defer raw.Close()
+	var n int
+	if err := raw.QueryRow("SELECT count(*) FROM messages WHERE session_id = ? AND content = 'second turn please'", sid).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("the second turn's message is stored %d times, want once", n)
+	}
+}

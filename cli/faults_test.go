@@ -191,8 +191,8 @@ func TestDiskFull(t *testing.T) {
 	quietSuccess(t, "list after the failed run", spool(t, home, "sessions", "list"))
 }
 
-// Another program's SQLite file at the database path is refused in one line, untouched; an
-// existing database keeps its mode.
+// Another program's SQLite file at the database path is refused in one line, untouched; a
+// read-only database stays read-only.
 func TestForeignFileAndModes(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()

@@ -48,8 +48,15 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "spool: warning: %s\n", oneLine(merr.Error()))
 	}
 	if cerr := a.closeStore(); cerr != nil && err == nil {
-		// The command's own failure, when there is one, is the line worth printing.
-		err = cerr
+		// The command did its work, and every write it made committed on its own: what failed
+		// on closing (indexing new rows for search, a checkpoint) lost nothing, and a retry
+		// would store the turn twice. It is reported, and the command still succeeds. (With a
+		// failure of the command's own, that is the line worth printing.)
+		var damaged *store.DamagedError
+		if errors.As(cerr, &damaged) {
+			cerr = damaged
+		}
+		fmt.Fprintf(stderr, "spool: warning: %s\n", oneLine(cerr.Error()))
 	}
 	if err == nil {
 		return a.exit
@@ -73,6 +80,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &damaged) {
 		// What went wrong around it (a flush, the lease release) adds nothing the user can act on.
 		err = damaged
+	}
+	if errors.Is(err, store.ErrReadOnly) {
+		// Reads work on a read-only database; this command needed to write.
+		fmt.Fprintf(stderr, "spool: the database is read-only: %s\n", oneLine(err.Error()))
+		return ExitError
 	}
 	fmt.Fprintf(stderr, "spool: %s\n", oneLine(err.Error()))
 	return ExitError

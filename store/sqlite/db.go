@@ -132,8 +132,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	// Create the file ourselves so it is born 0600; SQLite gives its -wal and -shm the same mode.
 	// Only a file that does not exist yet is opened here: closing a descriptor of an existing one
-	// would drop every POSIX lock this process holds on it, SQLite's included. An existing file
-	// keeps the mode its owner gave it (never widened, never changed).
+	// would drop every POSIX lock this process holds on it, SQLite's included. An existing file of
+	// this user's loses its group and other bits (restrictModes) and keeps its owner's bits, so a
+	// deliberately read-only file stays read-only.
 	created := false
 	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	switch {
@@ -144,7 +145,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, pathErr(err))
 	}
 
-	db := &DB{path: abs, opts: opts, log: opts.Logger, readOnly: !created && !canWrite(abs)}
+	db := &DB{path: abs, opts: opts, log: opts.Logger}
+	db.restrictModes()
+	db.readOnly = !created && !canWrite(abs)
 	if !db.readOnly {
 		db.gate, err = openWriteGate(abs)
 		if err != nil && isReadOnlyErr(err) && !created {
@@ -214,16 +217,15 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.ckpt = startCheckpointer(db, ck, opts.manualCheckpoints)
 	}
 	db.group = startGroupWriter(db)
-	if created {
-		db.chmodSidecars()
-	}
+	db.restrictModes() // a -wal or -shm this open created
 	return db, nil
 }
 
 // openReadOnly opens a database this process cannot write: both pools read-only, no write gate,
 // no checkpointer, no migrations. A WAL database whose -wal and -shm are gone (it was closed
-// cleanly) cannot be opened read-only on a filesystem where SQLite cannot create them; it is
-// then opened immutable, which is safe exactly because nobody can write it there.
+// cleanly) cannot be opened read-only where SQLite cannot create them (a read-only directory
+// or filesystem); it is then opened immutable, which is safe exactly because nobody can write
+// it there.
 func (db *DB) openReadOnly(ctx context.Context) error {
 	open := func(immutable bool) error {
 		var err error
@@ -247,7 +249,7 @@ func (db *DB) openReadOnly(ctx context.Context) error {
 		return nil
 	}
 	err := open(false)
-	if err != nil && (isCantOpen(err) || isIOErr(err) || isFull(err)) && walEmpty(db.path) {
+	if err != nil && (isCantOpen(err) || isIOErr(err) || isFull(err) || isReadOnlyCode(err)) && walEmpty(db.path) {
 		err = open(true)
 	}
 	return err
@@ -421,10 +423,19 @@ func (db *DB) SQLiteVersion(ctx context.Context) (string, error) {
 	return v, err
 }
 
-func (db *DB) chmodSidecars() {
+// restrictModes clears the group and other permission bits of the database, its -wal and its
+// -shm when this user owns them: transcripts are readable by their owner only, whatever mode a
+// copy or a chmod left. The owner's bits are kept (a read-only file stays read-only); another
+// user's file is left alone, and a file that cannot be changed (a read-only filesystem) is only
+// reported.
+func (db *DB) restrictModes() {
 	for _, p := range []string{db.path, db.path + "-wal", db.path + "-shm"} {
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm()&0o077 == 0 || !ownedByMe(fi) {
+			continue
+		}
 		// chmod by path, never open+close: closing a descriptor would drop this process's POSIX locks.
-		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Chmod(p, fi.Mode().Perm()&0o700); err != nil && !errors.Is(err, os.ErrNotExist) {
 			db.log.Warn("spool: cannot restrict database file mode", "path", p, "err", err)
 		}
 	}

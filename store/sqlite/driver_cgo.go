@@ -90,3 +90,7 @@ func isFull(err error) bool { return sqliteCode(err) == sqlite3.ErrFull }
 
 // isIOErr: a disk I/O error (extending the -shm on a full disk, for one).
 func isIOErr(err error) bool { return sqliteCode(err) == sqlite3.ErrIoErr }
+
+// isReadOnlyCode: SQLite refused a write, or could not set up a read (SQLITE_READONLY: the file,
+// or the directory a WAL reader needs for its -shm, is read-only).
+func isReadOnlyCode(err error) bool { return sqliteCode(err) == sqlite3.ErrReadonly }

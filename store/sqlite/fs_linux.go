@@ -4,7 +4,9 @@ package sqlite
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,4 +50,10 @@ func canWrite(path string) bool {
 // permission denied).
 func isReadOnlyErr(err error) bool {
 	return errors.Is(err, unix.EROFS) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)
+}
+
+// ownedByMe reports whether this process's user owns the file.
+func ownedByMe(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
 }
