@@ -142,7 +142,7 @@ sessions:
   max_export_messages: 5
 leases:
   ttl: 10m
-  renew_every: 120
+  renew_every: 120s
   wait: 0
 delegation:
   max_depth: 2
@@ -317,7 +317,7 @@ func TestParseDuration(t *testing.T) {
 	t.Parallel()
 	good := map[string]time.Duration{
 		"30d": 30 * 24 * time.Hour, "12h": 12 * time.Hour, "90m": 90 * time.Minute,
-		"45s": 45 * time.Second, "300": 300 * time.Second, "1h30m": 90 * time.Minute, "0.5d": 12 * time.Hour,
+		"45s": 45 * time.Second, "0": 0, "1h30m": 90 * time.Minute, "0.5d": 12 * time.Hour,
 	}
 	for in, want := range good {
 		got, err := ParseDuration(in)
@@ -325,7 +325,7 @@ func TestParseDuration(t *testing.T) {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "d", "30x", "-5m", "-3", "ten days", "3dd"} {
+	for _, in := range []string{"", "d", "30x", "-5m", "-3", "ten days", "3dd", "300", "5", "1.5"} {
 		if _, err := ParseDuration(in); err == nil {
 			t.Errorf("ParseDuration(%q) succeeded, want an error", in)
 		}
@@ -422,5 +422,36 @@ func TestShortTTLAlone(t *testing.T) {
 	_, err = Load(writeHome(t, "leases:\n  ttl: 30s\n  renew_every: 10s\n"))
 	if err != nil {
 		t.Fatalf("ttl 30s with renew_every 10s: %v", err)
+	}
+}
+
+// A SPOOL_* variable a few letters from a setting's name is a typo even outside a section
+// prefix: it is ignored with one warning naming the setting. Variables spool reads outside the
+// configuration, and those of other tools, stay quiet.
+func TestMisspeltEnvOutsideASectionWarns(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("SPOOL_COMPRESION_THRESHOLD", "0.9")
+	t.Setenv("SPOOL_UNRELATED_TOOL_SETTING", "x")
+	t.Setenv("SPOOL_HOST_ID", "h1")
+	t.Setenv("SPOOL_CHROMIUM", "/usr/bin/chromium")
+	cfg, err := Load(writeHome(t, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "SPOOL_COMPRESION_THRESHOLD names no setting") ||
+		!strings.Contains(cfg.Warnings[0], "did you mean SPOOL_COMPRESSION_THRESHOLD?") {
+		t.Fatalf("warnings = %q", cfg.Warnings)
+	}
+	if cfg.Compression.Threshold != Default("").Compression.Threshold {
+		t.Errorf("the misspelt variable was applied: threshold %v", cfg.Compression.Threshold)
+	}
+}
+
+// A duration without a unit is refused with the key and the spellings to use; 0 needs none.
+func TestDurationWithoutUnit(t *testing.T) {
+	clearEnv(t)
+	_, err := Load(writeHome(t, "leases:\n  ttl: 5\n"))
+	if err == nil || !strings.Contains(err.Error(), "leases.ttl") || !strings.Contains(err.Error(), "5s or 5m") {
+		t.Fatalf("ttl: 5 loaded with %v; want an error naming leases.ttl and suggesting 5s or 5m", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -307,18 +308,21 @@ func setScalar(v reflect.Value, s string) error {
 	return nil
 }
 
-// ParseDuration accepts Go durations ("90s", "1h30m"), a whole number of days ("30d"), or a bare
-// number of seconds ("300").
+// ParseDuration accepts Go durations ("90s", "1h30m") and a number of days ("30d"). A bare
+// number has no unit and is refused ("5" could mean seconds or minutes), except 0.
 func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return 0, errors.New("empty duration")
 	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if n < 0 {
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		switch {
+		case n < 0:
 			return 0, fmt.Errorf("%q is negative", s)
+		case n == 0:
+			return 0, nil
 		}
-		return time.Duration(n) * time.Second, nil
+		return 0, fmt.Errorf("%q has no unit: write %ss or %sm (units: s, m, h, d)", s, s, s)
 	}
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseFloat(days, 64)
@@ -377,10 +381,21 @@ func EnvName(key string) string {
 	return "SPOOL_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
+// nonConfigEnv are SPOOL_* variables spool reads that are not configuration keys.
+var nonConfigEnv = []string{HomeEnv, "SPOOL_HOST_ID", "SPOOL_CHROMIUM", "SPOOL_SCREENSHOTS", "SPOOL_RECORD_DIR"}
+
+// otherEnv reports whether a SPOOL_* variable is one spool reads outside the configuration, or
+// one its tests and benchmarks use (SPOOL_TEST_*, SPOOL_BENCH_*, SPOOL_..._TEST_...).
+func otherEnv(name string) bool {
+	return slices.Contains(nonConfigEnv, name) || strings.HasPrefix(name, "SPOOL_TEST_") ||
+		strings.HasPrefix(name, "SPOOL_BENCH_") || strings.Contains(name, "_TEST_") || strings.HasSuffix(name, "_TEST")
+}
+
 // applyEnv applies SPOOL_* overrides from environ ("K=V" pairs). A map key takes
-// "name=value,name=value". A variable that starts like a config section (SPOOL_LEASES_...) but
-// names no key is a typo: it is ignored with a warning in cfg.Warnings. Other SPOOL_* variables
-// are left alone: SPOOL_HOME, and other tools share the prefix.
+// "name=value,name=value". A variable that names no key but starts like a config section
+// (SPOOL_LEASES_...) or is a few letters from a key's name (SPOOL_COMPRESION_THRESHOLD) is a
+// typo: it is ignored with a warning in cfg.Warnings that names the closest key. Other SPOOL_*
+// variables are left alone: SPOOL_HOME and the like (otherEnv), and other tools share the prefix.
 func applyEnv(cfg *Config, environ []string, sources map[string]string) error {
 	env := map[string]string{}
 	for _, kv := range environ {
@@ -394,16 +409,17 @@ func applyEnv(cfg *Config, environ []string, sources map[string]string) error {
 	}
 	sections := structFields(reflect.TypeOf(*cfg))
 	for _, name := range sortedEnv(env) {
-		if known[name] {
+		if known[name] || otherEnv(name) {
 			continue
 		}
+		key := strings.ToLower(strings.TrimPrefix(name, "SPOOL_"))
+		hint := suggestEnv(key)
+		inSection := false
 		for section := range sections {
-			if strings.HasPrefix(name, EnvName(section)+"_") {
-				key := strings.ToLower(strings.TrimPrefix(name, "SPOOL_"))
-				cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s names no setting and is ignored%s", name,
-					suggestEnv(key)))
-				break
-			}
+			inSection = inSection || strings.HasPrefix(name, EnvName(section)+"_")
+		}
+		if inSection || hint != "" {
+			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s names no setting and is ignored%s", name, hint))
 		}
 	}
 	for _, l := range leaves(reflect.ValueOf(cfg).Elem(), "") {
