@@ -440,7 +440,7 @@ func importLines(rs io.Reader, plan importPlan, exists, parentKnown map[string]b
 			}
 			cur = &l
 		case "message":
-			var l messageLine
+			l := messageLine{Active: true} // a line without "active" is a row the model sees
 			if err := strictUnmarshal(line, &l); err != nil {
 				return &ImportLineError{Line: n, Reason: err.Error()}
 			}

@@ -380,3 +380,26 @@ func TestImportFromNonSeekableReader(t *testing.T) {
 		t.Errorf("imported %d sessions, want 5", res.Sessions)
 	}
 }
+
+// A message line without "active" (a file written by hand or by another tool) imports as a row
+// the model sees, not as a hidden one; "active": false still imports hidden.
+func TestImportMessageWithoutActiveIsShown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	file := `{"spool_export":1,"exported_at":"2026-11-20T09:30:00Z","sessions":1}
+{"type":"session","id":"s-hand","source":"cli","started_at":"2026-11-20T09:30:00Z"}
+{"type":"message","session_id":"s-hand","role":"user","content":"written by hand","timestamp":"2026-11-20T09:30:01Z"}
+{"type":"message","session_id":"s-hand","role":"assistant","content":"superseded","timestamp":"2026-11-20T09:30:02Z","active":false}
+`
+	dst := openDB(t)
+	if _, err := store.Import(ctx, dst, strings.NewReader(file), nil); err != nil {
+		t.Fatal(err)
+	}
+	shown := must(dst.Conversation(ctx, "s-hand", store.ViewActive))(t)
+	if len(shown) != 1 || shown[0].Content != "written by hand" {
+		t.Fatalf("active view after import = %+v; want the message without \"active\" only", shown)
+	}
+	if s := must(dst.GetSession(ctx, "s-hand"))(t); s.MessageCount != 1 {
+		t.Errorf("message_count = %d, want 1", s.MessageCount)
+	}
+}
