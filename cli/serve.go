@@ -330,18 +330,19 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	// drains (which cancels what still runs at the deadline); queued events stay in the inbox
 	// for the next process.
 	pcancel()
+	// Not ready from here on (/ready answers 503, new turns are refused) while the listener
+	// stays open: a load balancer sees the drain and moves traffic before the port closes.
+	g.StopTurns()
 	fmt.Fprintf(a.stderr, "spool serve: draining (running turns get %s)\n", sc.DrainTimeout)
 	dctx, cancel := context.WithTimeout(context.Background(), sc.DrainTimeout)
 	defer cancel()
 	ui.Close() // end the browser's live streams so Shutdown does not wait on them
-	drained := make(chan error, 1)
-	go func() { drained <- g.Drain(dctx) }()
-	// Shutdown closes the listener at once and waits for the handlers; the turns they run
-	// finish (or are cancelled at the deadline) through Drain.
-	sctx, scancel := context.WithTimeout(context.Background(), sc.DrainTimeout+5*time.Second)
+	derr := g.Drain(dctx)
+	// The running turns have ended (or were cancelled at the deadline): Shutdown closes the
+	// listener and waits for their handlers to finish writing.
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer scancel()
 	serr := srv.Shutdown(sctx)
-	derr := <-drained
 	<-platDone
 	if platErr != nil {
 		fmt.Fprintf(a.stderr, "spool serve: platforms: %s\n", oneLine(platErr.Error()))

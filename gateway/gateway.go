@@ -382,12 +382,18 @@ func (g *Gateway) admit(principal string) (func(), error) {
 	}, nil
 }
 
-// Drain stops new turns and waits for the running ones until ctx ends; then it cancels them
-// (each stores what it has) and waits for them to finish.
-func (g *Gateway) Drain(ctx context.Context) error {
+// StopTurns makes the gateway start no new turns and report Draining (so /ready answers 503)
+// while the running ones go on; Drain calls it first.
+func (g *Gateway) StopTurns() {
 	g.mu.Lock()
 	g.draining = true
 	g.mu.Unlock()
+}
+
+// Drain stops new turns and waits for the running ones until ctx ends; then it cancels them
+// (each stores what it has) and waits for them to finish.
+func (g *Gateway) Drain(ctx context.Context) error {
+	g.StopTurns()
 	done := make(chan struct{})
 	go func() {
 		g.turns.Wait()

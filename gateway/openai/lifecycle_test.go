@@ -1,6 +1,7 @@
 package openai_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -43,6 +44,19 @@ func TestDrainOnSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.waitLine(t, "draining")
+	// While the turn drains, the server still answers: not ready, and no new turns.
+	ready, err := http.Get(s.url + "/ready")
+	if err != nil {
+		t.Fatalf("/ready during the drain: %v; want 503 while the running turn finishes", err)
+	}
+	ready.Body.Close()
+	if ready.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("/ready during the drain answered %d, want 503", ready.StatusCode)
+	}
+	if _, err := c.Chat.Completions.New(bg, sdk.ChatCompletionNewParams{Model: "spool", Messages: userMsgs("SAY too late")},
+		option.WithMaxRetries(0)); err == nil {
+		t.Fatal("a new turn was started during the drain")
+	}
 	up.open("term")
 	a := <-done
 	if a.err != nil || a.text != "finished during the drain" {
@@ -267,5 +281,35 @@ func TestBrowserLogin(t *testing.T) {
 	}
 	if res, _ := do("GET", "/ui/", "", nil, cookie); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("the old cookie after logout: %d, want a redirect to the login page", res.StatusCode)
+	}
+}
+
+// TestTitlesScopedByPrincipal: a session's automatic title is numbered among its own
+// principal's titles only: bob asking what alice asked gets the same title, not "… #2" (which
+// told bob that someone else had asked it).
+func TestTitlesScopedByPrincipal(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	cfg := fmt.Sprintf("serve:\n  keys:\n    alice: %s\n    bob: %s\n", gateway.HashKey("sk-alice"), gateway.HashKey("sk-bob"))
+	s := startServe(t, home, cfg)
+	titles := map[string]string{}
+	for _, who := range []string{"alice", "bob"} {
+		c := client(s, option.WithAPIKey("sk-"+who))
+		var resp *http.Response
+		if _, err := c.Chat.Completions.New(bg, sdk.ChatCompletionNewParams{Model: "spool", Messages: userMsgs("Alice secret chat ZEBRA42")},
+			option.WithResponseInto(&resp)); err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			Title string `json:"title"`
+		}
+		id := resp.Header.Get("X-Spool-Session-Id")
+		if err := json.Unmarshal([]byte(spoolCLI(t, home, "sessions", "show", id, "--json")), &v); err != nil {
+			t.Fatal(err)
+		}
+		titles[who] = v.Title
+	}
+	if titles["alice"] == "" || titles["bob"] != titles["alice"] {
+		t.Fatalf("titles = %q; want bob's equal to alice's", titles)
 	}
 }
