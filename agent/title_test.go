@@ -104,7 +104,7 @@ type leaseThief struct {
 	sid    string
 }
 
-func (s *leaseThief) NextTitle(ctx context.Context, base string) (string, error) {
+func (s *leaseThief) NextTitle(ctx context.Context, userID, base string) (string, error) {
 	if !s.stolen {
 		s.stolen = true
 		held, err := s.HeldLeases(ctx)
@@ -125,7 +125,7 @@ func (s *leaseThief) NextTitle(ctx context.Context, base string) (string, error)
 			s.t.Error(err)
 		}
 	}
-	return s.Store.NextTitle(ctx, base)
+	return s.Store.NextTitle(ctx, userID, base)
 }
 
 // TestAutoTitleFenced: a turn that lost its lease does not write its automatic title over the
