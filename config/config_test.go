@@ -433,6 +433,7 @@ func TestMisspeltEnvOutsideASectionWarns(t *testing.T) {
 	t.Setenv("SPOOL_COMPRESION_THRESHOLD", "0.9")
 	t.Setenv("SPOOL_UNRELATED_TOOL_SETTING", "x")
 	t.Setenv("SPOOL_HOST_ID", "h1")
+	t.Setenv("SPOOL_DUMPABLE", "1")
 	t.Setenv("SPOOL_CHROMIUM", "/usr/bin/chromium")
 	cfg, err := Load(writeHome(t, ""))
 	if err != nil {

@@ -382,7 +382,7 @@ func EnvName(key string) string {
 }
 
 // nonConfigEnv are SPOOL_* variables spool reads that are not configuration keys.
-var nonConfigEnv = []string{HomeEnv, "SPOOL_HOST_ID", "SPOOL_CHROMIUM", "SPOOL_SCREENSHOTS", "SPOOL_RECORD_DIR"}
+var nonConfigEnv = []string{HomeEnv, "SPOOL_HOST_ID", "SPOOL_DUMPABLE", "SPOOL_CHROMIUM", "SPOOL_SCREENSHOTS", "SPOOL_RECORD_DIR"}
 
 // otherEnv reports whether a SPOOL_* variable is one spool reads outside the configuration, or
 // one its tests and benchmarks use (SPOOL_TEST_*, SPOOL_BENCH_*, SPOOL_..._TEST_...).
