@@ -279,34 +279,6 @@ func fileSum(t *testing.T, path string) [32]byte {
 	return sha256.Sum256(b)
 }
 
-// An existing database keeps the mode its owner gave it: opening never widens (nor narrows) it.
-func TestExistingFileModeKept(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "mode.db")
-	db, err := Open(bg, path, Options{Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
-		t.Fatalf("new database mode %v, want 0600", fi.Mode().Perm())
-	}
-	for _, mode := range []os.FileMode{0o400, 0o640} {
-		if err := os.Chmod(path, mode); err != nil {
-			t.Fatal(err)
-		}
-		db, err := Open(bg, path, Options{Logger: discardLogger()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = db.ListSessions(bg, store.ListOptions{})
-		db.Close()
-		if fi, _ := os.Stat(path); fi.Mode().Perm() != mode {
-			t.Fatalf("mode %v became %v after an open", mode, fi.Mode().Perm())
-		}
-	}
-}
-
 // mountTmpfs mounts a small tmpfs at a new directory (root only) and returns it; the test is
 // skipped, saying why, where this process cannot mount.
 func mountTmpfs(t *testing.T, size string) string {
