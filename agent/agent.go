@@ -359,3 +359,17 @@ type Compaction struct {
 
 // Model is the model the agent calls.
 func (a *Agent) Model() string { return a.cfg.Model }
+
+// ToolNames are the names of the tools a turn offers the model when nothing restricts them, in
+// the order offered.
+func (a *Agent) ToolNames() []string {
+	var defs []provider.Tool
+	if a.tools != nil {
+		defs = a.tools.Definitions()
+	}
+	var names []string
+	for _, t := range a.withDelegate(defs) {
+		names = append(names, t.Name)
+	}
+	return names
+}

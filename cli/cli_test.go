@@ -502,6 +502,13 @@ func TestBadInputIsOneLineAndChangesNothing(t *testing.T) {
 		{"import not an export", []string{"sessions", "import", notExport}, "line 1"},
 		{"import missing file", []string{"sessions", "import", filepath.Join(dir, "missing.jsonl")}, "no such file"},
 		{"import a directory", []string{"sessions", "import", dir}, "is a directory"},
+	}
+	// Bad flag values are usage errors: exit 2.
+	usage := []struct {
+		name string
+		args []string
+		want string
+	}{
 		{"prune bad duration", []string{"sessions", "prune", "--older-than", "3x"}, `"3x" is not a duration`},
 		{"prune negative duration", []string{"sessions", "prune", "--older-than", "-5d"}, "not a duration"},
 		{"prune zero duration", []string{"sessions", "prune", "--older-than", "0d"}, "positive duration"},
@@ -509,15 +516,19 @@ func TestBadInputIsOneLineAndChangesNothing(t *testing.T) {
 		{"search bad sort", []string{"search", "tokenizer", "--sort", "random"}, `unknown --sort "random"`},
 	}
 	before := snapshot(t, home)
-	for _, tc := range tests {
+	for i, tc := range append(tests, usage...) {
+		code := 1
+		if i >= len(tests) {
+			code = 2
+		}
 		r := spool(t, home, tc.args...)
 		t.Logf("%s: %s", tc.name, strings.TrimSpace(r.stderr))
 		if r.code == 0 {
 			t.Errorf("%s: exit 0, want failure; stdout %q", tc.name, r.stdout)
 			continue
 		}
-		if r.code != 1 {
-			t.Errorf("%s: exit %d, want 1", tc.name, r.code)
+		if r.code != code {
+			t.Errorf("%s: exit %d, want %d", tc.name, r.code, code)
 		}
 		msg := strings.TrimSuffix(r.stderr, "\n")
 		if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "spool: ") {

@@ -15,7 +15,9 @@ import (
 
 	"github.com/spoolhq/spool/config"
 
+	"github.com/spoolhq/spool/provider"
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/turn"
 )
 
 // Exit statuses.
@@ -61,8 +63,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return a.exit
 	}
-	var ue *usageError
-	if errors.As(err, &ue) || isCobraUsageError(err) {
+	class := errorClass(ctx, err)
+	if format := a.jsonFailure(cmd); format != "" {
+		a.printFailure(format, class, err)
+	}
+	if class == "usage" {
 		// One line, like every error: the usage is one --help away, not printed under it.
 		help := "spool --help"
 		if cmd != nil {
@@ -71,8 +76,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "spool: %s (see %s)\n", oneLine(err.Error()), help)
 		return ExitUsage
 	}
-	// Ctrl-C is a signal, or a key read by the chat's line editor (errInterrupted).
-	if errors.Is(err, errInterrupted) || ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.Cause(ctx))) {
+	if class == "canceled" {
 		fmt.Fprintln(stderr, "spool: interrupted")
 		return ExitInterrupted
 	}
@@ -88,6 +92,33 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	fmt.Fprintf(stderr, "spool: %s\n", oneLine(err.Error()))
 	return ExitError
+}
+
+// errorClass names what kind of failure err is, for scripts: usage, canceled, the provider's
+// class (rate_limit, auth, ...), store, lease, or error.
+func errorClass(ctx context.Context, err error) string {
+	var (
+		ue      *usageError
+		pe      *provider.Error
+		damaged *store.DamagedError
+		held    *store.LeaseHeldError
+		waited  *turn.WaitTimeoutError
+		lost    *turn.LeaseLostError
+	)
+	switch {
+	case errors.As(err, &ue) || isCobraUsageError(err):
+		return "usage"
+	// Ctrl-C is a signal, or a key read by the chat's line editor (errInterrupted).
+	case errors.Is(err, errInterrupted) || ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.Cause(ctx))):
+		return "canceled"
+	case errors.As(err, &pe):
+		return string(pe.Class)
+	case errors.As(err, &damaged):
+		return "store"
+	case errors.As(err, &held) || errors.As(err, &waited) || errors.As(err, &lost):
+		return "lease"
+	}
+	return "error"
 }
 
 // usageError is an argument or flag error: its line points at the command's --help.

@@ -321,10 +321,32 @@ func contextWindow(cfg config.Config, f modelFlags, model string) (int, error) {
 // formatCost shows an estimated cost, or "n/a" when nothing was charged because the model's
 // price is not known (a local or unknown model), rather than a made-up $0.0000.
 func formatCost(model string, usd float64) string {
-	if _, ok := provider.LookupPrice(model); !ok && usd == 0 {
+	if !costKnown(model, usd) {
 		return "n/a (price of " + cmp.Or(model, "the model") + " not known)"
 	}
 	return fmt.Sprintf("~$%.4f", usd)
+}
+
+// costKnown reports whether usd is an estimate: the model's price is known, or something was
+// charged.
+func costKnown(model string, usd float64) bool {
+	_, ok := provider.LookupPrice(model)
+	return ok || usd != 0
+}
+
+// usageJSON is a turn's usage for scripts: cost_usd is null where the chat says "n/a" (the
+// model's price is not known), not a made-up 0.
+type usageJSON struct {
+	store.Usage
+	CostUSD *float64 `json:"cost_usd"`
+}
+
+func newUsageJSON(model string, u store.Usage) usageJSON {
+	out := usageJSON{Usage: u}
+	if costKnown(model, u.CostUSD) {
+		out.CostUSD = &u.CostUSD
+	}
+	return out
 }
 
 // leaseOptions are the turn-lease settings of the config.
@@ -363,12 +385,12 @@ type runJSON struct {
 	Reply     string `json:"reply"`
 	Model     string `json:"model"`
 	// Fallback names the fallback model (provider.fallbacks) that answered, when one did.
-	Fallback     string      `json:"fallback,omitempty"`
-	FinishReason string      `json:"finish_reason,omitempty"`
-	Usage        store.Usage `json:"usage"`
-	ModelCalls   int         `json:"model_calls"`
-	ToolCalls    int         `json:"tool_calls"`
-	Compactions  int         `json:"compactions"`
+	Fallback     string    `json:"fallback,omitempty"`
+	FinishReason string    `json:"finish_reason,omitempty"`
+	Usage        usageJSON `json:"usage"`
+	ModelCalls   int       `json:"model_calls"`
+	ToolCalls    int       `json:"tool_calls"`
+	Compactions  int       `json:"compactions"`
 	// CompactionLog is each compaction's size before and after against its target.
 	CompactionLog []agent.Compaction `json:"compaction_log,omitempty"`
 	CacheBreaks   []store.CacheBreak `json:"cache_breaks"`
@@ -396,7 +418,8 @@ func (a *app) runCommand() *cobra.Command {
 			"starts. Terminal commands, and file access outside the workspace, are refused unless --yes.\n\n" +
 			"--output-format text (default) | json (one object: session_id, reply, usage, model_calls,\n" +
 			"tool_calls, cache_breaks; --json is the same) | stream-json (one JSON event per line as the\n" +
-			"turn runs: delta, tool_call, tool_result, notice, wait, then result).",
+			"turn runs: init, then delta, tool_call, tool_result, notice, wait, then result). A failure in\n" +
+			"json or stream-json is one JSON object on stdout: type error, error_class, session_id, error.",
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx := cmd.Context()
@@ -433,20 +456,26 @@ func (a *app) runCommand() *cobra.Command {
 				return err
 			}
 			out := newRunOutput(ctx, a, st, format)
-			res, err := ag.Run(ctx, sid, input, out.options())
+			opts := out.options()
+			if format == "stream-json" {
+				// The first event names the session, so a script has its id before anything else.
+				wd, _ := os.Getwd()
+				opts.OnStart = func(sid string) {
+					out.event(streamEvent{Type: "init", SessionID: sid, Model: ag.Model(), Cwd: wd, Tools: nonNil(ag.ToolNames())})
+				}
+			}
+			res, err := ag.Run(ctx, sid, input, opts)
 			out.end()
 			if err != nil {
-				if res.SessionID != "" && !errors.Is(err, agent.ErrEmptyInput) && !strings.Contains(err.Error(), res.SessionID) {
-					err = fmt.Errorf("session %s: %w", res.SessionID, err)
-				}
-				if format == "stream-json" {
-					out.event(streamEvent{Type: "error", SessionID: res.SessionID, Error: oneLine(err.Error())})
+				if res.SessionID != "" {
+					err = &sessionError{id: res.SessionID, err: err}
 				}
 				return err
 			}
+			model := cmp.Or(res.Model, ag.Model())
 			final := runJSON{
-				SessionID: res.SessionID, Reply: res.Reply, Model: cmp.Or(res.Model, ag.Model()), Fallback: res.Fallback, FinishReason: res.FinishReason,
-				Usage: res.Usage, ModelCalls: res.Calls, ToolCalls: res.ToolCalls, Compactions: res.Compactions, CompactionLog: res.CompactionLog,
+				SessionID: res.SessionID, Reply: res.Reply, Model: model, Fallback: res.Fallback, FinishReason: res.FinishReason,
+				Usage: newUsageJSON(model, res.Usage), ModelCalls: res.Calls, ToolCalls: res.ToolCalls, Compactions: res.Compactions, CompactionLog: res.CompactionLog,
 				CacheBreaks: nonNil(res.Breaks), ContextWindow: ag.Threshold().Model.ContextLength, CompactsAt: ag.Threshold().Tokens,
 			}
 			switch format {
@@ -494,7 +523,7 @@ func (a *app) runInput(arg string) (string, error) {
 
 // streamEvent is one line of `spool run --output-format stream-json`.
 type streamEvent struct {
-	Type      string   `json:"type"` // delta, reasoning, tool_call, tool_result, notice, wait, result, error
+	Type      string   `json:"type"` // init, delta, reasoning, tool_call, tool_result, notice, wait, result, error
 	Content   string   `json:"content,omitempty"`
 	ToolID    string   `json:"tool_call_id,omitempty"`
 	Name      string   `json:"name,omitempty"`
@@ -503,8 +532,62 @@ type streamEvent struct {
 	Waited    float64  `json:"waited_seconds,omitempty"`
 	Holder    string   `json:"holder,omitempty"`
 	SessionID string   `json:"session_id,omitempty"`
-	Error     string   `json:"error,omitempty"`
+	Model     string   `json:"model,omitempty"`
+	Cwd       string   `json:"cwd,omitempty"`
+	Tools     []string `json:"tools,omitempty"`
 	Result    *runJSON `json:"result,omitempty"`
+}
+
+// sessionError is the failure of a turn that has a session (its message may be stored there).
+type sessionError struct {
+	id  string
+	err error
+}
+
+func (e *sessionError) Error() string {
+	if strings.Contains(e.err.Error(), e.id) {
+		return e.err.Error()
+	}
+	return "session " + e.id + ": " + e.err.Error()
+}
+
+func (e *sessionError) Unwrap() error { return e.err }
+
+// errorJSON is a failure of spool run in the json and stream-json formats, on stdout.
+type errorJSON struct {
+	Type      string `json:"type"` // error
+	Class     string `json:"error_class"`
+	SessionID string `json:"session_id,omitempty"`
+	Error     string `json:"error"`
+}
+
+// jsonFailure is the format a failure of cmd is reported in on stdout: json or stream-json for
+// spool run asked for one (even when a later flag failed to parse), else "".
+func (a *app) jsonFailure(cmd *cobra.Command) string {
+	if cmd == nil || cmd.CommandPath() != "spool run" {
+		return ""
+	}
+	if a.json {
+		return "json"
+	}
+	if f := cmd.Flags().Lookup("output-format"); f != nil && (f.Value.String() == "json" || f.Value.String() == "stream-json") {
+		return f.Value.String()
+	}
+	return ""
+}
+
+// printFailure writes err as one errorJSON object in format.
+func (a *app) printFailure(format, class string, err error) {
+	e := errorJSON{Type: "error", Class: class, Error: oneLine(err.Error())}
+	var se *sessionError
+	if errors.As(err, &se) {
+		e.SessionID = se.id
+	}
+	if format == "json" {
+		_ = a.printJSON(e)
+		return
+	}
+	_ = json.NewEncoder(a.stdout).Encode(e)
 }
 
 // runOutput shows a running turn in one of the output formats.

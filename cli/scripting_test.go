@@ -67,7 +67,7 @@ func TestRunStreamJSON(t *testing.T) {
 		}
 		last = ev
 	}
-	if got := strings.Join(types, ","); got != "tool_call,tool_result,delta,result" {
+	if got := strings.Join(types, ","); got != "init,tool_call,tool_result,delta,result" {
 		t.Errorf("event types in order %q", got)
 	}
 	res, _ := last["result"].(map[string]any)

@@ -98,7 +98,7 @@ func (a *app) searchCommand() *cobra.Command {
 				switch r {
 				case store.RoleUser, store.RoleAssistant, store.RoleTool, store.RoleSystem:
 				default:
-					return fmt.Errorf("unknown role %q (want user, assistant, tool or system)", r)
+					return &usageError{fmt.Errorf("unknown role %q (want user, assistant, tool or system)", r)}
 				}
 			}
 			q := store.SearchQuery{Text: text, Sources: sources, Roles: roles, Limit: limit, NoContext: !context}
@@ -110,7 +110,7 @@ func (a *app) searchCommand() *cobra.Command {
 			case "oldest":
 				q.Sort = store.SortOldest
 			default:
-				return fmt.Errorf("unknown --sort %q (want relevance, newest or oldest)", sortBy)
+				return &usageError{fmt.Errorf("unknown --sort %q (want relevance, newest or oldest)", sortBy)}
 			}
 			ctx := cmd.Context()
 			st, err := a.openStore(ctx)
