@@ -353,8 +353,9 @@ func TestPruneStatsDeleteCheck(t *testing.T) {
 	if r := spool(t, home, "sessions", "show", idOld); r.code == 0 {
 		t.Error("pruned session still shows")
 	}
-	// Other units, all longer than the two days of the recent seed, so nothing more goes.
-	for _, d := range []string{"72h", "4320m", "259200s", "259200", "3d"} {
+	// Other units, all longer than the two days of the recent seed, so nothing more goes (a bare
+	// number is refused, as TestBadInputIsOneLineAndChangesNothing shows).
+	for _, d := range []string{"72h", "4320m", "259200s", "3d"} {
 		spool(t, home, "sessions", "prune", "--older-than", d, "--yes").ok(t, "prune "+d)
 	}
 
@@ -512,6 +513,7 @@ func TestBadInputIsOneLineAndChangesNothing(t *testing.T) {
 		{"prune bad duration", []string{"sessions", "prune", "--older-than", "3x"}, `"3x" is not a duration`},
 		{"prune negative duration", []string{"sessions", "prune", "--older-than", "-5d"}, "not a duration"},
 		{"prune zero duration", []string{"sessions", "prune", "--older-than", "0d"}, "positive duration"},
+		{"prune duration without a unit", []string{"sessions", "prune", "--older-than", "30"}, "has no unit"},
 		{"search bad role", []string{"search", "tokenizer", "--role", "wizard"}, `unknown role "wizard"`},
 		{"search bad sort", []string{"search", "tokenizer", "--sort", "random"}, `unknown --sort "random"`},
 	}
