@@ -83,8 +83,10 @@ func (a *app) searchCommand() *cobra.Command {
 		Use:   "search QUERY",
 		Short: "Full-text search over every session's messages (archived ones included)",
 		Long: "Full-text search over user, assistant and tool messages. QUERY takes words, \"quoted\n" +
-			"phrases\", prefix* and AND/OR/NOT; any text is safe to type. Matches are shown between\n" +
-			">>> and <<< (bold on a terminal).",
+			"phrases\", prefix* and AND/OR/NOT; any text is safe to type. Plain words (no upper-case\n" +
+			"operator) are alternatives ranked by relevance, so a question asked in plain words works:\n" +
+			"common words are dropped, word forms meet (tested finds testing), and identifiers and quoted\n" +
+			"phrases rank above loose words. Matches are shown between >>> and <<< (bold on a terminal).",
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			text := strings.TrimSpace(strings.Join(argv, " "))

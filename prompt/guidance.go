@@ -34,7 +34,9 @@ const sessionSearchGuidance = `Earlier parts of this session and past sessions m
 	`ended, but they are kept. Use the session_search tool before you answer when the user refers to earlier ` +
 	`work ("as we discussed", "last time", "that bug from yesterday"), when a summary mentions something whose ` +
 	`details you need, or when you would otherwise ask the user to repeat themselves. Search with a few ` +
-	`distinctive words, then read the matching messages. Use the default detail when you need exact words, ` +
+	`distinctive words or with the question itself (a result needs only some of its words; each result's ` +
+	`matched_terms says which), then read the matching messages; if nothing comes back, search again wider ` +
+	`with other words or synonyms before you conclude it was never said. Use the default detail when you need exact words, ` +
 	`code or numbers to quote; use detail "summary" for a broad question over long or many past sessions (a ` +
 	`model summarizes each matching session for your query and cites message ids you can scroll to).`
 

@@ -71,6 +71,10 @@ type Result struct {
 	When      string `json:"when"`
 	Source    string `json:"source"`
 	Snippet   string `json:"snippet"`
+	// MatchedTerms are the query's words, phrases and identifiers the matching message holds
+	// (a word through any of its forms): a question need not match every word, and this says
+	// which ones the result answers.
+	MatchedTerms []string `json:"matched_terms,omitempty"`
 	// MatchMessageID is the anchor to scroll around (with session_id).
 	MatchMessageID int64  `json:"match_message_id"`
 	MatchedRole    string `json:"matched_role"`
@@ -336,13 +340,20 @@ func Discover(ctx context.Context, st Store, req Request) (Discovery, error) {
 	}
 	out.Count = len(out.Results)
 	if out.Count == 0 {
-		out.Message = "No matching sessions found."
+		out.Message = NoMatchMessage
 	} else {
-		out.Message = fmt.Sprintf("Found %d session(s). The top result shows up to %d messages on each side of the match; "+
+		out.Message = fmt.Sprintf("Found %d session(s), best match first; matched_terms lists which of the query's words each "+
+			"result holds. The top result shows up to %d messages on each side of the match; "+
 			"pass session_id and around_message_id to scroll, or session_id alone to read a session.", out.Count, window)
 	}
 	return out, nil
 }
+
+// NoMatchMessage answers a search that found nothing: how to search wider, so the search goes on.
+const NoMatchMessage = "No matching sessions found. Search wider before concluding it was never said: " +
+	"drop the rarest or most specific words, try synonyms or other names for the thing, or ask the whole " +
+	"question in plain words (a result needs only some of the words); add role_filter \"user,assistant,tool\" " +
+	"to search tool output too, or subagents: true for delegated work."
 
 // inModelView reports whether the model still sees the hit's message: the row is active, or a
 // compaction carried it forward verbatim and that copy is (a hit is the original; the store
@@ -429,7 +440,7 @@ func titleResult(ctx context.Context, st Store, s store.Session, window, budget 
 
 func hitResult(ctx context.Context, st Store, s store.Session, h store.SearchHit, window int, roles []string, full bool, budget int) (Result, error) {
 	r := Result{SessionID: s.ID, Title: s.Title, When: when(h.Timestamp), Source: s.Source, Snippet: h.Snippet,
-		MatchMessageID: shownID(h), MatchedRole: h.Role, Archived: !inModelView(h),
+		MatchedTerms: h.Terms, MatchMessageID: shownID(h), MatchedRole: h.Role, Archived: !inModelView(h),
 		Detail: "compact", BookendStart: []Message{}, BookendEnd: []Message{}}
 	compact := []Message{{ID: shownID(h), Role: h.Role, When: when(h.Timestamp), Content: h.Snippet,
 		Anchor: true, Archived: r.Archived}}

@@ -304,7 +304,7 @@ func TestDiscoverLineage(t *testing.T) {
 		{"others see live rows", "alpha", "quokka", []string{"current"}, false, ""},
 		// A rotated-away parent has left live context; the live tip has not.
 		{"rotated parent found from the tip", "rot-2", "wombat", []string{"rot-1"}, false, ""},
-		{"whole chain visible elsewhere", "alpha", "wombat", []string{"rot-1"}, false, ""},
+		{"whole chain visible elsewhere", "alpha", "wombat", []string{"rot-1"}, false, "oldest"},
 		// The branch is its own lineage, but it holds copies of alpha's history up to the fork:
 		// those copies are in its context, so alpha's originals are not offered back; what alpha
 		// did after the fork is. (bravo's messages were stored before alpha's post-fork one.)
@@ -331,7 +331,7 @@ func TestDiscoverLineage(t *testing.T) {
 			if len(d.Results) > 0 && d.Results[0].Archived != c.archived {
 				t.Fatalf("archived = %v, want %v", d.Results[0].Archived, c.archived)
 			}
-			if len(d.Results) == 0 && (d.Message != "No matching sessions found." || d.Results == nil) {
+			if len(d.Results) == 0 && (d.Message != NoMatchMessage || d.Results == nil) {
 				t.Fatalf("empty answer: %+v", d)
 			}
 		})
@@ -546,5 +546,32 @@ func TestParseArgsDetail(t *testing.T) {
 		if r.Summary != c.summary || r.Full != c.full {
 			t.Errorf("%s: summary=%v full=%v, want %v %v", c.name, r.Summary, r.Full, c.summary, c.full)
 		}
+	}
+}
+
+// TestDiscoverQuestion: a question in plain words finds its answer though the answer holds only
+// some of its words (in other forms), the result names the words it holds, and a search that
+// finds nothing says how to search wider.
+func TestDiscoverQuestion(t *testing.T) {
+	t.Parallel()
+	w := seed(t)
+	var d Discovery
+	decode(t, run(t, w, "current", `{"query":"how did we deploy the frobnicator to staging?","limit":10}`), &d)
+	if d.Count == 0 {
+		t.Fatalf("the question found nothing: %+v", d)
+	}
+	top := d.Results[0]
+	if top.MatchMessageID != w.deployAsk || !slices.Equal(top.MatchedTerms, []string{"deploy", "frobnicator", "staging"}) {
+		t.Fatalf("top result %d with terms %v, want message %d with deploy, frobnicator, staging", top.MatchMessageID, top.MatchedTerms, w.deployAsk)
+	}
+	decode(t, run(t, w, "current", `{"query":"frobnicators crashing","limit":10}`), &d)
+	if !slices.ContainsFunc(d.Results, func(r Result) bool {
+		return r.MatchMessageID == w.bravoHit && slices.Equal(r.MatchedTerms, []string{"frobnicators", "crashing"})
+	}) {
+		t.Fatalf("other word forms: %+v", d.Results)
+	}
+	decode(t, run(t, w, "current", `{"query":"xylophone quasar"}`), &d)
+	if d.Count != 0 || d.Message != NoMatchMessage || !strings.Contains(d.Message, "wider") {
+		t.Fatalf("empty answer: %+v", d)
 	}
 }

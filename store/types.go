@@ -267,10 +267,13 @@ type SearchQuery struct {
 
 // SearchHit is one matching message.
 type SearchHit struct {
-	MessageID      int64
-	SessionID      string
-	Role           string
-	Snippet        string // matched terms between >>> and <<<
+	MessageID int64
+	SessionID string
+	Role      string
+	Snippet   string // matched terms between >>> and <<<
+	// Terms are the query's words, phrases and identifiers the message holds (a word through
+	// any of its forms), as the query wrote them; empty for substring (CJK) matches.
+	Terms          []string
 	Source         string
 	Model          string
 	SessionStarted time.Time

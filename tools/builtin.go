@@ -28,11 +28,15 @@ func SessionSearch() Tool {
 		Name: "session_search",
 		Description: "Search and read earlier conversations, including parts of this session that were " +
 			"compacted out of your context. With query: find sessions about it (the top result shows the " +
-			"messages around the match). With session_id and around_message_id: scroll the messages around " +
+			"messages around the match). A query can be a few distinctive words (names, files, errors, " +
+			"identifiers) or the question itself in plain words: a result needs only some of the words, and " +
+			"results holding more and rarer of them, exact phrases and identifiers come first; word forms meet " +
+			"(tested finds testing). Each result's matched_terms says which words it holds. If nothing is found, " +
+			"search again wider (other words, synonyms, fewer words) before concluding. With session_id and around_message_id: scroll the messages around " +
 			"that message. With session_id alone: read that session. With no arguments: list recent sessions. " +
 			"Returns JSON.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{
-			"query":{"type":"string","description":"A few distinctive words to search for; quote exact phrases."},
+			"query":{"type":"string","description":"A few distinctive words, or the question in plain words. Quote exact phrases; AND, OR, NOT (upper case) and prefix* mean what they say."},
 			"session_id":{"type":"string","description":"A session_id from an earlier result, to read or scroll it."},
 			"around_message_id":{"type":"integer","description":"With session_id: the message to centre on (match_message_id or a message id)."},
 			"limit":{"type":"integer","description":"How many sessions to return (default 3, at most 10)."},

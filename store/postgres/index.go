@@ -47,27 +47,57 @@ type tsEntry struct {
 	pos    []uint16
 }
 
-// buildTSV computes the word index of a row. Columns are separated by a gap of one position, so
-// a phrase never matches across two of them.
-func buildTSV(role, content, toolName, toolCalls string) tsVector {
-	type occurrence struct {
-		tok string
-		pos uint16
-	}
-	cols := [3][]string{tokens(fts.IndexedText(role, content)), tokens(toolName), tokens(toolCalls)}
-	occ := make([]occurrence, 0, len(cols[0])+len(cols[1])+len(cols[2]))
-	pos, bound := 0, 0
-	for _, toks := range cols {
-		for _, tok := range toks {
+// weightC marks a position (tsvector's binary form: the weight in the top two bits) as a stem's:
+// a row's words are lexemes of weight D, and the English stems of its content and tool-call
+// words that differ from the words (fts.Stem) are lexemes of weight C at the word's position,
+// as SQLite's word index holds them in its stems column. A query's phrases, identifiers and
+// prefixes match weight D only; its bare words match the word (D) or its stem (any weight).
+const weightC = 1 << 14
+
+// posOf is a position without its weight.
+func posOf(p uint16) uint16 { return p & 0x3fff }
+
+// occurrence is one lexeme at one position (with its weight bits).
+type occurrence struct {
+	tok string
+	pos uint16
+}
+
+// rowOccurrences lists the lexemes of a row at their positions: the words of content, tool name
+// and tool calls, each column followed by a gap of one position so a phrase never matches across
+// two of them, and the stems of the content's and the calls' words. The column texts are
+// IndexedText's and CallsText's.
+func rowOccurrences(role, content, toolName, toolCalls string, each func(occurrence)) {
+	pos := 0
+	for col, text := range [3]string{fts.IndexedText(role, content), toolName, toolCalls} {
+		raw := fts.Tokens(text)
+		for _, r := range raw {
 			pos++
+			tok := foldDiacritics(r)
 			if len(tok) > maxLexeme {
 				continue
 			}
-			occ = append(occ, occurrence{tok, uint16(min(pos, maxPos))})
-			bound += len(tok) + 4 + 6
+			p := uint16(min(pos, maxPos))
+			each(occurrence{tok, p})
+			if col == 1 {
+				continue // tool names are not stemmed (fts.RowStems)
+			}
+			if st := fts.Stem(r); st != "" {
+				each(occurrence{st, p | weightC})
+			}
 		}
 		pos++ // the gap between columns
 	}
+}
+
+// buildTSV computes the word index of a row (rowOccurrences).
+func buildTSV(role, content, toolName, toolCalls string) tsVector {
+	var occ []occurrence
+	bound := 0
+	rowOccurrences(role, content, toolName, toolCalls, func(o occurrence) {
+		occ = append(occ, o)
+		bound += len(o.tok) + 4 + 6
+	})
 	if bound > tsvSoftLimit {
 		// Near PostgreSQL's size limit: lexemes that first occur late may be left out.
 		return buildTSVBounded(role, content, toolName, toolCalls)
@@ -76,7 +106,7 @@ func buildTSV(role, content, toolName, toolCalls string) tsVector {
 		if c := strings.Compare(a.tok, b.tok); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.pos, b.pos)
+		return cmp.Compare(posOf(a.pos), posOf(b.pos))
 	})
 	v := tsVector{entries: make([]tsEntry, 0, len(occ))}
 	all := make([]uint16, 0, len(occ))
@@ -86,7 +116,7 @@ func buildTSV(role, content, toolName, toolCalls string) tsVector {
 		for ; j < len(occ) && occ[j].tok == occ[i].tok; j++ {
 			// At most maxPositions distinct positions, the first ones (positions past maxPos
 			// all read maxPos).
-			if n := len(all) - first; n < maxPositions && (n == 0 || all[len(all)-1] != occ[j].pos) {
+			if n := len(all) - first; n < maxPositions && (n == 0 || posOf(all[len(all)-1]) != posOf(occ[j].pos)) {
 				all = append(all, occ[j].pos)
 			}
 		}
@@ -102,35 +132,23 @@ func buildTSVBounded(role, content, toolName, toolCalls string) tsVector {
 	index := map[string]int{}
 	var v tsVector
 	size := 0
-	pos := 0
-	add := func(text string) {
-		for _, tok := range tokens(text) {
-			pos++
-			if len(tok) > maxLexeme {
-				continue
+	rowOccurrences(role, content, toolName, toolCalls, func(o occurrence) {
+		i, ok := index[o.tok]
+		if !ok {
+			if size > tsvSoftLimit {
+				return
 			}
-			i, ok := index[tok]
-			if !ok {
-				if size > tsvSoftLimit {
-					continue
-				}
-				i = len(v.entries)
-				index[tok] = i
-				v.entries = append(v.entries, tsEntry{lexeme: tok})
-				size += len(tok) + 4
-			}
-			e := &v.entries[i]
-			p := uint16(min(pos, maxPos))
-			if len(e.pos) < maxPositions && (len(e.pos) == 0 || e.pos[len(e.pos)-1] != p) {
-				e.pos = append(e.pos, p)
-				size += 6
-			}
+			i = len(v.entries)
+			index[o.tok] = i
+			v.entries = append(v.entries, tsEntry{lexeme: o.tok})
+			size += len(o.tok) + 4
 		}
-		pos++ // the gap between columns
-	}
-	add(fts.IndexedText(role, content))
-	add(toolName)
-	add(toolCalls)
+		e := &v.entries[i]
+		if len(e.pos) < maxPositions && (len(e.pos) == 0 || posOf(e.pos[len(e.pos)-1]) != posOf(o.pos)) {
+			e.pos = append(e.pos, o.pos)
+			size += 6
+		}
+	})
 	slices.SortFunc(v.entries, func(a, b tsEntry) int { return strings.Compare(a.lexeme, b.lexeme) })
 	return v
 }
@@ -149,7 +167,10 @@ func (v tsVector) literal() string {
 			} else {
 				b.WriteByte(',')
 			}
-			b.WriteString(strconv.Itoa(int(p)))
+			b.WriteString(strconv.Itoa(int(posOf(p))))
+			if p&weightC != 0 {
+				b.WriteByte('C')
+			}
 		}
 	}
 	return b.String()
@@ -328,51 +349,22 @@ func buildTSQuery(match string) string {
 		out = append(out, "("+strings.Join(run, " & ")+")")
 		run, op = nil, ""
 	}
-	walkMatch(match, func(text string, prefix bool) {
-		if phrase := renderPhrase(text, prefix); phrase != "" {
-			run = append(run, phrase)
+	fts.WalkMatch(match, func(t fts.Term) {
+		if q := renderTerm(t); q != "" {
+			run = append(run, q)
 		}
 	}, func(o string) {
 		flush()
 		if len(out) > 0 {
-			op = o
+			op = tsOperators[o]
 		}
 	})
 	flush()
 	return strings.Join(out, " ")
 }
 
-// walkMatch reads a sanitized FTS5 MATCH expression (see buildTSQuery) left to right: term gets
-// each bareword or "phrase" with whether a * follows it, operator each AND, OR and NOT as
-// tsquery's "&", "|" and "& !".
-func walkMatch(match string, term func(text string, prefix bool), operator func(op string)) {
-	for rest := strings.TrimSpace(match); rest != ""; rest = strings.TrimSpace(rest) {
-		if rest[0] == '"' {
-			end := strings.IndexByte(rest[1:], '"')
-			if end < 0 {
-				end = len(rest) - 1
-			}
-			text := rest[1 : end+1]
-			rest = rest[min(end+2, len(rest)):]
-			prefix := strings.HasPrefix(rest, "*")
-			rest = strings.TrimLeft(rest, "*")
-			term(text, prefix)
-			continue
-		}
-		word, tail, _ := strings.Cut(rest, " ")
-		rest = tail
-		switch word {
-		case "AND":
-			operator("&")
-		case "OR":
-			operator("|")
-		case "NOT":
-			operator("& !")
-		default:
-			term(strings.TrimRight(word, "*"), strings.HasSuffix(word, "*"))
-		}
-	}
-}
+// tsOperators are FTS5's operators in tsquery.
+var tsOperators = map[string]string{"AND": "&", "OR": "|", "NOT": "& !"}
 
 func cmpOr(a, b string) string {
 	if a != "" {
@@ -381,11 +373,26 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// renderPhrase is one term or phrase: its tokens in sequence, the last one a prefix when asked.
-func renderPhrase(text string, prefix bool) string {
+// renderTerm is one operand: a bare word as its stem (fts.StemOf) at any weight, written (D)
+// or a stem of another form (C), so word forms meet as on SQLite; a phrase, identifier or prefix as its words in sequence, weight D
+// (never a stem), the last one a prefix when asked.
+func renderTerm(t fts.Term) string {
+	raw := fts.Tokens(t.Text)
+	if !t.Exact() && len(raw) == 1 {
+		tok := foldDiacritics(raw[0])
+		if len(tok) > maxLexeme {
+			return ""
+		}
+		var b strings.Builder
+		if st := fts.Stem(raw[0]); st != "" {
+			tok = st
+		}
+		writeLexeme(&b, tok)
+		return b.String()
+	}
 	var toks []string
-	for _, t := range tokens(text) {
-		if len(t) <= maxLexeme {
+	for _, r := range raw {
+		if t := foldDiacritics(r); len(t) <= maxLexeme {
 			toks = append(toks, t)
 		}
 	}
@@ -393,13 +400,15 @@ func renderPhrase(text string, prefix bool) string {
 		return ""
 	}
 	var b strings.Builder
-	for i, t := range toks {
+	for i, tok := range toks {
 		if i > 0 {
 			b.WriteString(" <-> ")
 		}
-		writeLexeme(&b, t)
-		if prefix && i == len(toks)-1 {
-			b.WriteString(":*")
+		writeLexeme(&b, tok)
+		if t.Prefix && i == len(toks)-1 {
+			b.WriteString(":*D")
+		} else {
+			b.WriteString(":D")
 		}
 	}
 	if len(toks) == 1 {

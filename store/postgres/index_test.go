@@ -14,50 +14,66 @@ import (
 	"github.com/spoolhq/spool/store/postgres/pgtest"
 )
 
-// literalTSV is the word index as the writer rendered it before it went in binary (the tsvector
-// text literal, lexemes in first-occurrence order): rows already stored were indexed so, and
-// `spool db check` compares them with what the writer computes now.
+// literalTSV is the word index as a text literal (lexemes in first-occurrence order, the way
+// the writer rendered it before it went in binary): the words of each column (weight D) and the
+// stems of the content's and the calls' words that differ from them (weight C, at the word's
+// position). Rows already stored were indexed so, and `spool db check` compares them with what
+// the writer computes now.
 func literalTSV(role, content, toolName, toolCalls string) string {
-	type lex struct{ pos []int }
+	type lex struct {
+		pos  []int
+		stem []bool
+	}
 	lexemes := map[string]*lex{}
 	var order []string
 	size, pos := 0, 0
-	add := func(text string) {
-		for _, tok := range tokens(text) {
+	put := func(tok string, p int, stem bool) {
+		l := lexemes[tok]
+		if l == nil {
+			if size > tsvSoftLimit {
+				return
+			}
+			l = &lex{}
+			lexemes[tok] = l
+			order = append(order, tok)
+			size += len(tok) + 4
+		}
+		if len(l.pos) < maxPositions && (len(l.pos) == 0 || l.pos[len(l.pos)-1] != p) {
+			l.pos, l.stem = append(l.pos, p), append(l.stem, stem)
+			size += 6
+		}
+	}
+	add := func(text string, stems bool) {
+		raw := fts.Tokens(text)
+		for i, tok := range tokens(text) {
 			pos++
 			if len(tok) > maxLexeme {
 				continue
 			}
-			l := lexemes[tok]
-			if l == nil {
-				if size > tsvSoftLimit {
-					continue
-				}
-				l = &lex{}
-				lexemes[tok] = l
-				order = append(order, tok)
-				size += len(tok) + 4
-			}
 			p := min(pos, maxPos)
-			if len(l.pos) < maxPositions && (len(l.pos) == 0 || l.pos[len(l.pos)-1] != p) {
-				l.pos = append(l.pos, p)
-				size += 6
+			put(tok, p, false)
+			if st := fts.Stem(raw[i]); stems && st != "" {
+				put(st, p, true)
 			}
 		}
 		pos++
 	}
-	add(fts.IndexedText(role, content))
-	add(toolName)
-	add(toolCalls)
+	add(fts.IndexedText(role, content), true)
+	add(toolName, false)
+	add(toolCalls, true)
 	var b strings.Builder
 	for i, tok := range order {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
 		writeLexeme(&b, tok)
-		for j, p := range lexemes[tok].pos {
+		l := lexemes[tok]
+		for j, p := range l.pos {
 			b.WriteString(map[bool]string{true: ":", false: ","}[j == 0])
 			b.WriteString(strconv.Itoa(p))
+			if l.stem[j] {
+				b.WriteByte('C')
+			}
 		}
 	}
 	return b.String()

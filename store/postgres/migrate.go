@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/spoolhq/spool/store"
 )
 
 //go:embed migrations/*.sql
@@ -19,6 +21,13 @@ type migration struct {
 	version int
 	name    string
 	sql     string
+	// after is a Go step run in the same transaction, for what SQL cannot do.
+	after func(ctx context.Context, tx pgx.Tx) error
+}
+
+// goSteps attaches Go code to a schema version.
+var goSteps = map[int]func(ctx context.Context, tx pgx.Tx) error{
+	14: reindexWords, // 0014_search_stems.sql
 }
 
 // migrationLock is the key of the transaction-scoped advisory lock every migration takes, so
@@ -41,7 +50,7 @@ func loadMigrations() ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		ms = append(ms, migration{version: v, name: e.Name(), sql: string(b)})
+		ms = append(ms, migration{version: v, name: e.Name(), sql: string(b), after: goSteps[v]})
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	for i, m := range ms {
@@ -98,6 +107,11 @@ func (db *DB) migrateTo(ctx context.Context, target int) error {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
 				return err
 			}
+			if m.after != nil {
+				if err := m.after(ctx, tx); err != nil {
+					return err
+				}
+			}
 			_, err := tx.Exec(ctx, "INSERT INTO spool_schema (version, name) VALUES ($1, $2)", m.version, m.name)
 			return err
 		})
@@ -113,4 +127,41 @@ func (db *DB) Version(ctx context.Context) (int, error) {
 	var v int
 	err := db.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM spool_schema").Scan(&v)
 	return v, err
+}
+
+// reindexBatch is how many rows reindexWords reads and rewrites at a time.
+const reindexBatch = 1000
+
+// reindexWords recomputes every row's word index (tsv) with this build's writer (rowIndex),
+// in batches by id.
+func reindexWords(ctx context.Context, tx pgx.Tx) error {
+	var after int64
+	for {
+		rows, err := tx.Query(ctx, `SELECT id, role, content, coalesce(tool_name, ''), tool_calls FROM messages
+			WHERE id > $1 ORDER BY id LIMIT $2`, after, reindexBatch)
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		var tsvs []string
+		var id int64
+		var m store.Message
+		var calls *string
+		_, err = pgx.ForEachRow(rows, []any{&id, &m.Role, &m.Content, &m.ToolName, &calls}, func() error {
+			tsv, _ := rowIndex(m, calls)
+			ids, tsvs = append(ids, id), append(tsvs, tsv.literal())
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `UPDATE messages m SET tsv = u.tsv::tsvector
+			FROM unnest($1::bigint[], $2::text[]) AS u(id, tsv) WHERE m.id = u.id`, ids, tsvs); err != nil {
+			return err
+		}
+		after = ids[len(ids)-1]
+	}
 }

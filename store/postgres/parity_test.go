@@ -56,6 +56,9 @@ func TestSearchParityWithSQLite(t *testing.T) {
 		{Role: store.RoleTool, ToolName: "read_file", ToolCallID: "c2", Content: "package main // Ünïcödé ŞTRASSE straße"},
 		{Role: store.RoleUser, Content: "数据 in a mixed sentence, 请帮我检查会话数据库的索引"},
 		{Role: store.RoleAssistant, Content: "alpha beta gamma; beta gamma delta; gamma only"},
+		{Role: store.RoleUser, Content: "we tested the retries; testing retried twice and the tests passed"},
+		{Role: store.RoleAssistant, Content: "Décidé: deployments are retried by the café's runner", ToolCalls: []store.ToolCall{
+			{ID: "c3", Type: "function", Function: store.ToolFunction{Name: "run_tests", Arguments: `{"cmd":"go test ./migrations/..."}`}}}},
 	}
 	for _, st := range []store.Store{pg, lite} {
 		if _, err := st.CreateSession(bg, store.NewSession{ID: "p"}); err != nil {
@@ -72,6 +75,9 @@ func TestSearchParityWithSQLite(t *testing.T) {
 		"ünïcödé", "beta gamma", `"beta gamma" delta`, "alpha OR delta NOT only", "gamma NOT alpha delta",
 		"alpha AND beta OR delta", "gam*", `"gamma d"*`, "c1", "function", "会话数据库", "検索でき", "数据", "会话 索引",
 		"不存在的词", `"会话数据库"`, "", "   ", `"`, "NOT", "a AND AND b", "OR OR", "x*y*z", "-alpha", "alpha.",
+		"tested", "retry", "what did we decide about retries?", "which deployment was retried", "migration",
+		"run_tests", "runners", "cafe", "décidé", `"tests passed"`, `"test passed"`, "test*", "tests AND retrying",
+		"retrying NOT café", "passing OR servers", "the of and", "src/main.py read", "restarted servers",
 	}
 	contentsOf := func(st store.Store, q string) []string {
 		hits, err := st.Search(bg, store.SearchQuery{Text: q, Limit: 100, NoContext: true})
@@ -93,7 +99,7 @@ func TestSearchParityWithSQLite(t *testing.T) {
 	for _, q := range queries {
 		want, got := contentsOf(lite, q), contentsOf(pg, q)
 		if !slices.Equal(want, got) {
-			t.Errorf("search %q: PostgreSQL found rows %v, SQLite %v (tsquery %q)", q, got, want, buildTSQuery(fts.SanitizeQuery(q)))
+			t.Errorf("search %q: PostgreSQL found rows %v, SQLite %v (tsquery %q)", q, got, want, buildTSQuery(fts.PlanQuery(q).Match))
 		}
 	}
 }
@@ -196,5 +202,43 @@ func TestMigrationFiles(t *testing.T) {
 	}
 	if len(ms) != SchemaVersion() || len(ms) == 0 {
 		t.Fatalf("%d migrations, schema version %d", len(ms), SchemaVersion())
+	}
+}
+
+// TestMigrationStemsExistingRows: a database whose rows were indexed before stems (words only)
+// is upgraded in place: the migration indexes every row anew, so word forms meet on old rows.
+func TestMigrationStemsExistingRows(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDatabase(t)
+	db, err := Open(bg, dsn, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateSession(bg, store.NewSession{ID: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.AppendBatch(bg, "old", []store.Message{{Role: store.RoleUser, Content: "upgrade the parser"}}); err != nil {
+		t.Fatal(err)
+	}
+	// What the previous schema's writer stored: the words alone, and no record of schema 13.
+	for _, q := range []string{"UPDATE messages SET tsv = ts_filter(tsv, '{d}')", "DELETE FROM spool_schema WHERE version >= 13"} {
+		if _, err := db.pool.Exec(bg, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hits, err := db.Search(bg, store.SearchQuery{Text: "upgraded"}); err != nil || len(hits) != 0 {
+		t.Fatalf("before the upgrade: %d hits (%v), want none (the stems are gone)", len(hits), err)
+	}
+	db.Close()
+	db, err = Open(bg, dsn, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if hits, err := db.Search(bg, store.SearchQuery{Text: "upgraded parsers"}); err != nil || len(hits) != 1 {
+		t.Fatalf("after the upgrade: %d hits (%v), want 1", len(hits), err)
+	}
+	if problems, err := db.Check(bg); err != nil || len(problems) > 0 {
+		t.Fatalf("check: %v %v", problems, err)
 	}
 }

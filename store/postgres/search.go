@@ -41,12 +41,12 @@ func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.SearchHi
 	if fts.HasCJK(q.Text) {
 		hits, err = db.searchCJK(ctx, q)
 	} else {
-		match := fts.SanitizeQuery(q.Text)
-		tsq := buildTSQuery(match)
+		plan := fts.PlanQuery(q.Text)
+		tsq := buildTSQuery(plan.Match)
 		if tsq == "" {
 			return nil, nil
 		}
-		hits, err = db.searchWords(ctx, match, tsq, q)
+		hits, err = db.searchWords(ctx, plan, tsq, q)
 	}
 	if err == nil {
 		err = db.describe(ctx, hits, !q.NoContext)
@@ -155,14 +155,18 @@ func (db *DB) queryHits(ctx context.Context, query string, args []any) ([]hit, e
 // searchWords ranks the newest rankWindow matches that pass the filters (GIN on the tsvector),
 // or orders every match by timestamp; a tool search adds the long tool rows whose whole bodies
 // match, after the ranked hits (relevance) or merged by time.
-func (db *DB) searchWords(ctx context.Context, match, tsq string, q store.SearchQuery) ([]store.SearchHit, error) {
+func (db *DB) searchWords(ctx context.Context, plan fts.Query, tsq string, q store.SearchQuery) ([]store.SearchHit, error) {
+	match := plan.Match
 	want := q.Offset + q.Limit
 	tools := wantsTools(q)
 	var hits []hit
 	var err error
-	if q.Sort == store.SortRelevance {
+	switch {
+	case q.Sort == store.SortRelevance && plan.Ranked():
+		hits, err = db.rankedUnits(ctx, plan, tsq, q, tools)
+	case q.Sort == store.SortRelevance:
 		hits, err = db.rankedWindow(ctx, match, tsq, q, tools)
-	} else {
+	default:
 		cond, args := filters(q, []any{tsq}, tools)
 		args = append(args, want)
 		hits, err = db.queryHits(ctx, `SELECT `+hitCols+` FROM messages m JOIN sessions s ON s.id = m.session_id
@@ -182,9 +186,47 @@ func (db *DB) searchWords(ctx context.Context, match, tsq string, q store.Search
 	out := make([]store.SearchHit, len(hits))
 	for i, h := range hits {
 		h.Snippet = fts.WordSnippet(h.text, h.toolText, match)
+		h.Terms = fts.MatchedTerms(match, h.text, h.toolText)
 		out[i] = h.SearchHit
 	}
 	return out, nil
+}
+
+// rankedUnits returns the ranked page (up to Offset+Limit hits) of a plain-words query of
+// several units (fts.Query.Ranked): the newest fts.UnitsWindow matches of their OR that pass
+// q's filters, scored as
+// BM25 scores on SQLite: the sum over the units a row matches of the unit's IDF (from how many
+// of the matches hold it, against the table's size as its highest id, which only appends move:
+// the planner's row estimate changes with every ANALYZE, and a page would with it) times its frequency in the row (ts_rank,
+// a row's stems weighing what its words weigh, normalized by the row's length).
+func (db *DB) rankedUnits(ctx context.Context, plan fts.Query, tsq string, q store.SearchQuery, tools bool) ([]hit, error) {
+	cond, args := filters(q, []any{tsq}, tools)
+	var counts, score []string
+	for i, u := range plan.Units {
+		uq := buildTSQuery(u)
+		if uq == "" {
+			continue
+		}
+		args = append(args, uq)
+		n := len(args)
+		counts = append(counts, fmt.Sprintf("count(*) FILTER (WHERE tsv @@ $%d::tsquery) AS n%d", n, i))
+		score = append(score, fmt.Sprintf(`ts_rank('{0.1, 0.1, 0.4, 1.0}', c.tsv, $%d::tsquery, 1) *
+			ln(1 + (greatest(d.total, d.n) - d.n%d + 0.5) / (d.n%d + 0.5))`, n, i, i))
+	}
+	args = append(args, fts.UnitsWindow+q.Offset, q.Offset+q.Limit)
+	from := "messages m"
+	if sessionFilters(q) {
+		from += " JOIN sessions s ON s.id = m.session_id"
+	}
+	query := `WITH c AS (SELECT m.id, m.tsv FROM ` + from + ` WHERE m.tsv @@ $1::tsquery AND ` + cond +
+		fmt.Sprintf(` ORDER BY m.id DESC LIMIT $%d`, len(args)-1) + `),
+		d AS (SELECT count(*) AS n, ` + strings.Join(counts, ", ") + `,
+			(SELECT coalesce(max(id), 0) FROM messages) AS total FROM c),
+		page AS (SELECT c.id, ` + strings.Join(score, " + ") + ` AS rank FROM c, d
+			ORDER BY rank DESC, c.id LIMIT $` + fmt.Sprint(len(args)) + `)
+		SELECT ` + hitCols + ` FROM page JOIN messages m ON m.id = page.id JOIN sessions s ON s.id = m.session_id
+		ORDER BY page.rank DESC, m.id`
+	return db.queryHits(ctx, query, args)
 }
 
 // rankedWindow returns the ranked page (up to Offset+Limit hits) of the newest rankWindow matches
@@ -506,10 +548,10 @@ func matchFraction(match string, fraction func(tok string, prefix bool) float64)
 		}
 		run, op = -1, ""
 	}
-	walkMatch(match, func(text string, prefix bool) {
-		toks := tokens(text)
-		for i, t := range toks {
-			f := fraction(t, prefix && i == len(toks)-1)
+	fts.WalkMatch(match, func(t fts.Term) {
+		toks := tokens(t.Text)
+		for i, tok := range toks {
+			f := fraction(tok, t.Prefix && i == len(toks)-1)
 			if run < 0 {
 				run = 1
 			}
@@ -518,7 +560,7 @@ func matchFraction(match string, fraction func(tok string, prefix bool) float64)
 	}, func(o string) {
 		flush()
 		if acc >= 0 {
-			op = o
+			op = tsOperators[o]
 		}
 	})
 	flush()
@@ -763,7 +805,7 @@ func (db *DB) CheckMatch(ctx context.Context, query string) error {
 	if fts.HasCJK(query) {
 		return nil
 	}
-	tsq := buildTSQuery(fts.SanitizeQuery(query))
+	tsq := buildTSQuery(fts.PlanQuery(query).Match)
 	if tsq == "" {
 		return nil
 	}

@@ -139,7 +139,7 @@ func TestMigrationsUpgradeEveryVersion(t *testing.T) {
 		if err != nil || len(ms) != 2 {
 			t.Fatalf("upgrade from v%d: %d messages, %v", v, len(ms), err)
 		}
-		for _, q := range []string{"parser", "会话数据库"} {
+		for _, q := range []string{"parser", "会话数据库", "upgraded parsers"} { // the last through the stems
 			hits, err := db.Search(bg, store.SearchQuery{Text: q})
 			if err != nil || len(hits) != 1 {
 				t.Fatalf("upgrade from v%d: search %q found %d (%v)", v, q, len(hits), err)

@@ -81,9 +81,9 @@ func (db *DB) ArchiveAndCompact(ctx context.Context, req store.CompactRequest, o
 		for _, id := range tail {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, role, content, api_content,
 				tool_calls, tool_call_id, tool_name, reasoning, reasoning_details, finish_reason, token_count,
-				timestamp, summary, active, compacted, cjk, call_text)
+				timestamp, summary, active, compacted, cjk, call_text, stem_text)
 				SELECT session_id, role, content, api_content, tool_calls, tool_call_id, tool_name, reasoning,
-					reasoning_details, finish_reason, token_count, timestamp, summary, 1, 0, cjk, call_text
+					reasoning_details, finish_reason, token_count, timestamp, summary, 1, 0, cjk, call_text, stem_text
 				FROM messages WHERE id = ?`, id); err != nil {
 				return err
 			}

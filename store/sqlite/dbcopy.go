@@ -26,7 +26,7 @@ var copySkipTables = map[string]bool{"fts_state": true, "meta": true, "compressi
 
 // copyDerived are the columns the writer computes from the row (search index inputs) or keeps
 // for itself (the history cache's change counter, which only needs to move).
-var copyDerived = map[string]bool{"messages.cjk": true, "messages.call_text": true, "sessions.history_changes": true}
+var copyDerived = map[string]bool{"messages.cjk": true, "messages.call_text": true, "messages.stem_text": true, "sessions.history_changes": true}
 
 // copyLoadBudget is how long a load waits for a target another process holds locked.
 const copyLoadBudget = 2 * time.Minute
@@ -268,7 +268,7 @@ func clearRank(name string) int {
 // computed as the writer computes them.
 func (w *copyWriter) Insert(ctx context.Context, table string, cols []string, rows [][]any) error {
 	isMsg := table == "messages"
-	content, calls := slices.Index(cols, "content"), slices.Index(cols, "tool_calls")
+	content, calls, role := slices.Index(cols, "content"), slices.Index(cols, "tool_calls"), slices.Index(cols, "role")
 	if isMsg && (content < 0 || calls < 0) {
 		return fmt.Errorf("messages without content or tool_calls")
 	}
@@ -279,7 +279,7 @@ func (w *copyWriter) Insert(ctx context.Context, table string, cols []string, ro
 			quoted = append(quoted, quoteIdent(c))
 		}
 		if isMsg {
-			quoted = append(quoted, "cjk", "call_text")
+			quoted = append(quoted, "cjk", "call_text", "stem_text")
 		}
 		q := "INSERT INTO " + quoteIdent(table) + " (" + strings.Join(quoted, ", ") + ") VALUES (" +
 			strings.TrimSuffix(strings.Repeat("?, ", len(quoted)), ", ") + ")"
@@ -300,13 +300,22 @@ func (w *copyWriter) Insert(ctx context.Context, table string, cols []string, ro
 		}
 		if isMsg {
 			c, _ := row[content].(string)
-			var callText any
+			var callText, stemText any
+			ct := ""
 			if s, ok := row[calls].(string); ok && s != "" {
 				if tcs, err := store.DecodeToolCalls(s); err == nil && len(tcs) > 0 {
-					callText = fts.CallsText(tcs)
+					ct = fts.CallsText(tcs)
+					callText = ct
 				}
 			}
-			args = append(args, fts.HasCJK(c), callText)
+			r := ""
+			if role >= 0 {
+				r, _ = row[role].(string)
+			}
+			if st := fts.RowStems(r, c, ct); st != "" {
+				stemText = st
+			}
+			args = append(args, fts.HasCJK(c), callText, stemText)
 		}
 		if _, err := st.ExecContext(ctx, args...); err != nil {
 			return err

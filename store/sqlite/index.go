@@ -28,8 +28,8 @@ func indexPending(ctx context.Context, tx *sql.Tx, limit int) error {
 	if _, err := tx.ExecContext(ctx, "UPDATE fts_state SET upto = ?", top); err != nil {
 		return fmt.Errorf("advance index state: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO messages_fts (rowid, content, tool_name, tool_calls)
-		SELECT id, content, tool_name, tool_calls FROM messages_fts_src WHERE id > ? ORDER BY id`, upto); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO messages_fts (rowid, content, tool_name, tool_calls, stems)
+		SELECT id, content, tool_name, tool_calls, stems FROM messages_fts_src WHERE id > ? ORDER BY id`, upto); err != nil {
 		return fmt.Errorf("index words: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO messages_trigram (rowid, content)

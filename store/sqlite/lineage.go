@@ -197,9 +197,9 @@ func createChildTx(ctx context.Context, tx *sql.Tx, child *store.NewSession, gen
 func copyActive(ctx context.Context, tx *sql.Tx, from, to string, lo, hi int64) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, role, content, api_content, tool_calls,
 		tool_call_id, tool_name, reasoning, reasoning_details, finish_reason, token_count, timestamp,
-		summary, active, compacted, cjk, call_text)
+		summary, active, compacted, cjk, call_text, stem_text)
 		SELECT ?, role, content, api_content, tool_calls, tool_call_id, tool_name, reasoning,
-			reasoning_details, finish_reason, token_count, timestamp, summary, 1, 0, cjk, call_text
+			reasoning_details, finish_reason, token_count, timestamp, summary, 1, 0, cjk, call_text, stem_text
 		FROM messages WHERE session_id = ? AND active = 1 AND id > ? AND (? < 0 OR id <= ?) ORDER BY id`,
 		to, from, lo, hi, hi)
 	if err != nil {

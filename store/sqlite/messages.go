@@ -35,6 +35,8 @@ type encodedMessage struct {
 	calls sql.NullString
 	// callText is what the word index holds of the calls: names and argument values.
 	callText sql.NullString
+	// stemText is what the word index's stems column holds (fts.RowStems).
+	stemText sql.NullString
 	cjk      bool
 }
 
@@ -54,6 +56,9 @@ func encodeMessages(ms []store.Message) ([]encodedMessage, int, error) {
 			e.calls = sql.NullString{String: string(b), Valid: true}
 			e.callText = sql.NullString{String: fts.CallsText(m.ToolCalls), Valid: true}
 			toolCalls += len(m.ToolCalls)
+		}
+		if st := fts.RowStems(m.Role, m.Content, e.callText.String); st != "" {
+			e.stemText = sql.NullString{String: st, Valid: true}
 		}
 		out[i] = e
 	}
@@ -100,7 +105,7 @@ const (
 		WHERE id = ? RETURNING root_id, ended_at IS NOT NULL AND end_reason = 'compression'`
 	insertMessageSQL = `INSERT INTO messages (session_id, role, content, api_content, tool_calls,
 		tool_call_id, tool_name, reasoning, reasoning_details, finish_reason, token_count, timestamp,
-		summary, active, compacted, cjk, call_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		summary, active, compacted, cjk, call_text, stem_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // firstUserText is the preview candidate of a batch: its first user message, cut to one more
@@ -161,7 +166,7 @@ func messageArgs(args []any, sessionID string, e encodedMessage, active, compact
 	m := e.m
 	return append(args, sessionID, m.Role, m.Content, nullString(m.APIContent), e.calls, nullString(m.ToolCallID),
 		nullString(m.ToolName), nullString(m.Reasoning), nullJSON(m.ReasoningDetails), nullString(m.FinishReason),
-		m.TokenCount, micros(m.Timestamp), m.Summary, active, compacted, e.cjk, e.callText)
+		m.TokenCount, micros(m.Timestamp), m.Summary, active, compacted, e.cjk, e.callText, e.stemText)
 }
 
 // bulkRows is how many messages one INSERT of a bulk write (import) carries: one statement per

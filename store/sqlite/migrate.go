@@ -29,10 +29,14 @@ type migration struct {
 // searchCopiesSchema is the version of migrations/NNNN_search_copies.sql.
 const searchCopiesSchema = 6
 
+// searchStemsSchema is the version of migrations/NNNN_search_stems.sql.
+const searchStemsSchema = 14
+
 // goSteps attaches Go code to a schema version.
 var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
 	2:                  backfillCJK,
 	searchCopiesSchema: relinkAndReindex,
+	searchStemsSchema:  stemAndReindex,
 }
 
 func loadMigrations() ([]migration, error) {
@@ -152,9 +156,49 @@ func backfillCJK(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-// relinkAndReindex fills call_text, links the compaction copies already stored (schema 6 records
-// them as they are made; older rows are matched by linkStoredCopies), then indexes every row
-// anew.
+// stemAndReindex fills stem_text (fts.RowStems) on every row the word index holds, then
+// indexes every row anew.
+func stemAndReindex(ctx context.Context, tx *sql.Tx) error {
+	type row struct {
+		id   int64
+		stem string
+	}
+	var all []row
+	rows, err := tx.QueryContext(ctx, "SELECT id, role, content, coalesce(call_text, '') FROM messages WHERE copy_of IS NULL")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id int64
+		var role, content, calls string
+		if err := rows.Scan(&id, &role, &content, &calls); err != nil {
+			rows.Close()
+			return err
+		}
+		if st := fts.RowStems(role, content, calls); st != "" {
+			all = append(all, row{id, st})
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	stmt, err := tx.PrepareContext(ctx, "UPDATE messages SET stem_text = ? WHERE id = ?")
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, r := range all {
+		if _, err := stmt.ExecContext(ctx, r.stem, r.id); err != nil {
+			return err
+		}
+	}
+	return indexPending(ctx, tx, -1)
+}
+
+// relinkAndReindex fills call_text and links the compaction copies already stored (schema 6
+// records them as they are made; older rows are matched by linkStoredCopies); the schema leaves
+// every row to be indexed anew.
 func relinkAndReindex(ctx context.Context, tx *sql.Tx) error {
 	type calls struct {
 		id   int64
@@ -195,5 +239,7 @@ func relinkAndReindex(ctx context.Context, tx *sql.Tx) error {
 			return fmt.Errorf("link copies in %s: %w", sid, err)
 		}
 	}
-	return indexPending(ctx, tx, -1)
+	// The rows are indexed by the stems schema's step (searchStemsSchema), which makes the
+	// word index again with the column this build writes.
+	return nil
 }

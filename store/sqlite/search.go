@@ -37,11 +37,11 @@ func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.SearchHi
 	if fts.HasCJK(q.Text) {
 		hits, err = db.searchCJK(ctx, q)
 	} else {
-		match := fts.SanitizeQuery(q.Text)
-		if match == "" {
+		plan := fts.PlanQuery(q.Text)
+		if plan.Match == "" {
 			return nil, nil
 		}
-		hits, err = db.searchWords(ctx, match, q)
+		hits, err = db.searchWords(ctx, plan, q)
 	}
 	if err == nil {
 		err = db.addCopies(ctx, hits)
@@ -164,7 +164,15 @@ func unwrap(hs []hit) []store.SearchHit {
 // few rows it needs: joining every match to its message and session row before the sort costs a
 // B-tree lookup per match, which dominates for common words. When filters reject too many of the
 // over-fetched candidates, it falls back to ranking the filtered join.
-func (db *DB) searchWords(ctx context.Context, match string, q store.SearchQuery) ([]store.SearchHit, error) {
+//
+// A plain-words query of several units (fts.Query.Ranked) ranks the newest fts.UnitsWindow
+// matches of their OR: the answer to a question is as often old as new.
+func (db *DB) searchWords(ctx context.Context, plan fts.Query, q store.SearchQuery) ([]store.SearchHit, error) {
+	match, expr := plan.Match, ftsExpr(plan.Match)
+	window := rankWindow
+	if plan.Ranked() {
+		window = fts.UnitsWindow
+	}
 	want := q.Offset + q.Limit
 	var hits []hit
 	var err error
@@ -173,7 +181,7 @@ func (db *DB) searchWords(ctx context.Context, match string, q store.SearchQuery
 		fetch := want*3 + 10
 		var ids []int64
 		if ids, err = readColumn[int64](ctx, db, `SELECT rowid FROM (SELECT rowid, rank FROM messages_fts
-			WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?) ORDER BY rank, rowid LIMIT ?`, match, rankWindow, fetch); err != nil {
+			WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?) ORDER BY rank, rowid LIMIT ?`, expr, window, fetch); err != nil {
 			return nil, err
 		}
 		if hits, err = db.describeHits(ctx, ids, q); err != nil {
@@ -188,7 +196,8 @@ func (db *DB) searchWords(ctx context.Context, match string, q store.SearchQuery
 	if !ranked {
 		fq := q
 		fq.Offset, fq.Limit = 0, want
-		if hits, err = db.searchFiltered(ctx, match, fq, rankWindow+q.Offset); err != nil {
+		window += q.Offset
+		if hits, err = db.searchFiltered(ctx, expr, fq, window); err != nil {
 			return nil, err
 		}
 	}
@@ -203,8 +212,48 @@ func (db *DB) searchWords(ctx context.Context, match string, q store.SearchQuery
 	hits = hits[min(q.Offset, len(hits)):min(want, len(hits))]
 	for i := range hits {
 		hits[i].Snippet = fts.WordSnippet(hits[i].text, hits[i].toolText, match)
+		hits[i].Terms = fts.MatchedTerms(match, hits[i].text, hits[i].toolText)
 	}
 	return unwrap(hits), nil
+}
+
+// exactCols are the word index's columns of words as written (its fourth, stems, holds the
+// stems of the row's words: fts.StemText).
+const exactCols = "{content tool_name tool_calls} : "
+
+// ftsExpr renders a sanitized expression for the word index: a bare word matches its stem
+// (fts.StemOf) in any column, as written or in the stems column, so "tested" finds test, tests
+// and testing, each form counting as one term for the ranking;
+// phrases, identifiers and prefixes match the written words only. Operands in a row are joined
+// by an explicit AND (FTS5 refuses the implicit one between parenthesized groups).
+func ftsExpr(match string) string {
+	var b strings.Builder
+	operand := false
+	fts.WalkMatch(match, func(t fts.Term) {
+		if operand {
+			b.WriteString(" AND ")
+		} else if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		operand = true
+		if t.Exact() {
+			b.WriteString(exactCols + t.String())
+			return
+		}
+		toks := fts.Tokens(t.Text)
+		if len(toks) == 1 && fts.Stem(toks[0]) != "" {
+			b.WriteString(fts.Stem(toks[0])) // the stem, written or in the stems column
+			return
+		}
+		b.WriteString(t.Text)
+	}, func(op string) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(op)
+		operand = false
+	})
+	return b.String()
 }
 
 // mergeHits puts the full-body scan's hits after the ranked ones (relevance: the scan has no
@@ -440,14 +489,15 @@ func (db *DB) searchCJKBoolean(ctx context.Context, groups []fts.CJKGroup, q sto
 			for _, n := range g.Neg {
 				text += " NOT " + n
 			}
-			expr := fts.SanitizeQuery(text)
-			if expr == "" {
+			match := fts.SanitizeQuery(text)
+			if match == "" {
 				continue
 			}
+			expr := ftsExpr(match)
 			sub := "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
 			cands, candArgs = append(cands, sub), append(candArgs, expr)
 			preds, predArgs = append(preds, "m.id IN ("+sub+")"), append(predArgs, expr)
-			wordMatches = append(wordMatches, expr)
+			wordMatches = append(wordMatches, match)
 			continue
 		}
 		var long []string
@@ -563,7 +613,7 @@ func (db *DB) CheckMatch(ctx context.Context, query string) error {
 	if fts.HasCJK(query) {
 		return nil
 	}
-	match := fts.SanitizeQuery(query)
+	match := fts.PlanQuery(query).Match
 	if match == "" {
 		return nil
 	}
@@ -571,5 +621,5 @@ func (db *DB) CheckMatch(ctx context.Context, query string) error {
 		return err
 	}
 	var n int
-	return db.read().QueryRowContext(ctx, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", match).Scan(&n)
+	return db.read().QueryRowContext(ctx, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", ftsExpr(match)).Scan(&n)
 }

@@ -63,6 +63,7 @@ func Run(t *testing.T, h Harness) {
 		{"Branch", testBranch},
 		{"List", testList},
 		{"Search", testSearch},
+		{"SearchRelevance", testSearchRelevance},
 		{"SearchSelectiveFilter", testSearchSelectiveFilter},
 		{"SearchNeverErrors", testSearchNeverErrors},
 		{"SearchCJK", testSearchCJK},

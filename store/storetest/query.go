@@ -97,7 +97,8 @@ func testSearch(t *testing.T, h Harness) {
 		wantMax int
 		check   func(hits []store.SearchHit) string
 	}{
-		{store.SearchQuery{Text: "deploy"}, 1, 1, nil},
+		{store.SearchQuery{Text: "deploy"}, 3, 3, nil},   // word forms meet: deployment, Deploying
+		{store.SearchQuery{Text: `"deploy"`}, 1, 1, nil}, // a quoted word is matched as written
 		{store.SearchQuery{Text: "deploy*"}, 3, 3, nil},
 		{store.SearchQuery{Text: `"server is down"`}, 1, 1, nil},
 		{store.SearchQuery{Text: `"down server"`}, 0, 0, nil},

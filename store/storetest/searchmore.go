@@ -45,7 +45,8 @@ func testSearchLongToolOutput(t *testing.T, h Harness) {
 		want []int64
 	}{
 		{"needleinhay", []int64{shortID, longID}},
-		{"headword needleinhay", []int64{longID}}, // one term in the prefix, one past it
+		{"headword AND needleinhay", []int64{longID}},      // one term in the prefix, one past it
+		{"headword needleinhay", []int64{shortID, longID}}, // plain words: either one
 		{"needleinhay NOT headword", []int64{shortID}},
 		{"needleinhay NOT otherword", []int64{shortID, longID}},
 		{"otherword OR headword", []int64{longID, ids[3]}},
