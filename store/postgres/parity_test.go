@@ -221,7 +221,7 @@ func TestMigrationStemsExistingRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What the previous schema's writer stored: the words alone, and no record of schema 13.
-	for _, q := range []string{"UPDATE messages SET tsv = ts_filter(tsv, '{d}')", "DELETE FROM spool_schema WHERE version >= 13"} {
+	for _, q := range []string{"UPDATE messages SET tsv = ts_filter(tsv, '{d}')", "DELETE FROM spool_schema WHERE version >= 14"} {
 		if _, err := db.pool.Exec(bg, q); err != nil {
 			t.Fatal(err)
 		}

@@ -28,7 +28,7 @@ func TestTitleScopeMigration(t *testing.T) {
 	// Back to the schema before the scoped index.
 	if _, err := db.pool.Exec(ctx, `DROP INDEX sessions_title;
 		CREATE UNIQUE INDEX sessions_title ON sessions(title) WHERE title IS NOT NULL;
-		DELETE FROM spool_schema WHERE version = 13`); err != nil {
+		DELETE FROM spool_schema WHERE version >= 13`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
