@@ -15,6 +15,7 @@ import (
 type snipTerm struct {
 	text   string
 	prefix bool
+	stem   string // for a bare word: the stem its other forms meet at (StemOf); "" otherwise
 }
 
 // matchTerms extracts the positive words of a sanitized MATCH expression: phrase words, bare
@@ -22,12 +23,16 @@ type snipTerm struct {
 func matchTerms(match string) []snipTerm {
 	var terms []snipTerm
 	negate := false
-	add := func(word string, prefix bool) {
+	add := func(word string, prefix, bare bool) {
 		toks := tokenize(word)
 		for i, w := range toks {
 			if !negate {
 				// A trailing * makes only the phrase's last word a prefix.
-				terms = append(terms, snipTerm{text: w.fold, prefix: prefix && i == len(toks)-1})
+				t := snipTerm{text: w.fold, prefix: prefix && i == len(toks)-1}
+				if bare && !prefix && len(toks) == 1 {
+					t.stem = StemOf(w.fold) // as the index matches it (termIn)
+				}
+				terms = append(terms, t)
 			}
 		}
 	}
@@ -41,7 +46,7 @@ func matchTerms(match string) []snipTerm {
 			rest = rest[min(end+2, len(rest)):]
 			prefix := strings.HasPrefix(rest, "*")
 			rest = strings.TrimPrefix(rest, "*")
-			add(phrase, prefix)
+			add(phrase, prefix, false)
 			negate = false
 			continue
 		}
@@ -54,7 +59,7 @@ func matchTerms(match string) []snipTerm {
 			negate = true
 			continue
 		}
-		add(strings.TrimSuffix(word, "*"), strings.HasSuffix(word, "*"))
+		add(strings.TrimSuffix(word, "*"), strings.HasSuffix(word, "*"), true)
 		negate = false
 	}
 	return terms
@@ -96,7 +101,7 @@ func (t snipTerm) matches(fold string) bool {
 	if t.prefix {
 		return strings.HasPrefix(fold, t.text)
 	}
-	return fold == t.text
+	return fold == t.text || t.stem != "" && StemOf(fold) == t.stem
 }
 
 // snippet returns up to window tokens of text around the densest cluster of matched words,

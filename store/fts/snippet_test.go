@@ -11,14 +11,15 @@ func TestMatchTerms(t *testing.T) {
 		match string
 		want  []snipTerm
 	}{
-		{`deploy`, []snipTerm{{"deploy", false}}},
-		{`Deploy*`, []snipTerm{{"deploy", true}}},
-		{`"server is down" more`, []snipTerm{{"server", false}, {"is", false}, {"down", false}, {"more", false}}},
-		{`"chat-send"*`, []snipTerm{{"chat", false}, {"send", true}}},
-		{`a NOT b OR c`, []snipTerm{{"a", false}, {"c", false}}},
-		{`a AND NOT "b c" d`, []snipTerm{{"a", false}, {"d", false}}},
-		{`src "main.py"`, []snipTerm{{"src", false}, {"main", false}, {"py", false}}},
-		{`"unterminated`, []snipTerm{{"unterminated", false}}},
+		{`deploy`, []snipTerm{{"deploy", false, "deploy"}}},
+		{`Deploy*`, []snipTerm{{"deploy", true, ""}}},
+		{`testing`, []snipTerm{{"testing", false, "test"}}},
+		{`"server is down" more`, []snipTerm{{"server", false, ""}, {"is", false, ""}, {"down", false, ""}, {"more", false, "more"}}},
+		{`"chat-send"*`, []snipTerm{{"chat", false, ""}, {"send", true, ""}}},
+		{`a NOT b OR c`, []snipTerm{{"a", false, "a"}, {"c", false, "c"}}},
+		{`a AND NOT "b c" d`, []snipTerm{{"a", false, "a"}, {"d", false, "d"}}},
+		{`src "main.py"`, []snipTerm{{"src", false, "src"}, {"main", false, ""}, {"py", false, ""}}},
+		{`"unterminated`, []snipTerm{{"unterminated", false, ""}}},
 		{``, nil},
 	}
 	for _, c := range cases {
@@ -49,6 +50,10 @@ func TestSnippet(t *testing.T) {
 		{long, `parser "main.go"`, ">>>Parser<<< failed on >>>main<<<.>>>go<<<", true},
 		{"nothing here", "absent", "", false},
 		{"café au lait", "café", ">>>café<<< au lait", true},
+		// A bare word marks its other forms, as the index matches them; a quoted one does not.
+		{"func tokenize() {}", "tokenizer", "func >>>tokenize<<<()", true},
+		{"the tests passed", "tested", "the >>>tests<<< passed", true},
+		{"the tests passed", `"tested"`, "", false},
 	}
 	for _, c := range cases {
 		got, ok := snippet(c.text, matchTerms(c.match), 40)
