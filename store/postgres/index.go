@@ -374,8 +374,9 @@ func cmpOr(a, b string) string {
 }
 
 // renderTerm is one operand: a bare word as its stem (fts.StemOf) at any weight, written (D)
-// or a stem of another form (C), so word forms meet as on SQLite; a phrase, identifier or prefix as its words in sequence, weight D
-// (never a stem), the last one a prefix when asked.
+// or a stem of another form (C), so word forms meet as on SQLite, or'd with the word as written;
+// a phrase, identifier or prefix as its words in sequence, weight D (never a stem), the last one
+// a prefix when asked.
 func renderTerm(t fts.Term) string {
 	raw := fts.Tokens(t.Text)
 	if !t.Exact() && len(raw) == 1 {
@@ -385,7 +386,14 @@ func renderTerm(t fts.Term) string {
 		}
 		var b strings.Builder
 		if st := fts.Stem(raw[0]); st != "" {
-			tok = st
+			// The stem finds every form; the form as asked counts again, so it ranks above
+			// the other forms of the word (as on SQLite).
+			b.WriteString("(")
+			writeLexeme(&b, st)
+			b.WriteString(" | ")
+			writeLexeme(&b, tok)
+			b.WriteString(":D)")
+			return b.String()
 		}
 		writeLexeme(&b, tok)
 		return b.String()

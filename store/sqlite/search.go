@@ -223,7 +223,7 @@ const exactCols = "{content tool_name tool_calls} : "
 
 // ftsExpr renders a sanitized expression for the word index: a bare word matches its stem
 // (fts.StemOf) in any column, as written or in the stems column, so "tested" finds test, tests
-// and testing, each form counting as one term for the ranking;
+// and testing, and the form as asked scores again, ranking above the other forms;
 // phrases, identifiers and prefixes match the written words only. Operands in a row are joined
 // by an explicit AND (FTS5 refuses the implicit one between parenthesized groups).
 func ftsExpr(match string) string {
@@ -241,9 +241,13 @@ func ftsExpr(match string) string {
 			return
 		}
 		toks := fts.Tokens(t.Text)
-		if len(toks) == 1 && fts.Stem(toks[0]) != "" {
-			b.WriteString(fts.Stem(toks[0])) // the stem, written or in the stems column
-			return
+		if len(toks) == 1 {
+			if stem := fts.Stem(toks[0]); stem != "" {
+				// The stem (written or in the stems column) finds every form; the form as
+				// asked counts again, so it ranks above the other forms of the word.
+				b.WriteString("(" + stem + " OR " + t.Text + ")")
+				return
+			}
 		}
 		b.WriteString(t.Text)
 	}, func(op string) {

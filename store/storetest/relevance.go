@@ -27,6 +27,8 @@ func testSearchRelevance(t *testing.T, h Harness) {
 		"commit a3f9c1d closed issue 4512",                                        // 7
 		"pool pool pool pool: a chat about swimming pools and a race in the pool", // 8
 		"config files should be TOML, not YAML",                                   // 9
+		"reconcile captures, reconcile refunds, then reconcile payouts again",     // 10
+		"the reconciler job runs daily at 02:15 UTC",                              // 11
 	}
 	var ms []store.Message
 	for i, s := range texts {
@@ -59,6 +61,9 @@ func testSearchRelevance(t *testing.T, h Harness) {
 		{"tested", row(2), 2},
 		{"testing", row(2), 2},
 		{"retry", row(0, 1), -1},
+		// The form as asked ranks above other forms of the word, however often they occur.
+		{"reconciler", row(10, 11), 11},
+		{"reconcile", row(10, 11), 10},
 		// More of the query's units rank higher: all three before two of them.
 		{"worker pool mutex", row(3, 4, 8), 3},
 		// An identifier ranks above loose words, and is matched as written.
