@@ -254,6 +254,11 @@ func TestStoredControlBytesAreEscaped(t *testing.T) {
 			t.Errorf("show does not make the escape visible:\n%s", r.stdout)
 		}
 	}
+	// The preview goes on past a NUL byte.
+	list := decode[[]map[string]any](t, spool(t, home, "sessions", "list", "--json").ok(t, "list --json"))
+	if len(list) != 1 || !strings.HasSuffix(fmt.Sprint(list[0]["preview"]), "\u202eevil") {
+		t.Errorf("preview stops early: %q", list)
+	}
 }
 
 // Config problems the user should see: a duplicate key fails with its line, a misspelt
