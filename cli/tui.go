@@ -334,6 +334,14 @@ const (
 	bigPasteLines = 40
 )
 
+// pastedText is pasted text as a message holds it: CR LF and lone CR line ends become LF.
+func pastedText(s string) string {
+	if !strings.Contains(s, "\r") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+}
+
 func big(s string) bool {
 	return len(s) > bigPasteChars || strings.Count(s, "\n") >= bigPasteLines
 }
@@ -365,6 +373,7 @@ func (m *editorModel) expand(v string) string {
 // setText replaces the editor's text (history, the external editor); big text is held.
 func (m *editorModel) setText(s string) {
 	m.held = nil
+	s = pastedText(s)
 	if big(s) {
 		s = m.hold(s)
 	}
@@ -500,13 +509,15 @@ func (m *editorModel) update(msg tea.Msg) tea.Cmd {
 		}
 		// A paste is text in the editor, however many lines: Enter sends it as one message. A
 		// big one stands in the editor as a placeholder (the editor stays quick, nothing is
-		// cut) and is put back whole when the message is sent.
-		if big(msg.Content) {
-			m.ed.InsertString(m.hold(msg.Content))
+		// cut) and is put back whole when the message is sent. Terminals send line ends as
+		// CR (or CR LF): both paths see the text with LF line ends.
+		text := pastedText(msg.Content)
+		if big(text) {
+			m.ed.InsertString(m.hold(text))
 			return nil
 		}
 		var cmd tea.Cmd
-		m.ed, cmd = m.ed.Update(msg)
+		m.ed, cmd = m.ed.Update(tea.PasteMsg{Content: text})
 		return cmd
 	case tea.KeyPressMsg:
 		_, cmd := m.key(msg)

@@ -520,3 +520,54 @@ func TestChatPrintTallerThanTheScreen(t *testing.T) {
 	s.press(keyCtrlD)
 	waitExit(t, s, cmd)
 }
+
+// TestChatPasteWithCRLineEnds pastes as real terminals do (line ends sent as CR, or CR LF): a
+// small paste and a big one (60 lines, 5,871 characters) each become one message stored with LF
+// line ends, and the big one's placeholder counts its lines.
+func TestChatPasteWithCRLineEnds(t *testing.T) {
+	t.Parallel()
+	url := startFakeLLM(t)
+	home := t.TempDir()
+	s, cmd := startPTY(t, home, nil, "chat", "--provider", "openai", "--base-url", url+"/v1", "--model", fakeModelArg)
+	s.prompt()
+
+	rows := make([]string, 60)
+	for i := range rows {
+		rows[i] = fmt.Sprintf("%02d %s", i, strings.Repeat("x", 94))
+	}
+	rows[59] = rows[59][:len(rows[59])-8] // 60 rows, 5,871 characters with their line ends
+	bigPaste := strings.Join(rows, "\n")
+	if n := len(bigPaste); n != 5871 {
+		t.Fatalf("the big paste has %d characters", n)
+	}
+	cases := []struct {
+		name, sent, stored, editor string
+	}{
+		{"small CR", "one\rtwo\rthree", "one\ntwo\nthree", "› one\n  two\n  three"},
+		{"small CR LF", "one\r\ntwo", "one\ntwo", "› one\n  two"},
+		{"big CR", strings.ReplaceAll(bigPaste, "\n", "\r"), bigPaste, "› [pasted text #1: 60 lines, 5871 characters]"},
+		{"big CR LF", strings.ReplaceAll(bigPaste, "\n", "\r\n"), bigPaste, "› [pasted text #1: 60 lines, 5871 characters]"},
+	}
+	for _, c := range cases {
+		s.press(pasteStart + c.sent + pasteEnd)
+		s.editorShows(c.editor)
+		s.press(keyEnter)
+		s.expect("you said")
+		s.prompt()
+	}
+	s.press("/exit", keyEnter)
+	waitExit(t, s, cmd)
+	sid := resumeLine.FindStringSubmatch(s.text())
+	if sid == nil {
+		t.Fatalf("no resume line:\n%s", s.text())
+	}
+	got := userMessages(t, home, sid[1])
+	if len(got) != len(cases) {
+		t.Fatalf("stored %d user messages, want %d: %q", len(got), len(cases), got)
+	}
+	for i, c := range cases {
+		if got[i] != c.stored {
+			t.Errorf("%s: stored %q, want %q", c.name, got[i], c.stored)
+		}
+	}
+}
