@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -175,7 +176,11 @@ func (a *app) dial(p config.Provider, keys configKeys) (c provider.Client, name,
 		model = cmp.Or(p.Model, offline)
 		// The offline model proper (no provider at all) guides a first-time user; --provider fake
 		// is the plain scripted model tests and benchmarks use.
-		return fake.New(fake.Config{Guide: p.Name == ""}), offline, model, notice, nil
+		guide := fake.Config{Guide: p.Name == ""}
+		if home, err := config.ResolveHome(a.home); err == nil {
+			guide.ConfigPath = filepath.Join(home, config.FileName)
+		}
+		return fake.New(guide), offline, model, notice, nil
 	case "openai":
 		if p.CacheTTL == "1h" {
 			return nil, "", "", "", errors.New("provider.cache_ttl 1h is an Anthropic setting; OpenAI caches prefixes on its own")

@@ -202,6 +202,10 @@ func TestFirstRunShowsTheAgent(t *testing.T) {
 		!strings.Contains(out, "notes.md") || !strings.Contains(out, "src/") || !strings.Contains(out, "offline model") {
 		t.Errorf("first run:\nstdout %s\nstderr %s", out, errs)
 	}
+	// The guide names the config file of the home in use, not the default one.
+	if want := "Configure a provider in " + filepath.Join(home, "config.yaml"); !strings.Contains(out, want) {
+		t.Errorf("first run does not say %q:\n%s", want, out)
+	}
 	out, errs = run("--provider", "fake", "summarize the files in this directory")
 	if strings.Contains(errs, "list_files") || !strings.Contains(out, "you said") {
 		t.Errorf("--provider fake should only echo:\nstdout %s\nstderr %s", out, errs)

@@ -19,7 +19,7 @@ const guideArgs = `{"dir":"."}`
 // (Config.Guide): a plain message (no directives) about the files here makes it list the working
 // directory with the list_files tool, as an agent would, and then describe what it found and what
 // it is; ok is false for everything else, which the script answers as usual.
-func guided(c call, seed string) (text string, calls []store.ToolCall, finish string, ok bool) {
+func guided(c call, seed, configPath string) (text string, calls []store.ToolCall, finish string, ok bool) {
 	if len(c.msgs) == 0 || !offers(c, "list_files") {
 		return "", nil, "", false
 	}
@@ -43,7 +43,7 @@ func guided(c call, seed string) (text string, calls []store.ToolCall, finish st
 			prev.ToolCalls[0].Function.Arguments != guideArgs || ask.Role != "user" || len(parseDirectives(ask.Content).calls) > 0 {
 			return "", nil, "", false
 		}
-		return describeListing(last.Content), nil, "stop", true
+		return describeListing(last.Content, configPath), nil, "stop", true
 	}
 	return "", nil, "", false
 }
@@ -57,8 +57,12 @@ func offers(c call, name string) bool {
 	return false
 }
 
-// describeListing sums up list_files output and says what the offline model is.
-func describeListing(listing string) string {
+// describeListing sums up list_files output and says what the offline model is and which config
+// file (configPath; "" for the default home's) gives it a real provider.
+func describeListing(listing, configPath string) string {
+	if configPath == "" {
+		configPath = "~/.spool/config.yaml"
+	}
 	var dirs, files []string
 	for _, l := range strings.Split(strings.TrimSpace(listing), "\n") {
 		l = strings.TrimSpace(l)
@@ -92,7 +96,7 @@ func describeListing(listing string) string {
 	}
 	b.WriteString("\n\nI am spool's offline model: scripted, not intelligent, so that is all I can say about them. " +
 		"The session, its tool call and this answer are stored like any other (spool sessions list, spool search). " +
-		"Configure a provider in ~/.spool/config.yaml for real answers; until then, a line `CALL tool {json}` makes me call a tool " +
-		"and a line `SAY text` makes me say it.")
+		"Configure a provider in " + configPath + " for real answers (see docs/configuration.md); until then, a line `CALL tool {json}` " +
+		"makes me call a tool and a line `SAY text` makes me say it.")
 	return b.String()
 }

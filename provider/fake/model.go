@@ -53,6 +53,9 @@ type Config struct {
 	// Guide makes the model help a person trying spool without a provider: a plain message about
 	// the files here is answered by listing them with the list_files tool (see guided).
 	Guide bool
+	// ConfigPath is the config file the guide tells the person to edit ("" names
+	// ~/.spool/config.yaml, the default home's).
+	ConfigPath string
 }
 
 func (c Config) withDefaults() Config {
@@ -277,7 +280,7 @@ func (m *Model) process(c call) (result, *failure) {
 
 	var guidedOK bool
 	if m.cfg.Guide {
-		res.text, res.calls, res.finish, guidedOK = guided(c, res.seed)
+		res.text, res.calls, res.finish, guidedOK = guided(c, res.seed, m.cfg.ConfigPath)
 	}
 	if !guidedOK {
 		res.text, res.calls, res.finish = respond(c, res.seed)
