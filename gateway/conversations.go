@@ -79,12 +79,31 @@ func (g *Gateway) Conversation(ctx context.Context, principal, id string) (store
 	return s, meta, nil
 }
 
-// DeleteConversation deletes a principal's session.
+// DeleteConversation deletes a principal's session. While a turn of its conversation runs, in
+// this process or another (the store refuses under a live turn lease), it is *BusyError.
 func (g *Gateway) DeleteConversation(ctx context.Context, principal, id string) error {
+	tip, err := g.owned(ctx, principal, id)
+	if err != nil {
+		return err
+	}
+	sl, err := g.acquire(ctx, tip, BusyWait)
+	if err != nil {
+		return err
+	}
+	defer g.releaseSlot(tip, sl)
+	return g.DropConversation(ctx, principal, id)
+}
+
+// DropConversation is DeleteConversation for a turn's own OnDone (an unstored response drops
+// its session), whose in-process slot is still held: it skips the slot and relies on the store,
+// which refuses while another holder has the conversation's turn lease (then *BusyError).
+func (g *Gateway) DropConversation(ctx context.Context, principal, id string) error {
 	if _, err := g.owned(ctx, principal, id); err != nil {
 		return err
 	}
-	if err := g.st.DeleteSession(ctx, id); err != nil {
+	if err := g.st.DeleteSession(ctx, id); errors.Is(err, store.ErrLeaseHeld) {
+		return &BusyError{SessionID: id, RetryAfter: g.cfg.RetryAfter}
+	} else if err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
 	return nil

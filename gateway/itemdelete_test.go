@@ -154,3 +154,48 @@ func TestDeleteItemAfterRotation(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteConversationWaitsForTurns: deleting a conversation while a turn holds its lease (in
+// this process or another) is *BusyError and deletes nothing; once the turn is over it goes.
+func TestDeleteConversationWaitsForTurns(t *testing.T) {
+	t.Parallel()
+	bg := context.Background()
+	g, r, st := newTestGateway(t, Config{})
+	s, err := g.CreateConversation(bg, "p", []Message{{Role: "user", Content: "keep me"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.Turn(bg, Request{Principal: "p", SessionID: s.ID, Messages: []Message{{Role: "user", Content: "running"}}}, Sink{})
+		done <- err
+	}()
+	<-r.started
+	var busy *BusyError
+	if err := g.DeleteConversation(bg, "p", s.ID); !errors.As(err, &busy) {
+		t.Fatalf("delete during a turn: %v, want *BusyError", err)
+	}
+	close(r.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.AcquireLease(bg, s.ID, "other-host/4242/turn", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.DeleteConversation(bg, "p", s.ID); !errors.As(err, &busy) {
+		t.Fatalf("delete while another process holds the lease: %v, want *BusyError", err)
+	}
+	if _, err := st.GetSession(bg, s.ID); err != nil {
+		t.Fatalf("a refused delete removed the session: %v", err)
+	}
+	if err := st.ReleaseLease(bg, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.DeleteConversation(bg, "p", s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.GetSession(bg, s.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("after the delete: %v, want ErrNotFound", err)
+	}
+}

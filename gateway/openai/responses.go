@@ -347,7 +347,7 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 					if id == "" {
 						continue
 					}
-					if derr := s.g.DeleteConversation(context.WithoutCancel(r.Context()), principal, id); derr != nil && !errors.Is(derr, gateway.ErrNotFound) {
+					if derr := s.g.DropConversation(context.WithoutCancel(r.Context()), principal, id); derr != nil && !errors.Is(derr, gateway.ErrNotFound) {
 						s.o.Log.Error("spool serve: a store: false response's session was not deleted and stays stored", "session", id, "response", rec.ID, "err", derr)
 						durable = notDeleted(id, derr)
 					}

@@ -446,12 +446,35 @@ func (db *DB) DeleteSession(ctx context.Context, id string) error {
 		if err := existsOr(ctx, tx, id); err != nil {
 			return err
 		}
+		if err := refuseRunningTurn(ctx, tx, id); err != nil {
+			return err
+		}
 		return deleteSessionTx(ctx, tx, id)
 	})
 	if err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
 	return nil
+}
+
+// refuseRunningTurn fails with a *store.LeaseHeldError while a live holder (not one provably
+// dead) holds the turn lease of id's conversation: a session is not deleted under a running turn.
+// The lease row is locked, so a turn cannot take it while the delete commits.
+func refuseRunningTurn(ctx context.Context, tx pgx.Tx, id string) error {
+	conv, err := rootOf(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	var holder *string
+	var expires *int64
+	err = tx.QueryRow(ctx, "SELECT holder, expires_at FROM turn_leases WHERE conversation_id = $1 FOR UPDATE", conv).Scan(&holder, &expires)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && (holder == nil || expires == nil || *expires <= micros(time.Now()) || store.HolderProvablyDead(*holder)) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return &store.LeaseHeldError{ConversationID: conv, Holder: *holder, ExpiresAt: fromMicros(*expires)}
 }
 
 func deleteSessionTx(ctx context.Context, tx pgx.Tx, id string) error {

@@ -454,12 +454,34 @@ func (db *DB) DeleteSession(ctx context.Context, id string) error {
 		if err := existsOr(ctx, tx, id); err != nil {
 			return err
 		}
+		if err := refuseRunningTurn(ctx, tx, id); err != nil {
+			return err
+		}
 		return deleteSessionTx(ctx, tx, id)
 	})
 	if err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
 	return nil
+}
+
+// refuseRunningTurn fails with a *store.LeaseHeldError while a live holder (not one provably
+// dead) holds the turn lease of id's conversation: a session is not deleted under a running turn.
+func refuseRunningTurn(ctx context.Context, tx *sql.Tx, id string) error {
+	conv, err := rootOf(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	var holder sql.NullString
+	var expires sql.NullInt64
+	err = tx.QueryRowContext(ctx, "SELECT holder, expires_at FROM turn_leases WHERE conversation_id = ?", conv).Scan(&holder, &expires)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && (!holder.Valid || expires.Int64 <= micros(time.Now()) || store.HolderProvablyDead(holder.String)) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return &store.LeaseHeldError{ConversationID: conv, Holder: holder.String, ExpiresAt: fromMicros(expires.Int64)}
 }
 
 // deleteSessionTx deletes id with its delegate children; other children are orphaned, and a

@@ -61,6 +61,9 @@ func testDelegate(t *testing.T, h Harness) {
 	if s, _ := st.GetSession(bg, "dg-a"); s.Ended() {
 		t.Fatal("reopen left the child ended")
 	}
+	if err := st.ReleaseLease(bg, parent); err != nil {
+		t.Fatal(err)
+	}
 	if err := st.DeleteSession(bg, "dg-parent"); err != nil {
 		t.Fatal(err)
 	}

@@ -60,6 +60,28 @@ func testDelete(t *testing.T, h Harness) {
 		t.Fatalf("unreferenced prompt kept: %d", stats.SystemPrompts)
 	}
 	wantErr(t, st.DeleteSession(bg, "d0"), store.ErrNotFound, "delete twice")
+
+	// A session whose conversation a live turn holds is not deleted (a continuation included);
+	// once the lease is released, it is.
+	mustCreate(t, st, store.NewSession{ID: "busy"})
+	mustAppend(t, st, "busy", user("working"))
+	mustCreate(t, st, store.NewSession{ID: "busy-cont", ParentID: "busy", Relation: store.RelationCompression})
+	l, err := st.AcquireLease(bg, "busy", "other-host/4242/turn", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"busy", "busy-cont"} {
+		wantErr(t, st.DeleteSession(bg, id), store.ErrLeaseHeld, "delete under a running turn")
+		if _, err := st.GetSession(bg, id); err != nil {
+			t.Fatalf("a refused delete removed %s: %v", id, err)
+		}
+	}
+	if err := st.ReleaseLease(bg, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteSession(bg, "busy-cont"); err != nil {
+		t.Fatalf("delete after the turn ended: %v", err)
+	}
 	expectHealthy(t, st)
 }
 
