@@ -300,8 +300,18 @@ func TestBrowser(t *testing.T) {
 	t.Run("transcript keyboard, system prompt, ledger, model calls", func(t *testing.T) {
 		step(t, "open", chromedp.Navigate(base+"/ui/sessions/"+f.demo), chromedp.WaitVisible("#messages"))
 		check(t, "ledger and calls", `document.querySelector(".ledger").textContent.includes("src/file_a.go") &&
-			document.querySelectorAll("table.reqs tbody tr:not(.breakwhy)").length === 4 &&
-			document.querySelector("table.reqs").textContent.includes("11,000") && document.querySelector("table.reqs").textContent.includes("800 ms")`)
+			document.querySelectorAll("ol.reqs > li").length === 4 &&
+			document.querySelector("ol.reqs").textContent.includes("11,000") && document.querySelector("ol.reqs").textContent.includes("800 ms")`)
+		check(t, "the model calls fit the sidebar", callsFit)
+		// A model-call row opens the call's whole record.
+		step(t, "open a call", chromedp.Click("ol.reqs > li.broke > details > summary"), chromedp.WaitVisible("ol.reqs > li.broke .reqd"),
+			chromedp.Text("ol.reqs > li.broke .reqd", &text))
+		for _, want := range []string{"cached", "written", "latency", "reason compaction", "10,000 cached tokens lost"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("the opened call does not say %q: %q", want, text)
+			}
+		}
+		check(t, "the opened call fits the sidebar", callsFit)
 		// j walks the transcript; o on a tool call opens it.
 		sel := fmt.Sprintf("#m%d details.call", f.toolCall)
 		step(t, "keyboard", chromedp.KeyEvent("j"), chromedp.KeyEvent("j"), browsertest.WaitJS(`document.querySelector("#messages .sel") !== null`))
@@ -379,9 +389,17 @@ func TestBrowser(t *testing.T) {
 			check(t, p+" fits the phone", `document.documentElement.scrollWidth <= window.innerWidth + 1`)
 			check(t, p+" is dark", `getComputedStyle(document.body).backgroundColor === "rgb(15, 18, 22)"`)
 		}
+		step(t, "open a session", chromedp.Navigate(base+"/ui/sessions/"+f.demo), chromedp.WaitVisible("section.calls"))
+		check(t, "the model calls fit the phone", callsFit)
 	})
 
 }
+
+// callsFit is true when nothing in the model-calls section is wider than the section: no column
+// (latency) scrolled out of view and no cache-break sentence cut off.
+const callsFit = `(function(){ var sec = document.querySelector("section.calls"), r = sec.getBoundingClientRect();
+	return Array.prototype.every.call(sec.querySelectorAll("*"), function(el){ var b = el.getBoundingClientRect();
+		return (b.width === 0 || b.right <= r.right + 1) && el.scrollWidth <= el.clientWidth + 1 }) })()`
 
 // screenshots saves the main pages at desktop and phone width, light and dark
 // (SPOOL_SCREENSHOTS=docs/screenshots go test ./web -run TestBrowser).
