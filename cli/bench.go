@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spoolhq/spool/bench"
+	"github.com/spoolhq/spool/internal/bench"
 	"github.com/spoolhq/spool/store/postgres"
 )
 
@@ -19,7 +19,7 @@ func (a *app) benchCommand() *cobra.Command {
 	cmd.AddCommand(a.benchRetentionCommand())
 	cmd.AddCommand(a.benchRecallCommand())
 	cmd.AddCommand(a.benchCacheCommand())
-	cmd.AddCommand(a.benchGatewayCommand(), a.benchReplicasCommand(), a.benchPlatformsCommand())
+	cmd.AddCommand(a.benchGatewayCommand(), a.benchReplicasCommand())
 	cmd.AddCommand(a.benchReliabilityCommand(), a.benchReliabilityWorkerCommand())
 	return cmd
 }

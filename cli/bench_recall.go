@@ -3,7 +3,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/spoolhq/spool/bench"
+	"github.com/spoolhq/spool/internal/bench"
 )
 
 func (a *app) benchRecallCommand() *cobra.Command {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoolhq/spool/gateway/discord/discordfake"
+	"github.com/spoolhq/spool/internal/platformfake/discordfake"
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/sqlite"
 )

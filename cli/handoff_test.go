@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoolhq/spool/gateway/slack/slackfake"
-	"github.com/spoolhq/spool/gateway/telegram/telegramtest"
+	"github.com/spoolhq/spool/internal/platformfake/slackfake"
+	"github.com/spoolhq/spool/internal/platformfake/telegramfake"
 )
 
 // serveProc is a running `spool serve`.
@@ -223,7 +223,7 @@ func TestChatHandoff(t *testing.T) {
 func TestHandoffToTelegram(t *testing.T) {
 	t.Parallel()
 	const token = "123456:handoff-test-token"
-	f := telegramtest.New(t, token)
+	f := telegramfake.New(t, token)
 	f.AddChat(777, "private", false) // what the adapter's getChat finds
 	f.AddChat(-100200, "supergroup", true)
 	home := t.TempDir()

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoolhq/spool/gateway/telegram/telegramtest"
+	"github.com/spoolhq/spool/internal/platformfake/telegramfake"
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/sqlite"
 )
@@ -79,7 +79,7 @@ func servePlatform(t *testing.T, home string, env ...string) (*served, *lockedBu
 // answers once, and the chats continue in their sessions.
 func TestServeTelegram(t *testing.T) {
 	t.Parallel()
-	api := telegramtest.New(t, "42:secret-bot-token")
+	api := telegramfake.New(t, "42:secret-bot-token")
 	home := t.TempDir()
 	cfg := "platforms:\n  telegram:\n    token_env: TG_TEST_TOKEN\n    base_url: " + api.URL + "\n"
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {

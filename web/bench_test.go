@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoolhq/spool/bench"
+	"github.com/spoolhq/spool/internal/bench"
 	"github.com/spoolhq/spool/store"
 )
 

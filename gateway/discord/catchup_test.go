@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/gateway/discord"
-	"github.com/spoolhq/spool/gateway/discord/discordfake"
 	"github.com/spoolhq/spool/gateway/platform"
 	"github.com/spoolhq/spool/gateway/platform/platformtest"
+	"github.com/spoolhq/spool/internal/platformfake/discordfake"
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/sqlite"
 )

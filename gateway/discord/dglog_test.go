@@ -12,8 +12,8 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
-	"github.com/spoolhq/spool/gateway/discord/discordfake"
 	"github.com/spoolhq/spool/gateway/platform"
+	"github.com/spoolhq/spool/internal/platformfake/discordfake"
 )
 
 // syncBuf is a log sink the adapter's goroutines write to while the test reads it.

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/gateway/discord"
-	"github.com/spoolhq/spool/gateway/discord/discordfake"
 	"github.com/spoolhq/spool/gateway/platform"
+	"github.com/spoolhq/spool/internal/platformfake/discordfake"
 )
 
 type recorder struct {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/gateway/discord"
-	"github.com/spoolhq/spool/gateway/discord/discordfake"
 	"github.com/spoolhq/spool/gateway/platform/platformtest"
+	"github.com/spoolhq/spool/internal/platformfake/discordfake"
 )
 
 func serveDiscord(t *testing.T, fake *discordfake.Server, o platformtest.Options) (*platformtest.Env, func()) {

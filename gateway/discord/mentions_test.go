@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/spoolhq/spool/gateway/discord/discordfake"
 	"github.com/spoolhq/spool/gateway/platform"
+	"github.com/spoolhq/spool/internal/platformfake/discordfake"
 )
 
 // TestNoMentionsParsed: neither the bot's message nor any edit of it (a streamed reply is

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoolhq/spool/gateway/discord/discordfake"
 	"github.com/spoolhq/spool/gateway/platform"
+	"github.com/spoolhq/spool/internal/platformfake/discordfake"
 	"github.com/spoolhq/spool/internal/simclock"
 )
 

@@ -1,5 +1,5 @@
 // Package slack is spool's Slack adapter: a real client of the Slack Web API (base URL
-// configurable, so tests point it at slackfake), intake of the Events API over HTTP and of
+// configurable, so tests point it at a local fake of the API), intake of the Events API over HTTP and of
 // Socket Mode over a websocket, and the outbound calls a streamed reply needs.
 //
 // Intake. Handler serves the Events API endpoint: every request is verified before it is

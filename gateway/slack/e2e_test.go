@@ -11,7 +11,7 @@ import (
 	"github.com/spoolhq/spool/gateway/platform"
 	"github.com/spoolhq/spool/gateway/platform/platformtest"
 	"github.com/spoolhq/spool/gateway/slack"
-	"github.com/spoolhq/spool/gateway/slack/slackfake"
+	"github.com/spoolhq/spool/internal/platformfake/slackfake"
 )
 
 // served is a real Router (SQLite, offline model, gateway) with the real Slack adapter against

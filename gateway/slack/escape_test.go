@@ -7,7 +7,7 @@ import (
 
 	"github.com/spoolhq/spool/gateway/platform"
 	"github.com/spoolhq/spool/gateway/platform/platformtest"
-	"github.com/spoolhq/spool/gateway/slack/slackfake"
+	"github.com/spoolhq/spool/internal/platformfake/slackfake"
 )
 
 // hostile is model text written in Slack's own syntax: a channel-wide ping, an @here, a user

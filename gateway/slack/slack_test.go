@@ -13,7 +13,7 @@ import (
 
 	"github.com/spoolhq/spool/gateway/platform"
 	"github.com/spoolhq/spool/gateway/slack"
-	"github.com/spoolhq/spool/gateway/slack/slackfake"
+	"github.com/spoolhq/spool/internal/platformfake/slackfake"
 )
 
 // recorder is a platform.Handler keeping what it was handed (deduplicating by EventID, as the

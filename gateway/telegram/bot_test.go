@@ -15,7 +15,7 @@ import (
 
 	"github.com/spoolhq/spool/gateway/platform"
 	"github.com/spoolhq/spool/gateway/platform/platformtest"
-	"github.com/spoolhq/spool/gateway/telegram/telegramtest"
+	"github.com/spoolhq/spool/internal/platformfake/telegramfake"
 	"github.com/spoolhq/spool/internal/simclock"
 	"github.com/spoolhq/spool/store"
 )
@@ -45,17 +45,17 @@ func (s *sleeps) all() []time.Duration {
 
 type rig struct {
 	env *platformtest.Env
-	api *telegramtest.API
+	api *telegramfake.API
 	bot *Bot
 	sl  *sleeps
 }
 
 // newRig runs a real Bot against a fake Bot API, through a real router on SQLite with the
 // offline model. o's zero fields take test defaults.
-func newRig(t *testing.T, api *telegramtest.API, po platformtest.Options, o Options) *rig {
+func newRig(t *testing.T, api *telegramfake.API, po platformtest.Options, o Options) *rig {
 	t.Helper()
 	if api == nil {
-		api = telegramtest.New(t, token)
+		api = telegramfake.New(t, token)
 	}
 	env := platformtest.New(t, po)
 	sl := &sleeps{}
@@ -162,7 +162,7 @@ func TestChatsAndTopics(t *testing.T) {
 // conversation goes on in the same session.
 func TestRestartAndRedelivery(t *testing.T) {
 	t.Parallel()
-	api := telegramtest.New(t, token)
+	api := telegramfake.New(t, token)
 	first := newRig(t, api, platformtest.Options{}, Options{})
 	stop := startStoppable(t, first)
 	id := api.Push(10, "private", 0, 10, "SAY remember the walrus")
@@ -216,16 +216,16 @@ func TestRateLimitsAndFaults(t *testing.T) {
 	r := newRig(t, nil, platformtest.Options{}, Options{})
 	r.env.Start(t, r.bot)
 	a := r.api
-	a.Fail("sendMessage", 1, telegramtest.Fault{RetryAfter: 30})
+	a.Fail("sendMessage", 1, telegramfake.Fault{RetryAfter: 30})
 	id := a.Push(10, "private", 0, 10, "SAY one")
 	r.settle(t, id)
-	a.Fail("sendMessage", 2, telegramtest.Fault{Status: 502})
+	a.Fail("sendMessage", 2, telegramfake.Fault{Status: 502})
 	id = a.Push(10, "private", 0, 10, "SAY two")
 	r.settle(t, id)
-	a.Fail("sendMessage", 1, telegramtest.Fault{Hang: true})
+	a.Fail("sendMessage", 1, telegramfake.Fault{Hang: true})
 	id = a.Push(10, "private", 0, 10, "SAY three")
 	r.settle(t, id)
-	a.Fail("getUpdates", 2, telegramtest.Fault{Status: 500})
+	a.Fail("getUpdates", 2, telegramfake.Fault{Status: 500})
 	id = a.Push(10, "private", 0, 10, "SAY four")
 	r.settle(t, id)
 	if got := strings.Join(a.Texts(10, 0), "|"); got != "one|two|three|four" {
@@ -333,7 +333,7 @@ func TestWebhook(t *testing.T) {
 // by (Telegram would answer two pollers 409); every message is answered once.
 func TestOnePollerPerBot(t *testing.T) {
 	t.Parallel()
-	api := telegramtest.New(t, token)
+	api := telegramfake.New(t, token)
 	a := newRig(t, api, platformtest.Options{}, Options{LeaseTTL: 3 * time.Second})
 	standby := make(chan struct{}, 1)
 	b := newRig(t, api, platformtest.Options{DB: a.env.DB}, Options{LeaseTTL: 3 * time.Second, OnStandby: func() {
@@ -421,14 +421,14 @@ func TestOutageLongerThanRetries(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, nil, platformtest.Options{Router: platform.Config{RecoverEvery: 10 * time.Millisecond}}, Options{Retries: 2})
 	a := r.api
-	a.Down("getUpdates", telegramtest.Fault{Status: 500})
+	a.Down("getUpdates", telegramfake.Fault{Status: 500})
 	r.env.Start(t, r.bot)
 	id := a.Push(10, "private", 0, 10, "SAY after the outage")
 	a.WaitFor(t, "three getUpdates calls failed through their retries", func() bool { return a.Calls("getUpdates") >= 3*3 })
 	if a.Confirmed() > id {
 		t.Fatal("an update was confirmed while getUpdates failed")
 	}
-	a.Down("sendMessage", telegramtest.Fault{Status: 503})
+	a.Down("sendMessage", telegramfake.Fault{Status: 503})
 	a.Up("getUpdates")
 	a.WaitConfirmed(t, id)
 	state := func() store.InboundState {
@@ -459,7 +459,7 @@ func TestOutageLongerThanRetries(t *testing.T) {
 // id are refused with one line.
 func TestResolve(t *testing.T) {
 	t.Parallel()
-	api := telegramtest.New(t, token)
+	api := telegramfake.New(t, token)
 	api.AddChat(777, "private", false)
 	api.AddChat(-100200, "supergroup", true)
 	api.AddChat(-300, "group", false)
@@ -812,9 +812,9 @@ func TestBackoff(t *testing.T) {
 // A 5xx is retried at once, then after backoffs: three failures cost two waits.
 func TestRetryAtOnceFirst(t *testing.T) {
 	t.Parallel()
-	api := telegramtest.New(t, token)
+	api := telegramfake.New(t, token)
 	api.AddChat(-5, "supergroup", false)
-	api.Fail("getChat", 3, telegramtest.Fault{Status: 502})
+	api.Fail("getChat", 3, telegramfake.Fault{Status: 502})
 	sl := &sleeps{}
 	b, err := New(Options{Token: token, BaseURL: api.URL, Mode: "webhook", WebhookURL: "https://x", WebhookSecret: "s", Sleep: sl.sleep})
 	if err != nil {

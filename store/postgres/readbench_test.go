@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/spoolhq/spool/bench"
+	"github.com/spoolhq/spool/internal/bench"
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/postgres"
 )

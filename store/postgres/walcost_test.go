@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/spoolhq/spool/bench"
+	"github.com/spoolhq/spool/internal/bench"
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/postgres"
 	"github.com/spoolhq/spool/store/postgres/pgtest"

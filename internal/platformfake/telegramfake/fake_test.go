@@ -1,4 +1,4 @@
-package telegramtest
+package telegramfake
 
 import (
 	"bytes"

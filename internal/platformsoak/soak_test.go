@@ -1,4 +1,4 @@
-package bench
+package platformsoak
 
 import (
 	"context"
@@ -13,7 +13,7 @@ func TestPlatformsSoakShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a few seconds of soak")
 	}
-	rep, err := Platforms(context.Background(), PlatformsConfig{Dir: t.TempDir(), Duration: 6 * time.Second, Lanes: 8, Rate: 8,
+	rep, err := Run(context.Background(), Config{Dir: t.TempDir(), Duration: 6 * time.Second, Lanes: 8, Rate: 8,
 		FirstToken: 5 * time.Millisecond, FaultEvery: 150 * time.Millisecond, DupShare: 0.3, BurstShare: 0.2, RestartEvery: 2 * time.Second})
 	if rep.Messages == 0 || rep.Telegram == 0 || rep.Slack == 0 || rep.Discord == 0 || rep.Restarts == 0 || rep.DiscordAbrupt == 0 || rep.DuplicateDeliveries == 0 {
 		t.Fatalf("the soak did not exercise what it should: %+v (%v)", rep, err)
@@ -32,7 +32,7 @@ func TestPlatformsControlScoresBadly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a few seconds of soak")
 	}
-	rep, err := Platforms(context.Background(), PlatformsConfig{Dir: t.TempDir(), Duration: 3 * time.Second, Lanes: 4, Rate: 6,
+	rep, err := Run(context.Background(), Config{Dir: t.TempDir(), Duration: 3 * time.Second, Lanes: 4, Rate: 6,
 		FirstToken: 5 * time.Millisecond, FaultEvery: -1, DupShare: 1, RestartEvery: -1, NoDedup: true})
 	if err == nil || rep.TargetsMet {
 		t.Fatalf("the control met the targets: %+v", rep)

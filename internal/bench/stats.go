@@ -30,6 +30,9 @@ func nearestRank(sorted []time.Duration, q float64) time.Duration {
 	return sorted[i]
 }
 
+// Summarize is the Latency of xs (an empty slice: the zero Latency). Other soaks report with it.
+func Summarize(xs []time.Duration) Latency { return summarize(xs) }
+
 func summarize(xs []time.Duration) Latency {
 	if len(xs) == 0 {
 		return Latency{}

@@ -1,11 +1,11 @@
-// Package telegramtest is a local fake of the Telegram Bot API for tests and soaks: an
+// Package telegramfake is a local fake of the Telegram Bot API for tests and soaks: an
 // httptest server on 127.0.0.1 serving getUpdates (offsets, long polling, 409 for a second
 // poller), getChat, sendMessage and editMessageText (the 4,096-character limit, HTML entity parsing,
 // "message is not modified"), setWebhook and deleteWebhook, with Telegram's JSON bodies and
 // error shapes, faults on demand (429 with retry_after, 5xx, requests that hang), and, when
 // asked (SetLimits), Telegram's flood limits: a call over them is answered 429 and counted
 // (Limited), so a soak can tell its client's own pacing from the faults it injected.
-package telegramtest
+package telegramfake
 
 import (
 	"context"

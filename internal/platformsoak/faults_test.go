@@ -1,12 +1,12 @@
-package bench
+package platformsoak
 
 import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/spoolhq/spool/gateway/discord/discordfake"
-	"github.com/spoolhq/spool/gateway/slack/slackfake"
-	"github.com/spoolhq/spool/gateway/telegram/telegramtest"
+	"github.com/spoolhq/spool/internal/platformfake/discordfake"
+	"github.com/spoolhq/spool/internal/platformfake/slackfake"
+	"github.com/spoolhq/spool/internal/platformfake/telegramfake"
 )
 
 // The soak's fault injector keeps no backlog: ticks while no request comes (a restart, a
@@ -16,7 +16,7 @@ import (
 // messages counted lost.
 func TestSoakFaultsKeepNoBacklog(t *testing.T) {
 	t.Parallel()
-	tg := telegramtest.New(t, tgSoakToken)
+	tg := telegramfake.New(t, tgSoakToken)
 	sf, err := slackfake.Start()
 	if err != nil {
 		t.Fatal(err)

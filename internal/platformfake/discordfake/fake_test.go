@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoolhq/spool/gateway/discord/discordfake"
+	"github.com/spoolhq/spool/internal/platformfake/discordfake"
 )
 
 // start starts a fake, closed when the test ends, with guild text channels.

@@ -1,26 +1,74 @@
-package cli
+// Command spool-soak is the chat-platform soak: the real Telegram, Slack and Discord adapters
+// against local fakes of the platforms' APIs (package internal/platformfake), with faults,
+// duplicate deliveries and gateway restarts. It is a command of its own so that the spool binary
+// does not link the fakes. Run it from the repository:
+//
+//	go run ./internal/cmd/spool-soak --duration 2m
+//
+// It prints one JSON report on stdout and exits 1 when a target is missed.
+package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/spoolhq/spool/bench"
+	"github.com/spoolhq/spool/internal/bench"
+	"github.com/spoolhq/spool/internal/platformsoak"
 )
 
-func (a *app) benchPlatformsCommand() *cobra.Command {
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := command(os.Stdout, os.Stderr).ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "spool-soak:", err)
+		os.Exit(1)
+	}
+}
+
+// scratch runs the soak on a scratch directory (removed afterwards), with progress on stderr
+// unless quiet, and prints its JSON report whatever the outcome.
+func scratch(stdout, stderr io.Writer, quiet bool, run func(dir string, log io.Writer) (any, error)) error {
+	dir, err := os.MkdirTemp("", "spool-soak-")
+	if err != nil {
+		return fmt.Errorf("scratch directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	var log io.Writer
+	if !quiet {
+		log = stderr
+	}
+	rep, err := run(dir, log)
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if perr := enc.Encode(rep); perr != nil && err == nil {
+		err = fmt.Errorf("print the report: %w", perr)
+	}
+	if errors.Is(err, bench.ErrVerify) {
+		return fmt.Errorf("%w (see the report)", err)
+	}
+	return err
+}
+
+// command is the soak's command line.
+func command(stdout, stderr io.Writer) *cobra.Command {
 	var (
-		cfg       bench.PlatformsConfig
+		cfg       platformsoak.Config
 		platforms string
 		trace     string
 		quiet     bool
 	)
 	cmd := &cobra.Command{
-		Use:   "platforms",
+		Use:   "spool-soak",
 		Short: "Soak the chat-platform gateway (Telegram, Slack and Discord against local fakes, with faults) and print its JSON report",
 		Long: "Run the real Telegram, Slack and Discord adapters (--platforms) against local fakes of their APIs on\n" +
 			"127.0.0.1 with a real router on a scratch SQLite file and the offline model (first token after\n" +
@@ -45,20 +93,22 @@ func (a *app) benchPlatformsCommand() *cobra.Command {
 			"and split into steps.\n" +
 			"--no-dedup is the control: every delivery a fresh event id; it must fail. Exits 1 when a target is\n" +
 			"missed.",
-		Args: args(cobra.NoArgs),
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if platforms != "" {
 				for _, p := range strings.Split(platforms, ",") {
 					p = strings.TrimSpace(p)
-					if !slices.Contains(bench.PlatformNames, p) {
-						return &usageError{fmt.Errorf("--platforms: %q is not one of %s", p, strings.Join(bench.PlatformNames, ", "))}
+					if !slices.Contains(platformsoak.PlatformNames, p) {
+						return fmt.Errorf("--platforms: %q is not one of %s", p, strings.Join(platformsoak.PlatformNames, ", "))
 					}
 					if !slices.Contains(cfg.Platforms, p) {
 						cfg.Platforms = append(cfg.Platforms, p)
 					}
 				}
 			}
-			return a.scratchBench("platforms", quiet, func(dir string, log io.Writer) (any, error) {
+			return scratch(stdout, stderr, quiet, func(dir string, log io.Writer) (any, error) {
 				cfg.Dir, cfg.Log = dir, log
 				if trace != "" {
 					f, err := os.Create(trace)
@@ -68,7 +118,7 @@ func (a *app) benchPlatformsCommand() *cobra.Command {
 					defer f.Close()
 					cfg.Trace = f
 				}
-				return bench.Platforms(cmd.Context(), cfg)
+				return platformsoak.Run(cmd.Context(), cfg)
 			})
 		},
 	}

@@ -1,4 +1,4 @@
-package bench
+package platformsoak
 
 import (
 	"context"
@@ -21,12 +21,13 @@ import (
 	"github.com/spoolhq/spool/agent"
 	"github.com/spoolhq/spool/gateway"
 	"github.com/spoolhq/spool/gateway/discord"
-	"github.com/spoolhq/spool/gateway/discord/discordfake"
 	plat "github.com/spoolhq/spool/gateway/platform"
 	"github.com/spoolhq/spool/gateway/slack"
-	"github.com/spoolhq/spool/gateway/slack/slackfake"
 	"github.com/spoolhq/spool/gateway/telegram"
-	"github.com/spoolhq/spool/gateway/telegram/telegramtest"
+	"github.com/spoolhq/spool/internal/bench"
+	"github.com/spoolhq/spool/internal/platformfake/discordfake"
+	"github.com/spoolhq/spool/internal/platformfake/slackfake"
+	"github.com/spoolhq/spool/internal/platformfake/telegramfake"
 	"github.com/spoolhq/spool/provider"
 	"github.com/spoolhq/spool/provider/fake"
 	"github.com/spoolhq/spool/store"
@@ -34,8 +35,8 @@ import (
 	"github.com/spoolhq/spool/turn"
 )
 
-// PlatformsConfig sizes the platform soak. Zero fields take defaults.
-type PlatformsConfig struct {
+// Config sizes the platform soak. Zero fields take defaults.
+type Config struct {
 	Dir      string        // scratch directory (required)
 	Duration time.Duration // how long messages are sent (10m)
 	// Platforms are the platforms soaked together: telegram, slack, discord (default all).
@@ -81,7 +82,7 @@ const tgSoakToken = "777:soak-token"
 // PlatformNames are the platforms the soak knows.
 var PlatformNames = []string{"telegram", "slack", "discord"}
 
-func (c PlatformsConfig) withDefaults() PlatformsConfig {
+func (c Config) withDefaults() Config {
 	if c.Duration <= 0 {
 		c.Duration = 10 * time.Minute
 	}
@@ -121,8 +122,8 @@ func (c PlatformsConfig) withDefaults() PlatformsConfig {
 	return c
 }
 
-// PlatformsReport is what `spool bench platforms` prints.
-type PlatformsReport struct {
+// Report is what the soak measured (spool-soak prints it as JSON).
+type Report struct {
 	Seconds  float64 `json:"seconds"`
 	Lanes    int     `json:"lanes"`
 	Messages int     `json:"messages"`
@@ -173,18 +174,18 @@ type PlatformsReport struct {
 	// time to first token, for messages that found their chat idle (target p99 < 200 ms);
 	// AddedLatencyAll is every answered message (queued ones wait for the turn before them,
 	// recovered ones for a restart).
-	AddedLatency    Latency `json:"added_latency_idle"`
-	AddedLatencyAll Latency `json:"added_latency_all"`
+	AddedLatency    bench.Latency `json:"added_latency_idle"`
+	AddedLatencyAll bench.Latency `json:"added_latency_all"`
 	// AddedByPlatform is AddedLatency per platform.
-	AddedByPlatform map[string]Latency `json:"added_latency_idle_by_platform"`
+	AddedByPlatform map[string]bench.Latency `json:"added_latency_idle_by_platform"`
 	// Steps splits the idle messages' way to their first reply attempt (Config.Mark):
 	// intake (delivery → inbox row written: Telegram's long poll included), queue (→ the lane
 	// starts it), prepare (claim, session, hygiene, state), model (→ first delta, the model's
 	// first token included), stream (→ the first send begins), adapter (→ the request reaches
 	// the platform: pacing and HTTP).
-	Steps map[string]Latency `json:"steps_idle"`
+	Steps map[string]bench.Latency `json:"steps_idle"`
 	// StepsByPlatform is Steps for each platform's messages.
-	StepsByPlatform map[string]map[string]Latency `json:"steps_idle_by_platform"`
+	StepsByPlatform map[string]map[string]bench.Latency `json:"steps_idle_by_platform"`
 	// Slowest names the idle messages with the most added latency and their steps.
 	Slowest    []string `json:"slowest_idle,omitempty"`
 	TargetsMet bool     `json:"targets_met"`
@@ -302,7 +303,7 @@ func (m *marks) get(k string) map[string]time.Time {
 
 // soakFakes are the platforms' local fakes (nil: not soaked).
 type soakFakes struct {
-	tg     *telegramtest.API
+	tg     *telegramfake.API
 	sf     *slackfake.Server
 	df     *discordfake.Server
 	secret []byte
@@ -344,10 +345,10 @@ func soakFaultKinds(fk soakFakes) []soakFault {
 	if tg := fk.tg; tg != nil {
 		pend := func(m string) func() int { return func() int { return tg.Pending(m) } }
 		out = append(out,
-			soakFault{"telegram_429_send", pend("sendMessage"), func() { tg.Fail("sendMessage", 1, telegramtest.Fault{RetryAfter: 1}) }},
-			soakFault{"telegram_502_edit", pend("editMessageText"), func() { tg.Fail("editMessageText", 1, telegramtest.Fault{Status: 502}) }},
-			soakFault{"telegram_500_getupdates", pend("getUpdates"), func() { tg.Fail("getUpdates", 1, telegramtest.Fault{Status: 500}) }},
-			soakFault{"telegram_timeout_send", pend("sendMessage"), func() { tg.Fail("sendMessage", 1, telegramtest.Fault{Hang: true}) }})
+			soakFault{"telegram_429_send", pend("sendMessage"), func() { tg.Fail("sendMessage", 1, telegramfake.Fault{RetryAfter: 1}) }},
+			soakFault{"telegram_502_edit", pend("editMessageText"), func() { tg.Fail("editMessageText", 1, telegramfake.Fault{Status: 502}) }},
+			soakFault{"telegram_500_getupdates", pend("getUpdates"), func() { tg.Fail("getUpdates", 1, telegramfake.Fault{Status: 500}) }},
+			soakFault{"telegram_timeout_send", pend("sendMessage"), func() { tg.Fail("sendMessage", 1, telegramfake.Fault{Hang: true}) }})
 	}
 	if sf := fk.sf; sf != nil {
 		pend := func(m string) func() int {
@@ -409,7 +410,7 @@ type soakInstance struct {
 	done   chan error
 }
 
-func startSoakInstance(db string, model provider.Client, fk soakFakes, cfg PlatformsConfig, ids *atomic.Int64) (*soakInstance, error) {
+func startSoakInstance(db string, model provider.Client, fk soakFakes, cfg Config, ids *atomic.Int64) (*soakInstance, error) {
 	sf, df, secret := fk.sf, fk.df, fk.secret
 	st, err := sqlite.Open(context.Background(), db, sqlite.Options{})
 	if err != nil {
@@ -507,19 +508,19 @@ func (in *soakInstance) stop() error {
 	return err
 }
 
-// Platforms runs the platform soak: real Slack and Discord adapters against the local fakes,
+// Run runs the platform soak: real Slack and Discord adapters against the local fakes,
 // a real Router on a SQLite file with the offline model, thousands of messages across chat
 // lanes with injected faults, duplicate deliveries and gateway restarts; then it checks every
 // message was answered exactly once, in its own chat, in order, in its lane's one session.
-func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error) {
+func Run(ctx context.Context, cfg Config) (Report, error) {
 	cfg = cfg.withDefaults()
-	rep := PlatformsReport{Lanes: cfg.Lanes, NoDedup: cfg.NoDedup, Faults: map[string]int{}}
+	rep := Report{Lanes: cfg.Lanes, NoDedup: cfg.NoDedup, Faults: map[string]int{}}
 	if cfg.Dir == "" {
-		return rep, errors.New("bench platforms: a scratch directory is required")
+		return rep, errors.New("platform soak: a scratch directory is required")
 	}
 	logf := func(format string, args ...any) {
 		if cfg.Log != nil {
-			fmt.Fprintf(cfg.Log, "bench platforms: "+format+"\n", args...)
+			fmt.Fprintf(cfg.Log, "platform soak: "+format+"\n", args...)
 		}
 	}
 	fk := soakFakes{secret: []byte("soak-signing-secret"), marks: &marks{m: map[string]map[string]time.Time{}},
@@ -530,8 +531,8 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 	for _, p := range cfg.Platforms {
 		switch p {
 		case "telegram":
-			fk.tg = telegramtest.Start(tgSoakToken)
-			fk.tg.SetLimits(telegramtest.TelegramLimits)
+			fk.tg = telegramfake.Start(tgSoakToken)
+			fk.tg.SetLimits(telegramfake.TelegramLimits)
 			defer fk.tg.Close()
 		case "slack":
 			sf, err := slackfake.Start()
@@ -550,7 +551,7 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 			df.SetLimits(discordfake.DiscordLimits) // Discord's own limits: the adapter must keep them
 			fk.df = df
 		default:
-			return rep, fmt.Errorf("bench platforms: no platform %q (telegram, slack, discord)", p)
+			return rep, fmt.Errorf("platform soak: no platform %q (telegram, slack, discord)", p)
 		}
 	}
 	sf, df, tg, secret := fk.sf, fk.df, fk.tg, fk.secret
@@ -854,7 +855,7 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 	}
 	wg.Wait()
 	if restartErr != nil {
-		return rep, fmt.Errorf("bench platforms: restart: %w", restartErr)
+		return rep, fmt.Errorf("platform soak: restart: %w", restartErr)
 	}
 	rep.DuplicateDeliveries = int(dups.Load())
 
@@ -1075,19 +1076,19 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 			prevAnswered = ps[0].at
 		}
 	}
-	rep.AddedLatency, rep.AddedLatencyAll = summarize(idle), summarize(all)
-	rep.AddedByPlatform, rep.Steps = map[string]Latency{}, map[string]Latency{}
+	rep.AddedLatency, rep.AddedLatencyAll = bench.Summarize(idle), bench.Summarize(all)
+	rep.AddedByPlatform, rep.Steps = map[string]bench.Latency{}, map[string]bench.Latency{}
 	for p, xs := range idleBy {
-		rep.AddedByPlatform[p] = summarize(xs)
+		rep.AddedByPlatform[p] = bench.Summarize(xs)
 	}
 	for n, xs := range steps {
-		rep.Steps[n] = summarize(xs)
+		rep.Steps[n] = bench.Summarize(xs)
 	}
-	rep.StepsByPlatform = map[string]map[string]Latency{}
+	rep.StepsByPlatform = map[string]map[string]bench.Latency{}
 	for p, by := range stepsBy {
-		rep.StepsByPlatform[p] = map[string]Latency{}
+		rep.StepsByPlatform[p] = map[string]bench.Latency{}
 		for n, xs := range by {
-			rep.StepsByPlatform[p][n] = summarize(xs)
+			rep.StepsByPlatform[p][n] = bench.Summarize(xs)
 		}
 	}
 	sort.Slice(slowest, func(i, j int) bool { return slowest[i].added > slowest[j].added })
@@ -1148,7 +1149,7 @@ func Platforms(ctx context.Context, cfg PlatformsConfig) (PlatformsReport, error
 	rep.TargetsMet = rep.Lost == 0 && rep.DuplicatedSends == 0 && rep.DuplicatedTurns == 0 && rep.Interleaved == 0 &&
 		rep.KeysMixed == 0 && rep.AddedLatency.P99 < 200
 	if !rep.TargetsMet {
-		return rep, fmt.Errorf("%w: targets missed: %d lost, %d duplicated sends, %d duplicated turns, %d interleaved, %d keys mixed up, added latency p99 %.0f ms", ErrVerify,
+		return rep, fmt.Errorf("%w: targets missed: %d lost, %d duplicated sends, %d duplicated turns, %d interleaved, %d keys mixed up, added latency p99 %.0f ms", bench.ErrVerify,
 			rep.Lost, rep.DuplicatedSends, rep.DuplicatedTurns, rep.Interleaved, rep.KeysMixed, rep.AddedLatency.P99)
 	}
 	return rep, nil
