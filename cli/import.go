@@ -11,6 +11,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/spoolhq/spool/config"
 	"github.com/spoolhq/spool/importer/hermes"
 )
 
@@ -37,8 +38,11 @@ func (a *app) importHermesCommand() *cobra.Command {
 		Short: "Import a Hermes Agent home (default $HERMES_HOME or ~/.hermes)",
 		Long: "Import every session of a Hermes Agent home: state.db (read-only, even while Hermes runs),\n" +
 			"the gateway's sessions/sessions.json routes and the legacy sessions/*.jsonl transcripts.\n" +
-			"Sessions keep their ids, lineage, titles, counters and messages. Running it again imports\n" +
-			"nothing twice: sessions and routes already in the store are skipped and listed.",
+			"Sessions keep their ids, lineage, titles, counters and messages. The memory files\n" +
+			"(memories/MEMORY.md, USER.md) are merged into spool's (entries spool has are kept, none\n" +
+			"twice), and config.yaml's model and compression settings go into spool's config.yaml where\n" +
+			"it does not set them already. Running it again imports nothing twice: sessions and routes\n" +
+			"already in the store are skipped; what could not be mapped is listed.",
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx := cmd.Context()
@@ -56,7 +60,11 @@ func (a *app) importHermesCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opts := hermes.Options{Warn: func(msg string) {
+			home, err := config.ResolveHome(a.home)
+			if err != nil {
+				return err
+			}
+			opts := hermes.Options{SpoolHome: home, Warn: func(msg string) {
 				fmt.Fprintf(a.stderr, "spool: warning: %s\n", terminalSafe(msg))
 			}}
 			var bar *progressbar.ProgressBar
@@ -117,6 +125,14 @@ func (a *app) printHermesReport(rep hermes.Report) {
 		sus = fmt.Sprintf("%d suspended", rep.Suspended)
 	}
 	line("routes", rep.Routes, sus)
+	mem := 0
+	var files []string
+	for _, f := range sortedKeys(rep.Memory) {
+		mem += rep.Memory[f]
+		files = append(files, fmt.Sprintf("%s %d", f, rep.Memory[f]))
+	}
+	line("memory entries", mem, strings.Join(files, ", "))
+	line("settings", len(rep.Config), terminalSafe(strings.Join(rep.Config, ", ")))
 	if len(rep.Skipped) == 0 {
 		return
 	}

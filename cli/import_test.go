@@ -98,3 +98,34 @@ func TestImportHermesBadInput(t *testing.T) {
 		t.Errorf("two directories: exit %d", r.code)
 	}
 }
+
+// TestImportHermesMemoryAndConfig: the memory files and config.yaml are brought in, and what
+// could not be mapped is listed under "Skipped or changed".
+func TestImportHermesMemoryAndConfig(t *testing.T) {
+	t.Parallel()
+	home, src := t.TempDir(), t.TempDir()
+	for name, body := range map[string]string{
+		"memories/MEMORY.md": "Tests run with make test.\n§\nThe API lives in api/.\n",
+		"memories/USER.md":   "Prefers terse answers.\n",
+		"config.yaml":        "model:\n  default: claude-sonnet-4-5\n  provider: anthropic\ndisplay:\n  skin: mono\n",
+	} {
+		if err := os.MkdirAll(filepath.Join(src, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := spool(t, home, "import", "hermes", src).ok(t, "import hermes")
+	for _, want := range []string{"memory entries        3  (MEMORY.md 2, USER.md 1)",
+		"settings              2  (provider.name: anthropic, provider.model: claude-sonnet-4-5)",
+		"Skipped or changed 1:", "config: no spool setting of that name (1): display"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	mem, err := os.ReadFile(filepath.Join(home, "memories", "MEMORY.md"))
+	if err != nil || !strings.Contains(string(mem), "The API lives in api/.") {
+		t.Errorf("spool's MEMORY.md = %q (%v)", mem, err)
+	}
+}

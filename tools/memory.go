@@ -155,8 +155,7 @@ func hasSeparatorLine(s string) bool {
 	return false
 }
 
-// readEntries splits a memory file into its entries. A hand-written file without separators
-// is one entry.
+// readEntries splits a memory file into its entries (ReadMemoryFile).
 func readEntries(path string) ([]string, error) {
 	data, err := regfile.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -165,6 +164,13 @@ func readEntries(path string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return SplitMemory(string(data)), nil
+}
+
+// SplitMemory splits the text of a memory file into its entries: separated by lines holding only
+// MemorySeparator, trimmed, empty ones dropped. A hand-written file without separators is one
+// entry.
+func SplitMemory(text string) []string {
 	var entries []string
 	var cur []string
 	flush := func() {
@@ -173,7 +179,7 @@ func readEntries(path string) ([]string, error) {
 		}
 		cur = cur[:0]
 	}
-	for line := range strings.SplitSeq(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n") {
+	for line := range strings.SplitSeq(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
 		if strings.TrimSpace(line) == MemorySeparator {
 			flush()
 			continue
@@ -181,7 +187,64 @@ func readEntries(path string) ([]string, error) {
 		cur = append(cur, line)
 	}
 	flush()
-	return entries, nil
+	return entries
+}
+
+// MemoryMerge is what MergeMemory did to one memory file.
+type MemoryMerge struct {
+	File    string   // MEMORY.md or USER.md
+	Added   int      // entries appended
+	Present int      // entries the file already held, word for word
+	Over    []string // entries left out: the file would have gone over its character limit
+}
+
+// MergeMemory appends entries to home's memory file of target ("memory" or "user") under the
+// memory tool's lock: an entry the file already holds is not added again, the file's own entries
+// are kept as they are, and entries that would take the file over its limit are left out (Over),
+// in order, so a later shorter one may still fit.
+func MergeMemory(home, target string, entries []string) (MemoryMerge, error) {
+	t, ok := memoryTargets[target]
+	if !ok {
+		return MemoryMerge{}, fmt.Errorf("memory target %q: want memory or user", target)
+	}
+	m := MemoryMerge{File: t.file}
+	dir := filepath.Join(home, "memories")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return m, fmt.Errorf("memory: %w", err)
+	}
+	unlock, err := lockFile(filepath.Join(dir, ".lock"))
+	if err != nil {
+		return m, fmt.Errorf("memory: lock: %w", err)
+	}
+	defer unlock()
+	path := filepath.Join(dir, t.file)
+	have, err := readEntries(path)
+	if err != nil {
+		return m, fmt.Errorf("memory: read %s: %w", t.file, err)
+	}
+	held := make(map[string]bool, len(have))
+	for _, e := range have {
+		held[e] = true
+	}
+	for _, e := range entries {
+		switch e = strings.TrimSpace(e); {
+		case e == "":
+		case held[e]:
+			m.Present++
+		case hasSeparatorLine(e) || utf8.RuneCountInString(joinEntries(append(have, e))) > t.limit:
+			m.Over = append(m.Over, e)
+		default:
+			have, held[e] = append(have, e), true
+			m.Added++
+		}
+	}
+	if m.Added == 0 {
+		return m, nil
+	}
+	if err := writeAtomic(path, []byte(joinEntries(have)), 0o600); err != nil {
+		return m, fmt.Errorf("memory: write %s: %w", t.file, err)
+	}
+	return m, nil
 }
 
 func joinEntries(entries []string) string {
@@ -218,4 +281,10 @@ func report(t memoryTarget, entries []string, done string) string {
 		fmt.Fprintf(&b, "\n%d. %s", i+1, e)
 	}
 	return b.String()
+}
+
+// WriteAtomic replaces path with data through a temporary file and a rename, so a crash never
+// leaves half a file; an existing file keeps its permissions, a new one gets mode.
+func WriteAtomic(path string, data []byte, mode os.FileMode) error {
+	return writeAtomic(path, data, mode)
 }

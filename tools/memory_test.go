@@ -194,3 +194,35 @@ func TestMemoryChild(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeMemory: entries the file holds are not added again, the file's own stay first, and
+// an entry that would go over the limit is left out while a later one that fits is added.
+func TestMergeMemory(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	dir := filepath.Join(home, "memories")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "USER.md"), []byte("own entry\n§\nshared\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", UserCharLimit)
+	got, err := MergeMemory(home, "user", []string{"shared", long, "new one", "  "})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Added != 1 || got.Present != 1 || len(got.Over) != 1 || got.Over[0] != long {
+		t.Errorf("merge = added %d, present %d, over %d", got.Added, got.Present, len(got.Over))
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "USER.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "own entry\n§\nshared\n§\nnew one\n"; string(data) != want {
+		t.Errorf("USER.md = %q, want %q", data, want)
+	}
+	if _, err := MergeMemory(home, "soul", nil); err == nil {
+		t.Error("an unknown target merged")
+	}
+}

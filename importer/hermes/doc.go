@@ -1,5 +1,6 @@
 // Package hermes reads a Hermes Agent home (state.db, sessions/sessions.json and the legacy
-// sessions/*.jsonl transcripts) into a spool store. It never writes the source, not a byte:
+// sessions/*.jsonl transcripts) into a spool store, and its memory files and config.yaml into a
+// spool home. It never writes the source, not a byte:
 // state.db is opened read-only through the store/sqlite driver; one with a -wal beside it (a
 // live or crashed Hermes) is copied with its -wal into a private temporary directory and read
 // there, with the -wal's rows, so no -shm is created or touched in the home; nothing else in the
@@ -27,6 +28,12 @@
 //   - A legacy JSONL transcript replaces a session's SQLite rows only when it has strictly more
 //     messages; corrupt lines are skipped with a warning; a transcript without a sessions row
 //     becomes a session of its own.
+//   - With Options.SpoolHome, memories/MEMORY.md and USER.md are merged into spool's memory
+//     files there (tools.MergeMemory: spool's entries kept, none twice, entries over the limit
+//     listed), and config.yaml's model, provider and same-named compression keys are written
+//     into its config.yaml where that file does not set them (provider keys all or none; keys
+//     never copied); every key not mapped is a Skip of kind "config". A config.yaml that is not
+//     YAML fails Open; spool's config is left as it was when the result would not load.
 //   - Columns are read by name: unknown tables and columns are ignored, missing optional ones
 //     read as empty, so newer Hermes schemas import too.
 //   - Importing is idempotent: sessions whose id the store already has, and routes whose key it

@@ -30,6 +30,9 @@ type Options struct {
 	Progress func(done, total int)
 	// Warn, when set, receives each skipped transcript line as it is found.
 	Warn func(msg string)
+	// SpoolHome, when set, is the spool home the reference's memory files and config.yaml are
+	// brought into (its memories/ and config.yaml); empty imports sessions and routes only.
+	SpoolHome string
 }
 
 // Report says what an import stored and what it skipped.
@@ -47,6 +50,11 @@ type Report struct {
 	JSONLOnly int `json:"jsonl_only"`
 	Routes    int `json:"routes"`
 	Suspended int `json:"suspended_routes"`
+	// Memory counts the entries of memories/MEMORY.md and USER.md added to spool's memory files
+	// of the same name (entries spool already held are not counted).
+	Memory map[string]int `json:"memory"`
+	// Config lists the spool settings taken from config.yaml ("provider.model: gpt-4o").
+	Config []string `json:"config"`
 	// Skipped lists what was not imported (or imported in part), each with its reason.
 	Skipped []Skip `json:"skipped"`
 }
@@ -72,6 +80,7 @@ type Home struct {
 	idx     []*entry
 	files   map[string]string // legacy transcripts by session id
 	gateway []gatewayEntry
+	set     settings
 	skips   []Skip
 	total   int
 }
@@ -98,8 +107,11 @@ func Open(ctx context.Context, dir string) (*Home, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !hasDB && len(h.files) == 0 && !regular(gwPath) {
-		return nil, fmt.Errorf("%s is not a Hermes home (no state.db, no sessions/sessions.json, no sessions/*.jsonl)", dir)
+	if h.set, err = readSettings(dir); err != nil {
+		return nil, err
+	}
+	if !hasDB && len(h.files) == 0 && !regular(gwPath) && h.set.empty() {
+		return nil, fmt.Errorf("%s is not a Hermes home (no state.db, no sessions/sessions.json, no sessions/*.jsonl, no memories/, no config.yaml)", dir)
 	}
 	var gwSkips []Skip
 	if h.gateway, gwSkips, err = readGateway(gwPath); err != nil {
@@ -137,7 +149,7 @@ func (h *Home) Messages() int { return h.total }
 func Import(ctx context.Context, st Store, dir string, opts Options) (Report, error) {
 	h, err := Open(ctx, dir)
 	if err != nil {
-		return Report{Home: dir, Relations: map[string]int{}, Skipped: []Skip{}}, err
+		return Report{Home: dir, Relations: map[string]int{}, Memory: map[string]int{}, Config: []string{}, Skipped: []Skip{}}, err
 	}
 	defer h.Close()
 	return h.Import(ctx, st, opts)
@@ -147,7 +159,8 @@ func Import(ctx context.Context, st Store, dir string, opts Options) (Report, er
 // documentation for the contract. An error means the store failed: what was imported so far
 // stays, and a rerun completes it.
 func (h *Home) Import(ctx context.Context, st Store, opts Options) (Report, error) {
-	rep := Report{Home: h.dir, Relations: map[string]int{}, Skipped: append([]Skip{}, h.skips...)}
+	rep := Report{Home: h.dir, Relations: map[string]int{}, Memory: map[string]int{}, Config: []string{},
+		Skipped: append([]Skip{}, h.skips...)}
 	if h.src != nil {
 		rep.SchemaVersion = h.src.version
 	}
@@ -197,6 +210,14 @@ func (h *Home) Import(ctx context.Context, st Store, opts Options) (Report, erro
 		}
 	}
 	rep.SystemPrompts = len(im.prompts)
+	if opts.SpoolHome != "" {
+		if err := h.set.importMemory(opts.SpoolHome, &rep); err != nil {
+			return rep, err
+		}
+		if err := h.set.importConfig(opts.SpoolHome, &rep); err != nil {
+			return rep, err
+		}
+	}
 	return rep, nil
 }
 
