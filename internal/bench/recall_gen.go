@@ -41,10 +41,14 @@ type recallFact struct {
 	kind, role, evidence, asked, keywords string
 }
 
+// recallFacts are worded apart from their questions (other word forms, other words, no copied
+// sentences), but each question shares a word or a stem that carries meaning with its evidence
+// beyond the project's name (decide: decided, reproducing: reproduce, latencies: latency), as a
+// person's question about a real session would: without one no search could find it.
 var recallFacts = []recallFact{
 	{"decision", store.RoleAssistant,
-		"Decision: the %[1]s %[2]s retries a failed call three times with exponential backoff, then gives up and alerts.",
-		"What did we decide about retrying in %[1]s?", "%[1]s retrying decided"},
+		"We decided the %[1]s %[2]s retries a failed call three times with exponential backoff, then gives up and alerts.",
+		"What did we decide about retrying in %[1]s?", "%[1]s retrying decide"},
 	{"file", store.RoleAssistant,
 		"Found it: the data race is in internal/%[1]s/%[2]s_state.go, two goroutines write the map without the mutex.",
 		"Which file had the race in %[1]s?", "%[1]s race file"},

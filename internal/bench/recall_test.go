@@ -6,8 +6,9 @@ import (
 )
 
 // TestRecallBenchmark runs the recall benchmark small: spool's search must find at least 90% of
-// the answers in its top ten and beat plain BM25 computed in the same run, and the AND-only control must score low (most questions, asked in
-// plain words, hold a word their answer lacks).
+// the answers in its top ten and beat plain BM25, computed in the same run, by 0.10, and the
+// AND-only control must score low (most questions, asked in plain words, hold a word their
+// answer lacks).
 func TestRecallBenchmark(t *testing.T) {
 	t.Parallel()
 	rep, err := Recall(context.Background(), RecallConfig{Dir: t.TempDir(), Sessions: 12, Turns: 30})
@@ -20,8 +21,11 @@ func TestRecallBenchmark(t *testing.T) {
 		if s.N == 0 || b.N != s.N || c.N != s.N {
 			t.Fatalf("%s: questions spool %d, bm25 %d, control %d", style, s.N, b.N, c.N)
 		}
-		if s.Hit10 < 0.9 || s.Hit10 <= b.Hit10 {
-			t.Errorf("%s: spool hit@10 %.3f, want >= 0.90 and above bm25's %.3f", style, s.Hit10, b.Hit10)
+		if b.Hit10 == 0 {
+			t.Errorf("%s: the bm25 baseline found nothing: it was not computed over the messages", style)
+		}
+		if s.Hit10 < 0.9 || s.Hit10 < b.Hit10+0.1 {
+			t.Errorf("%s: spool hit@10 %.3f, want >= 0.90 and at least bm25's %.3f + 0.10", style, s.Hit10, b.Hit10)
 		}
 		if c.Hit10 > s.Hit10-0.3 {
 			t.Errorf("%s: the AND-only control's hit@10 %.3f is not well below spool's %.3f", style, c.Hit10, s.Hit10)

@@ -335,7 +335,26 @@ func writeLexeme(b *strings.Builder, tok string) {
 // meaning. FTS5 binds adjacent terms (implicit AND) tighter than any operator, then NOT, AND, OR;
 // each run of adjacent terms becomes one parenthesized group, and NOT becomes "& !", which
 // tsquery's precedence (! over & over |) then reads as FTS5 does. "" means nothing to search.
-func buildTSQuery(match string) string {
+func buildTSQuery(match string) string { return renderTSQuery(match, renderTerm) }
+
+// rankTSQuery is a unit's tsquery as rankedUnits scores it: buildTSQuery's, except that a bare
+// word is its stem alone (the word as asked is not counted again, so the other units' rarity
+// weighs more than the form a word was asked in; SQLite's ftsExpr reads units the same way).
+func rankTSQuery(unit string) string {
+	return renderTSQuery(unit, func(t fts.Term) string {
+		if raw := fts.Tokens(t.Text); !t.Exact() && len(raw) == 1 {
+			if st := fts.Stem(raw[0]); st != "" {
+				var b strings.Builder
+				writeLexeme(&b, st)
+				return b.String()
+			}
+		}
+		return renderTerm(t)
+	})
+}
+
+// renderTSQuery is buildTSQuery with render for the operands.
+func renderTSQuery(match string, render func(fts.Term) string) string {
 	var out []string
 	var run []string
 	op := ""
@@ -350,7 +369,7 @@ func buildTSQuery(match string) string {
 		run, op = nil, ""
 	}
 	fts.WalkMatch(match, func(t fts.Term) {
-		if q := renderTerm(t); q != "" {
+		if q := render(t); q != "" {
 			run = append(run, q)
 		}
 	}, func(o string) {

@@ -207,9 +207,9 @@ func (db *DB) rankedUnits(ctx context.Context, plan fts.Query, tsq string, q sto
 		if uq == "" {
 			continue
 		}
-		args = append(args, uq)
+		args = append(args, uq, rankTSQuery(u))
 		n := len(args)
-		counts = append(counts, fmt.Sprintf("count(*) FILTER (WHERE tsv @@ $%d::tsquery) AS n%d", n, i))
+		counts = append(counts, fmt.Sprintf("count(*) FILTER (WHERE tsv @@ $%d::tsquery) AS n%d", n-1, i))
 		score = append(score, fmt.Sprintf(`ts_rank('{0.1, 0.1, 0.4, 1.0}', c.tsv, $%d::tsquery, 1) *
 			ln(1 + (greatest(d.total, d.n) - d.n%d + 0.5) / (d.n%d + 0.5))`, n, i, i))
 	}

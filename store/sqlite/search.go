@@ -168,7 +168,7 @@ func unwrap(hs []hit) []store.SearchHit {
 // A plain-words query of several units (fts.Query.Ranked) ranks the newest fts.UnitsWindow
 // matches of their OR: the answer to a question is as often old as new.
 func (db *DB) searchWords(ctx context.Context, plan fts.Query, q store.SearchQuery) ([]store.SearchHit, error) {
-	match, expr := plan.Match, ftsExpr(plan.Match)
+	match, expr := plan.Match, ftsExpr(plan.Match, plan.Ranked())
 	window := rankWindow
 	if plan.Ranked() {
 		window = fts.UnitsWindow
@@ -226,7 +226,12 @@ const exactCols = "{content tool_name tool_calls} : "
 // and testing, and the form as asked scores again, ranking above the other forms;
 // phrases, identifiers and prefixes match the written words only. Operands in a row are joined
 // by an explicit AND (FTS5 refuses the implicit one between parenthesized groups).
-func ftsExpr(match string) string {
+//
+// With units (the OR of a plain-words query, fts.Query.Ranked) the form as asked is looked for
+// in the tool name alone (which has no stems), so it finds the same rows without counting twice
+// where the stem already counts: a rare word asked in another form than written then outweighs a
+// common one matched as asked.
+func ftsExpr(match string, units bool) string {
 	var b strings.Builder
 	operand := false
 	fts.WalkMatch(match, func(t fts.Term) {
@@ -245,6 +250,10 @@ func ftsExpr(match string) string {
 			if stem := fts.Stem(toks[0]); stem != "" {
 				// The stem (written or in the stems column) finds every form; the form as
 				// asked counts again, so it ranks above the other forms of the word.
+				if units {
+					b.WriteString("(" + stem + " OR {tool_name} : " + t.Text + ")")
+					return
+				}
 				b.WriteString("(" + stem + " OR " + t.Text + ")")
 				return
 			}
@@ -497,7 +506,7 @@ func (db *DB) searchCJKBoolean(ctx context.Context, groups []fts.CJKGroup, q sto
 			if match == "" {
 				continue
 			}
-			expr := ftsExpr(match)
+			expr := ftsExpr(match, false)
 			sub := "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
 			cands, candArgs = append(cands, sub), append(candArgs, expr)
 			preds, predArgs = append(preds, "m.id IN ("+sub+")"), append(predArgs, expr)
@@ -625,5 +634,5 @@ func (db *DB) CheckMatch(ctx context.Context, query string) error {
 		return err
 	}
 	var n int
-	return db.read().QueryRowContext(ctx, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", ftsExpr(match)).Scan(&n)
+	return db.read().QueryRowContext(ctx, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", ftsExpr(match, false)).Scan(&n)
 }
