@@ -516,6 +516,9 @@ func TestBadInputIsOneLineAndChangesNothing(t *testing.T) {
 		{"prune duration without a unit", []string{"sessions", "prune", "--older-than", "30"}, "has no unit"},
 		{"search bad role", []string{"search", "tokenizer", "--role", "wizard"}, `unknown role "wizard"`},
 		{"search bad sort", []string{"search", "tokenizer", "--sort", "random"}, `unknown --sort "random"`},
+		{"bench recall postgres without a url", []string{"bench", "recall", "--backend", "postgres"}, "needs --postgres-url"},
+		{"bench recall unknown backend", []string{"bench", "recall", "--backend", "mysql"}, `--backend must be sqlite or postgres, not "mysql"`},
+		{"bench recall negative filler", []string{"bench", "recall", "--filler", "-1"}, "--filler must be 0 or more"},
 	}
 	before := snapshot(t, home)
 	for i, tc := range append(tests, usage...) {

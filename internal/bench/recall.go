@@ -14,6 +14,7 @@ import (
 
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/fts"
+	"github.com/spoolhq/spool/store/postgres"
 	"github.com/spoolhq/spool/store/sqlite"
 )
 
@@ -23,7 +24,13 @@ type RecallConfig struct {
 	Seed     uint64
 	Sessions int // default 40
 	Turns    int // user turns per session, default 40
-	Log      io.Writer
+	// Filler is how many messages of the standard workload (WORKLOAD.md's W1 generator, 200
+	// sessions) are written before the recall sessions, as older history to search through.
+	Filler int
+	// PostgresURL, when set, is an empty PostgreSQL database to run in instead of a scratch
+	// SQLite file (the run leaves its rows there).
+	PostgresURL string
+	Log         io.Writer
 }
 
 func (c RecallConfig) withDefaults() RecallConfig {
@@ -76,6 +83,8 @@ type RecallReport struct {
 		Sessions  int    `json:"sessions"`
 		Turns     int    `json:"turns"`
 		Messages  int    `json:"messages"`
+		Filler    int    `json:"filler_messages"`
+		Backend   string `json:"backend"`
 		Questions int    `json:"questions"`
 	} `json:"config"`
 	// Spool is store.Search (what spool search and session_search run); BM25 is plain Okapi
@@ -88,6 +97,9 @@ type RecallReport struct {
 	TargetsMet bool    `json:"targets_met"`
 	SearchP50  float64 `json:"spool_search_p50_ms"`
 	SearchP99  float64 `json:"spool_search_p99_ms"`
+	// The latency of the questions as asked alone (the size target's figure).
+	AskedP50 float64 `json:"spool_search_asked_p50_ms"`
+	AskedP99 float64 `json:"spool_search_asked_p99_ms"`
 }
 
 // RunRecall runs the benchmark and prints its report as JSON.
@@ -103,37 +115,43 @@ func RunRecall(ctx context.Context, cfg RecallConfig, stdout io.Writer) error {
 // styles through store.Search and the two baselines, and scores them.
 func Recall(ctx context.Context, cfg RecallConfig) (*RecallReport, error) {
 	cfg = cfg.withDefaults()
-	dir, err := scratchDir(cfg.Dir, "spool-recall-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "recall.db"), sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
 	logf := func(format string, a ...any) {
 		if cfg.Log != nil {
 			fmt.Fprintf(cfg.Log, format+"\n", a...)
 		}
 	}
+	st, backend, closeStore, err := openRecallStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer closeStore()
+	idx := newBM25()
+	if cfg.Filler > 0 {
+		t0 := time.Now()
+		if err := writeFiller(ctx, st, cfg, idx); err != nil {
+			return nil, fmt.Errorf("write filler: %w", err)
+		}
+		logf("recall: %d filler messages written in %s", cfg.Filler, time.Since(t0).Round(time.Second))
+	}
 	docs, questions, err := generateRecall(ctx, st, cfg)
 	if err != nil {
 		return nil, err
 	}
-	logf("recall: %d messages, %d questions", len(docs), len(questions))
-	idx := newBM25(docs)
+	for _, d := range docs {
+		idx.add(d.id, d.words)
+	}
+	logf("recall: %d messages, %d questions", idx.n(), len(questions))
 	rep := &RecallReport{}
 	rep.Config.Seed, rep.Config.Sessions, rep.Config.Turns = cfg.Seed, cfg.Sessions, cfg.Turns
-	rep.Config.Messages, rep.Config.Questions = len(docs), len(questions)
+	rep.Config.Messages, rep.Config.Questions = idx.n(), len(questions)
+	rep.Config.Filler, rep.Config.Backend = cfg.Filler, backend
 	type ranked struct {
 		kind, style string
 		ids         []int64
 		evidence    []int64
 	}
 	var spool, bm, ctl []ranked
-	var lat []float64
+	var lat, asked []float64
 	for _, q := range questions {
 		for _, style := range []string{StyleAsked, StyleKeywords} {
 			text := q.Asked
@@ -142,7 +160,11 @@ func Recall(ctx context.Context, cfg RecallConfig) (*RecallReport, error) {
 			}
 			t0 := time.Now()
 			hits, err := st.Search(ctx, store.SearchQuery{Text: text, Limit: 10, NoContext: true})
-			lat = append(lat, float64(time.Since(t0).Microseconds())/1000)
+			ms := float64(time.Since(t0).Microseconds()) / 1000
+			lat = append(lat, ms)
+			if style == StyleAsked {
+				asked = append(asked, ms)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("search %q: %w", text, err)
 			}
@@ -216,8 +238,77 @@ func Recall(ctx context.Context, cfg RecallConfig) (*RecallReport, error) {
 		}
 	}
 	sort.Float64s(lat)
+	sort.Float64s(asked)
 	rep.SearchP50, rep.SearchP99 = percentile(lat, 0.5), percentile(lat, 0.99)
+	rep.AskedP50, rep.AskedP99 = percentile(asked, 0.5), percentile(asked, 0.99)
 	return rep, nil
+}
+
+// openRecallStore opens the store the benchmark runs in: the PostgreSQL database of
+// cfg.PostgresURL, else a SQLite file in a scratch directory removed on close.
+func openRecallStore(ctx context.Context, cfg RecallConfig) (store.Store, string, func(), error) {
+	if cfg.PostgresURL != "" {
+		db, err := postgres.Open(ctx, cfg.PostgresURL, postgres.Options{MaxConns: 4})
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("open postgres: %w", err)
+		}
+		return db, "postgres", func() { db.Close() }, nil
+	}
+	dir, err := scratchDir(cfg.Dir, "spool-recall-")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "recall.db"), sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", nil, err
+	}
+	return db, "sqlite", func() { db.Close(); os.RemoveAll(dir) }, nil
+}
+
+// fillerBatch is how many filler messages one append writes.
+const fillerBatch = 1000
+
+// writeFiller writes cfg.Filler messages of the standard workload (W1 over 200 sessions),
+// session by session in batches, and adds each to the BM25 baselines' index.
+func writeFiller(ctx context.Context, st store.Store, cfg RecallConfig, idx *bm25Index) error {
+	v, err := DefaultVocab()
+	if err != nil {
+		return err
+	}
+	specs, msgs, err := NewGenerator(v).W1(cfg.Seed, 200, cfg.Filler)
+	if err != nil {
+		return err
+	}
+	bySession := map[string][]store.Message{}
+	for _, m := range msgs {
+		bySession[m.SessionID] = append(bySession[m.SessionID], m)
+	}
+	msgs = nil
+	base := time.Date(2025, 1, 6, 9, 0, 0, 0, time.UTC)
+	for i, sp := range specs {
+		at := base.Add(time.Duration(i) * time.Hour)
+		if _, err := st.CreateSession(ctx, store.NewSession{ID: sp.ID, Source: sp.Source, Model: sp.Model, StartedAt: at}); err != nil {
+			return err
+		}
+		ms := bySession[sp.ID]
+		for j := range ms {
+			ms[j].SessionID, ms[j].Timestamp = "", at.Add(time.Duration(j)*time.Second)
+		}
+		for len(ms) > 0 {
+			n := min(fillerBatch, len(ms))
+			ids, err := st.AppendBatch(ctx, sp.ID, ms[:n])
+			if err != nil {
+				return fmt.Errorf("session %s: %w", sp.ID, err)
+			}
+			for k, m := range ms[:n] {
+				idx.add(ids[k], fts.Tokens(fts.IndexedText(m.Role, m.Content)+" "+m.ToolName+" "+fts.CallsText(m.ToolCalls)))
+			}
+			ms = ms[n:]
+		}
+		delete(bySession, sp.ID)
+	}
+	return nil
 }
 
 func percentile(sorted []float64, q float64) float64 {
@@ -242,63 +333,81 @@ type recallDoc struct {
 	words []string
 }
 
-// bm25Index is plain Okapi BM25 (k1 1.2, b 0.75) over the documents' words as written.
+// bm25Index is plain Okapi BM25 (k1 1.2, b 0.75) over the documents' words as written, held
+// as postings so it stays small and quick with a million filler messages.
 type bm25Index struct {
-	docs  []recallDoc
-	tf    []map[string]int
-	df    map[string]int
-	avgdl float64
+	ids      []int64
+	lens     []int32
+	postings map[string][]posting
+	total    int64
+	// score and matched are search's scratch space, one slot a document.
+	score   []float64
+	matched []int32
 }
 
-func newBM25(docs []recallDoc) *bm25Index {
-	x := &bm25Index{docs: docs, df: map[string]int{}}
-	total := 0
-	for _, d := range docs {
-		tf := map[string]int{}
-		for _, w := range d.words {
-			tf[w]++
-		}
-		for w := range tf {
-			x.df[w]++
-		}
-		x.tf = append(x.tf, tf)
-		total += len(d.words)
+type posting struct{ doc, tf int32 }
+
+func newBM25() *bm25Index { return &bm25Index{postings: map[string][]posting{}} }
+
+func (x *bm25Index) n() int { return len(x.ids) }
+
+// add indexes one document.
+func (x *bm25Index) add(id int64, words []string) {
+	doc := int32(len(x.ids))
+	x.ids, x.lens = append(x.ids, id), append(x.lens, int32(len(words)))
+	x.total += int64(len(words))
+	tf := map[string]int32{}
+	for _, w := range words {
+		tf[w]++
 	}
-	x.avgdl = float64(total) / float64(max(len(docs), 1))
-	return x
+	for w, f := range tf {
+		x.postings[w] = append(x.postings[w], posting{doc, f})
+	}
 }
 
 // search returns the ids of the ten best documents for terms; with all, only documents holding
 // every term count (the AND-only control).
 func (x *bm25Index) search(terms []string, all bool) []int64 {
 	const k1, b = 1.2, 0.75
-	n := float64(len(x.docs))
+	n := float64(len(x.ids))
+	avgdl := float64(x.total) / max(n, 1)
+	if len(x.score) < len(x.ids) {
+		x.score, x.matched = make([]float64, len(x.ids)), make([]int32, len(x.ids))
+	}
+	var touched []int32
+	for _, t := range terms {
+		ps := x.postings[t]
+		df := float64(len(ps))
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		for _, p := range ps {
+			f := float64(p.tf)
+			if x.matched[p.doc] == 0 {
+				touched = append(touched, p.doc)
+			}
+			x.score[p.doc] += idf * f * (k1 + 1) / (f + k1*(1-b+b*float64(x.lens[p.doc])/avgdl))
+			x.matched[p.doc]++
+		}
+	}
 	type scored struct {
-		id    int64
+		doc   int32
 		score float64
 	}
 	var out []scored
-	for i, d := range x.docs {
-		s, matched := 0.0, 0
-		for _, t := range terms {
-			f := float64(x.tf[i][t])
-			if f == 0 {
-				continue
-			}
-			matched++
-			df := float64(x.df[t])
-			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-			s += idf * f * (k1 + 1) / (f + k1*(1-b+b*float64(len(d.words))/x.avgdl))
+	for _, d := range touched {
+		if !all || int(x.matched[d]) >= len(terms) {
+			out = append(out, scored{d, x.score[d]})
 		}
-		if matched == 0 || (all && matched < len(terms)) {
-			continue
-		}
-		out = append(out, scored{d.id, s})
+		x.score[d], x.matched[d] = 0, 0
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].score > out[j].score })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].score != out[j].score {
+			return out[i].score > out[j].score
+		}
+		return out[i].doc < out[j].doc
+	})
 	var ids []int64
 	for _, s := range out[:min(10, len(out))] {
-		ids = append(ids, s.id)
+		ids = append(ids, x.ids[s.doc])
 	}
 	return ids
 }

@@ -32,3 +32,22 @@ func TestRecallBenchmark(t *testing.T) {
 		}
 	}
 }
+
+// TestRecallFiller writes older history before the recall sessions: it is counted, searched
+// through, and indexed by the BM25 baseline (which then has more documents to rank).
+func TestRecallFiller(t *testing.T) {
+	t.Parallel()
+	rep, err := Recall(context.Background(), RecallConfig{Dir: t.TempDir(), Sessions: 4, Turns: 20, Filler: 3000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Config.Filler != 3000 || rep.Config.Messages < 3000+4*20*2 || rep.Config.Backend != "sqlite" {
+		t.Fatalf("config %+v: want 3000 filler messages counted among the messages, on sqlite", rep.Config)
+	}
+	if s := rep.Spool.ByStyle[StyleAsked]; s.N == 0 || s.Hit10 < 0.9 {
+		t.Errorf("asked with filler: %+v, want hit@10 >= 0.90", s)
+	}
+	if rep.AskedP99 <= 0 {
+		t.Errorf("asked p99 %v: not measured", rep.AskedP99)
+	}
+}
