@@ -9,7 +9,7 @@ import (
 )
 
 // Registry offers a tools.Registry to the agent. env is the environment every call gets; its
-// SessionID is set to the calling session.
+// SessionID is set to the calling session and CallID to the call.
 func Registry(reg *tools.Registry, env tools.Env) Tools { return registryTools{reg: reg, env: env} }
 
 type registryTools struct {
@@ -21,7 +21,7 @@ func (r registryTools) Definitions() []provider.Tool { return r.reg.Definitions(
 
 func (r registryTools) Call(ctx context.Context, sessionID string, c store.ToolCall) (string, bool) {
 	env := r.env
-	env.SessionID = sessionID
+	env.SessionID, env.CallID = sessionID, c.ID
 	res := r.reg.Call(ctx, env, c.Function.Name, c.Function.Arguments)
 	return res.Content, res.IsError
 }

@@ -33,7 +33,9 @@ const chatHelp = `Commands:
   /sessions            list recent sessions
   /search QUERY        search every session
   /usage               tokens, cost, cache share and the last cache break
-  /undo                take back your last message and everything after it
+  /undo                take back your last message and everything after it, and offer to
+                       restore the files its tool calls wrote
+  /expand              show the last turn's tool output in full
   /paste, /edit        paste mode (Enter is a new line, Ctrl-D sends) or $EDITOR, on a terminal
   /handoff PLATFORM:CHAT[:THREAD] [--user ID]
                        continue this session in a Telegram, Slack or Discord chat
@@ -60,10 +62,19 @@ type chat struct {
 	view *turnView
 	// lease fences transcript writes made outside a turn (/undo) like a turn's own.
 	lease turn.Options
+	// verbose shows tool results in full (--verbose); otherwise their first lines, and /expand
+	// shows lastTools, the last turn's, in full.
+	verbose   bool
+	lastTools []shownTool
+	// journal has what write_file and edit_file changed, for /undo; yes (--yes) restores
+	// without asking when there is no terminal to ask.
+	journal *tools.Journal
+	yes     bool
 }
 
 func (a *app) chatCommand() *cobra.Command {
 	var f modelFlags
+	var verbose bool
 	cmd := &cobra.Command{
 		Use:   "chat",
 		Short: "Talk with the agent: a line REPL with streaming replies and slash commands",
@@ -77,7 +88,7 @@ func (a *app) chatCommand() *cobra.Command {
 			}
 			// Ctrl-C interrupts a turn, not the chat: turns get their own signal handling.
 			ctx := context.WithoutCancel(cmd.Context())
-			c := &chat{a: a, tty: isTerminal(a.stdin)}
+			c := &chat{a: a, tty: isTerminal(a.stdin), verbose: verbose, yes: f.yes}
 			c.in = newLineReader(a.stdin)
 			useTUI := c.tty && isTerminal(a.stdout) && os.Getenv("TERM") != "dumb"
 			ag, st, notice, err := a.newAgent(ctx, f, c.approve, true, chatHints)
@@ -90,6 +101,7 @@ func (a *app) chatCommand() *cobra.Command {
 				return err
 			}
 			c.lease = leaseOptions(cfg)
+			c.journal = fileJournal(cfg)
 			if notice != "" {
 				fmt.Fprintln(a.stderr, notice)
 			}
@@ -107,6 +119,7 @@ func (a *app) chatCommand() *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().BoolVar(&verbose, "verbose", false, "show tool results in full (default: their first lines; /expand shows the rest)")
 	return cmd
 }
 
@@ -236,6 +249,7 @@ func (c *chat) turn(ctx context.Context, input string) {
 	v := c.newView(tctx)
 	c.view = v
 	defer func() { c.view = nil }()
+	c.lastTools = nil
 	v.wait("thinking")
 	res, err := c.ag.Run(tctx, c.sid, input, agent.RunOptions{
 		OnDelta: func(d provider.Delta) {
@@ -255,12 +269,14 @@ func (c *chat) turn(ctx context.Context, input string) {
 		},
 		OnNotice: func(s string) { v.aside(func() { fmt.Fprintf(c.a.stderr, "(%s)\n", oneLine(s)) }) },
 		OnToolCall: func(tc store.ToolCall) {
-			v.aside(func() {
-				fmt.Fprintf(c.a.stderr, "  ⚙ %s %s\n", tc.Function.Name, truncate(tc.Function.Arguments, 100))
-			})
+			v.aside(func() { fmt.Fprintf(c.a.stderr, "  ⚙ %s\n", toolCallLine(tc)) })
 			v.wait("running " + tc.Function.Name)
 		},
-		OnToolResult: func(store.ToolCall, string, bool) { v.wait("thinking") },
+		OnToolResult: func(tc store.ToolCall, result string, isErr bool) {
+			c.lastTools = append(c.lastTools, shownTool{call: tc, result: result, isErr: isErr})
+			v.aside(func() { fmt.Fprint(c.a.stderr, resultBlock(result, isErr, c.verbose, "/expand shows all")) })
+			v.wait("thinking")
+		},
 	})
 	streamed := v.end()
 	if res.SessionID != "" {
@@ -496,6 +512,8 @@ func (c *chat) command(ctx context.Context, line string) bool {
 		err = c.usage(ctx)
 	case "/undo":
 		err = c.undo(ctx)
+	case "/expand":
+		c.expand()
 	case "/handoff":
 		err = c.handoff(ctx, arg)
 	default:
@@ -574,7 +592,7 @@ func (c *chat) branch(ctx context.Context, title string) error {
 }
 
 // undo hides the last exchange under the conversation's lease, so it cannot cut into a turn
-// another process is running, and says what went.
+// another process is running, says what went, and offers to restore the files it wrote.
 func (c *chat) undo(ctx context.Context) error {
 	if err := c.needSession(); err != nil {
 		return err
@@ -589,18 +607,14 @@ func (c *chat) undo(ctx context.Context) error {
 	}
 	var ask string
 	var hidden int
+	var writes []store.ToolCall
 	err := turn.Run(ctx, c.st, sid, lo, func(tctx context.Context, t *turn.Turn) error {
 		// Read under the lease: another process may have added a turn while we waited.
 		ms, err := c.st.Conversation(tctx, sid, store.ViewActive)
 		if err != nil {
 			return fmt.Errorf("load %s: %w", sid, err)
 		}
-		for i := len(ms) - 1; i >= 0; i-- {
-			if ms[i].Role == store.RoleUser && !ms[i].Summary {
-				ask = ms[i].Content
-				break
-			}
-		}
+		ask, writes = lastExchange(ms)
 		hidden, err = c.st.UndoLastExchange(tctx, sid, t.Fence())
 		return err
 	})
@@ -613,7 +627,7 @@ func (c *chat) undo(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(c.a.stdout, "Undid your last message \"%s\" and %d message(s) after it.\n", truncate(ask, 60), hidden-1)
-	return nil
+	return c.restoreFiles(ctx, sid, writes)
 }
 
 func (c *chat) compress(ctx context.Context, focus string) error {

@@ -266,6 +266,7 @@ func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approve
 	reg, err := a.agentTools(ctx, cfg, tools.Env{WorkDir: wd, Home: cfg.Home, Store: st, Approver: approver, Summarizer: recallSum,
 		RecallDetail:  cfg.Recall.Detail,
 		ConfirmWrites: confirmWrites && !f.yes,
+		Journal:       fileJournal(cfg),
 		PassEnv:       cfg.Tools.Env,
 		Secrets:       tools.NewSecrets(os.Environ(), append(fallbackKeyEnvs(cfg), cfg.Provider.KeyEnv(), aux.KeyEnv())...)})
 	if err != nil {
@@ -412,6 +413,7 @@ const maxPipedInput = 16 << 20
 func (a *app) runCommand() *cobra.Command {
 	var f modelFlags
 	var format string
+	var verbose bool
 	cmd := &cobra.Command{
 		Use:   "run [PROMPT]",
 		Short: "Run one agent turn and print the reply",
@@ -461,6 +463,7 @@ func (a *app) runCommand() *cobra.Command {
 				return err
 			}
 			out := newRunOutput(ctx, a, st, format)
+			out.verbose = verbose
 			opts := out.options()
 			if format == "stream-json" {
 				// The first event names the session, so a script has its id before anything else.
@@ -498,6 +501,7 @@ func (a *app) runCommand() *cobra.Command {
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&format, "output-format", "text", "text, json or stream-json (one JSON event per line as the turn runs)")
+	cmd.Flags().BoolVar(&verbose, "verbose", false, "text output: show tool results in full (default: their first lines)")
 	return cmd
 }
 
@@ -604,6 +608,7 @@ type runOutput struct {
 	mu       sync.Mutex
 	enc      *json.Encoder
 	streamed bool // text format: some of the reply went to stdout already
+	verbose  bool // text format: tool results in full
 }
 
 func newRunOutput(ctx context.Context, a *app, st store.Store, format string) *runOutput {
@@ -647,11 +652,12 @@ func (o *runOutput) options() agent.RunOptions {
 			fmt.Fprintf(a.stderr, "spool: %s\n", waitLine(holder, waited, leaseSince(o.ctx, o.st, holder)))
 		},
 		OnNotice: func(s string) { fmt.Fprintf(a.stderr, "spool: %s\n", visible(oneLine(s))) },
-		OnToolCall: func(c store.ToolCall) {
-			fmt.Fprintf(a.stderr, "  ⚙ %s %s\n", c.Function.Name, visible(truncate(c.Function.Arguments, 100)))
-		},
+		OnToolCall: func(c store.ToolCall) { fmt.Fprintf(a.stderr, "  ⚙ %s\n", toolCallLine(c)) },
 	}
 	if o.format == "text" {
+		opts.OnToolResult = func(_ store.ToolCall, result string, isErr bool) {
+			fmt.Fprint(a.stderr, resultBlock(result, isErr, o.verbose, "--verbose shows all"))
+		}
 		opts.OnDelta = func(d provider.Delta) {
 			if d.Content != "" {
 				o.streamed = true

@@ -7,6 +7,7 @@ const (
 	ToolSessionSearch = "session_search"
 	ToolMemory        = "memory"
 	ToolDelegate      = "delegate"
+	ToolEditFile      = "edit_file"
 	MemoryFile        = "MEMORY.md"
 	UserFile          = "USER.md"
 )
@@ -22,6 +23,9 @@ const taskGuidance = `Finish the task you were given before you stop. When somet
 
 const toolGuidance = `Use tools when they give a better answer than memory or guessing: read files before you ` +
 	`change them, run commands to check your work, and report tool failures as they are.`
+
+const editGuidance = `To change an existing file, use edit_file with the exact text to replace (several ` +
+	`edits to one file go in one call); use write_file only to create a file or to rewrite most of one.`
 
 const memoryGuidance = `Any memory section below is a snapshot taken when this prompt was built. It may be out of ` +
 	`date; prefer what the user tells you now.`

@@ -189,6 +189,9 @@ func stableTier(env Env) (string, error) {
 		parts = append(parts, toolGuidance+"\nAvailable tools: "+strings.Join(tools, ", ")+".")
 	}
 	has := func(name string) bool { _, ok := slices.BinarySearch(tools, name); return ok }
+	if has(ToolEditFile) {
+		parts = append(parts, editGuidance)
+	}
 	if has(ToolMemory) {
 		parts = append(parts, memoryToolGuidance)
 	} else {

@@ -234,6 +234,8 @@ func TestIdentityAndHints(t *testing.T) {
 		{"SOUL.md replaces the default identity", Env{Home: home}, []string{"I am Quill."}, []string{defaultIdentity}},
 		{"Identity overrides SOUL.md", Env{Home: home, Identity: "I am Ink."}, []string{"I am Ink."}, []string{"Quill"}},
 		{"no home: default identity", Env{}, []string{defaultIdentity, memoryGuidance}, []string{"session_search", "Use the memory tool"}},
+		{"edit_file offered: prefer it for existing files", Env{Tools: []string{"write_file", "edit_file"}}, []string{editGuidance}, nil},
+		{"no edit_file: no advice to use it", Env{Tools: []string{"write_file"}}, nil, []string{"use edit_file"}},
 		{"claude gets no gpt hint", Env{Model: "claude-sonnet-4"}, nil, []string{"do not describe the call", "literally"}},
 		{"o-series by base name", Env{Model: "openai/o3-mini"}, []string{"do not describe the call"}, nil},
 		{"gemini hint", Env{Model: "gemini-2.5-pro"}, []string{"literally"}, []string{"do not describe the call"}},

@@ -10,7 +10,7 @@ import (
 
 // Builtins returns every built-in tool.
 func Builtins() []Tool {
-	return []Tool{ReadFile(), WriteFile(), ListFiles(), SearchFiles(), Terminal(), Memory(), SessionSearch()}
+	return []Tool{ReadFile(), WriteFile(), EditFile(), ListFiles(), SearchFiles(), Terminal(), Memory(), SessionSearch()}
 }
 
 // Default returns a registry of the built-in tools.

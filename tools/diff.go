@@ -14,9 +14,12 @@ const (
 )
 
 // unifiedDiff shows the change from old to new as a unified diff with three lines of context.
-// Common leading and trailing lines are set aside first, so a small edit of a large file is
-// cheap; a change too large to align is summarised instead.
-func unifiedDiff(name, old, new string) string {
+func unifiedDiff(name, old, new string) string { return contextDiff(name, old, new, diffContext) }
+
+// contextDiff is a unified diff with context lines around each change. Common leading and
+// trailing lines are set aside first, so a small edit of a large file is cheap; a change too
+// large to align is summarised instead.
+func contextDiff(name, old, new string, context int) string {
 	a, b := splitLines(old), splitLines(new)
 	if old == new {
 		return fmt.Sprintf("(%s is unchanged)", name)
@@ -72,18 +75,18 @@ func unifiedDiff(name, old, new string) string {
 			i++
 			continue
 		}
-		// A hunk: from diffContext lines before this change to diffContext lines after the last
-		// change that is no more than 2*diffContext unchanged lines from the previous one.
-		start := max(0, i-diffContext)
+		// A hunk: from context lines before this change to context lines after the last change
+		// that is no more than 2*context unchanged lines from the previous one.
+		start := max(0, i-context)
 		end := i
 		for j := i; j < len(all); j++ {
 			if all[j].kind != ' ' {
 				end = j
-			} else if j-end > 2*diffContext {
+			} else if j-end > 2*context {
 				break
 			}
 		}
-		end = min(len(all), end+diffContext+1)
+		end = min(len(all), end+context+1)
 		na, nb := 0, 0
 		for _, l := range all[start:end] {
 			if l.kind != '+' {

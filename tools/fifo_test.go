@@ -12,7 +12,7 @@ import (
 )
 
 // TestFileToolsRefuseFIFOs: a named pipe in the workspace (nobody writing to it, nobody reading)
-// is refused by read_file, write_file and search_files with one clear error, instead of an open
+// is refused by read_file, write_file, edit_file and search_files with one clear error, instead of an open
 // that waits for the other end forever; write_file leaves the pipe as it was.
 func TestFileToolsRefuseFIFOs(t *testing.T) {
 	t.Parallel()
@@ -27,6 +27,7 @@ func TestFileToolsRefuseFIFOs(t *testing.T) {
 	}{
 		{"read_file", `{"path":"pipe.txt"}`, "read pipe.txt: is a named pipe (FIFO), not a regular file"},
 		{"write_file", `{"path":"pipe.txt","content":"x"}`, "write pipe.txt: is a named pipe (FIFO), not a regular file"},
+		{"edit_file", `{"path":"pipe.txt","old_string":"x","new_string":"y"}`, "edit pipe.txt: is a named pipe (FIFO), not a regular file"},
 		{"search_files", `{"pattern":"x","dir":"pipe.txt"}`, "no matches"},
 	} {
 		t.Run(tc.tool, func(t *testing.T) {

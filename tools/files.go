@@ -232,13 +232,16 @@ func writeFile(ctx context.Context, env Env, raw json.RawMessage) (string, error
 	}
 	created := errors.Is(err, fs.ErrNotExist)
 	var before []byte
+	kept := false
 	if err == nil && st.Size() <= MaxReadBytes {
-		// Only for the diff a person is shown; a file swapped for a pipe meanwhile is refused.
+		// For the diff a person is shown and the undo record; a file swapped for a pipe
+		// meanwhile is refused.
 		if before, err = regfile.ReadFile(p); errors.As(err, new(*regfile.NotRegularError)) {
 			return "", fmt.Errorf("write %s: %w", name, unwrapPath(err))
 		}
+		kept = err == nil
 	}
-	if err := allowWrite(ctx, env, p, name, string(before), a.Content); err != nil {
+	if err := allowWrite(ctx, env, "write_file", p, unifiedDiff(name, string(before), a.Content)); err != nil {
 		return "", fmt.Errorf("write %s: %w", name, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -251,7 +254,8 @@ func writeFile(ctx context.Context, env Env, raw json.RawMessage) (string, error
 	if created {
 		verb = "created"
 	}
-	return fmt.Sprintf("%s %s: wrote %d bytes (%d lines)", verb, name, len(a.Content), countLines(a.Content)), nil
+	note := record(ctx, env, "write_file", FileChange{Path: p, Existed: !created, Kept: created || kept, Before: before}, a.Content)
+	return fmt.Sprintf("%s %s: wrote %d bytes (%d lines)%s", verb, name, len(a.Content), countLines(a.Content), note), nil
 }
 
 func countLines(s string) int {

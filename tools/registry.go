@@ -40,8 +40,12 @@ type Env struct {
 	// Home is $SPOOL_HOME; the memory tool writes Home/memories/{MEMORY.md,USER.md}.
 	Home string
 	// SessionID is the calling session, so session_search can leave out what the model
-	// already sees.
+	// already sees; CallID is the tool call being served.
 	SessionID string
+	CallID    string
+	// Journal, when set, keeps what write_file and edit_file change (with SessionID and
+	// CallID), so /undo can put the files back.
+	Journal *Journal
 	// Store is the session store session_search reads; nil disables that tool.
 	Store recall.Store
 	// Summarizer serves session_search's detail=summary (a model call the agent makes and
@@ -53,7 +57,7 @@ type Env struct {
 	// Workspace confines the file tools: paths outside it need the Approver's consent. Empty
 	// means the git root above WorkDir, else WorkDir itself.
 	Workspace string
-	// ConfirmWrites sends every write_file (with its diff) to the Approver, not only writes
+	// ConfirmWrites sends every write_file and edit_file (with its diff) to the Approver, not only writes
 	// outside the workspace; `spool chat` sets it.
 	ConfirmWrites bool
 	// Approver decides whether a command, a write or a file access outside the workspace may go

@@ -59,7 +59,7 @@ func TestDefinitionsStableAcrossRegistries(t *testing.T) {
 	for _, d := range a.Definitions() {
 		names = append(names, d.Name)
 	}
-	want := "list_files memory read_file search_files session_search terminal write_file"
+	want := "edit_file list_files memory read_file search_files session_search terminal write_file"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("order %q, want %q", got, want)
 	}

@@ -26,7 +26,7 @@ type ApprovalRequest struct {
 	Command string
 	WorkDir string
 	// Path is the file a file tool would touch (absolute), Outside whether it lies outside the
-	// workspace, and Diff, for write_file, the change as a unified diff.
+	// workspace, and Diff, for write_file and edit_file, the change as a unified diff.
 	Path    string
 	Outside bool
 	Diff    string
@@ -41,6 +41,10 @@ func (r ApprovalRequest) Question() string {
 		return fmt.Sprintf("Write %s, outside the workspace %s?", r.Path, r.WorkDir)
 	case r.Tool == "write_file":
 		return fmt.Sprintf("Write %s?", r.Path)
+	case r.Tool == "edit_file" && r.Outside:
+		return fmt.Sprintf("Edit %s, outside the workspace %s?", r.Path, r.WorkDir)
+	case r.Tool == "edit_file":
+		return fmt.Sprintf("Edit %s?", r.Path)
 	default:
 		return fmt.Sprintf("Let %s read %s, outside the workspace %s?", r.Tool, r.Path, r.WorkDir)
 	}

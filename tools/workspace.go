@@ -81,16 +81,15 @@ func allowRead(ctx context.Context, env Env, tool, abs string) error {
 	return ask(ctx, env, ApprovalRequest{Tool: tool, Path: abs, Outside: true, WorkDir: root})
 }
 
-// allowWrite lets write_file replace abs (old is its current content, "" for a new file) with
-// content: outside the workspace, or always when Env.ConfirmWrites, only with the approver's
-// consent, which is shown the diff.
-func allowWrite(ctx context.Context, env Env, abs, name, old, content string) error {
+// allowWrite lets a writing tool (write_file, edit_file) change abs as diff shows: outside the
+// workspace, or always when Env.ConfirmWrites, only with the approver's consent, which is shown
+// the diff.
+func allowWrite(ctx context.Context, env Env, tool, abs, diff string) error {
 	out, root, err := outsideWorkspace(env, abs)
 	if err != nil || (!out && !env.ConfirmWrites) {
 		return err
 	}
-	return ask(ctx, env, ApprovalRequest{Tool: "write_file", Path: abs, Outside: out, WorkDir: root,
-		Diff: unifiedDiff(name, old, content)})
+	return ask(ctx, env, ApprovalRequest{Tool: tool, Path: abs, Outside: out, WorkDir: root, Diff: diff})
 }
 
 // ask puts req to the approver; without one the answer is no, with a reason the model can act on.
@@ -98,7 +97,7 @@ func allowWrite(ctx context.Context, env Env, abs, name, old, content string) er
 func ask(ctx context.Context, env Env, req ApprovalRequest) error {
 	if env.Approver == nil {
 		what := "reading"
-		if req.Tool == "write_file" {
+		if req.Diff != "" {
 			what = "writing"
 		}
 		return Deny(fmt.Sprintf("%s %s needs approval: it is outside the workspace %s (non-interactive runs need --yes)",
