@@ -651,7 +651,7 @@ func (o *runOutput) options() agent.RunOptions {
 		OnWait: func(waited time.Duration, holder string) {
 			fmt.Fprintf(a.stderr, "spool: %s\n", waitLine(holder, waited, leaseSince(o.ctx, o.st, holder)))
 		},
-		OnNotice: func(s string) { fmt.Fprintf(a.stderr, "spool: %s\n", visible(oneLine(s))) },
+		OnNotice:   func(s string) { fmt.Fprintf(a.stderr, "spool: %s\n", visible(oneLine(s))) },
 		OnToolCall: func(c store.ToolCall) { fmt.Fprintf(a.stderr, "  ⚙ %s\n", toolCallLine(c)) },
 	}
 	if o.format == "text" {
