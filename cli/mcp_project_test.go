@@ -10,11 +10,17 @@ import (
 	"testing"
 )
 
-// spoolIn runs spool in dir (the project it is started from).
+// spoolAt runs spool in dir (the project it is started from).
 func spoolAt(t *testing.T, dir, home string, args ...string) result {
 	t.Helper()
+	return spoolAtIn(t, dir, home, "", args...)
+}
+
+// spoolAtIn runs spool in dir with stdin piped in.
+func spoolAtIn(t *testing.T, dir, home, stdin string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(spoolBin, append([]string{"--home", home}, args...)...)
-	cmd.Dir, cmd.Env = dir, cleanEnv()
+	cmd.Dir, cmd.Env, cmd.Stdin = dir, cleanEnv(), strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

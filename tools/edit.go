@@ -183,7 +183,7 @@ func applyEdit(text, old, new string, all, crlf bool) (string, error) {
 	case n == 0:
 		return "", errors.New("old_string not found; read the file again and copy the text exactly (whitespace and indentation count)")
 	case n > 1 && !all:
-		return "", fmt.Errorf("old_string is not unique: it occurs %d times (at lines %s); add surrounding lines to make it unique, or set replace_all",
+		return "", fmt.Errorf("old_string is not unique: it occurs %d times (on %s); add surrounding lines to make it unique, or set replace_all",
 			n, occurrenceLines(text, old, 5))
 	case all:
 		return strings.ReplaceAll(text, old, new), nil
@@ -195,25 +195,37 @@ func toCRLF(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\n", "\r\n")
 }
 
-// occurrenceLines lists the line numbers where s starts in text, at most limit of them.
+// occurrenceLines says on which lines s occurs in text ("line 4", "lines 4, 8"), listing at most
+// limit lines.
 func occurrenceLines(text, s string, limit int) string {
 	var lines []string
-	line, from := 1, 0
-	for len(lines) < limit {
+	more := false
+	line, from, last := 1, 0, 0
+	for {
 		i := strings.Index(text[from:], s)
 		if i < 0 {
 			break
 		}
 		line += strings.Count(text[from:from+i], "\n")
-		lines = append(lines, fmt.Sprint(line))
+		if line != last {
+			if len(lines) == limit {
+				more = true
+				break
+			}
+			lines = append(lines, fmt.Sprint(line))
+			last = line
+		}
 		line += strings.Count(s, "\n")
 		from += i + len(s)
 	}
 	out := strings.Join(lines, ", ")
-	if strings.Count(text, s) > limit {
+	if more {
 		out += ", …"
 	}
-	return out
+	if len(lines) == 1 {
+		return "line " + out
+	}
+	return "lines " + out
 }
 
 // diffStat counts the added and removed lines of a unified diff.

@@ -26,7 +26,7 @@ func TestEditFile(t *testing.T) {
 			want:    []string{"edited a.go: 1 edit, +1 -1 lines\n@@ -3,3 +3,3 @@\n func A() int {\n-\treturn 1\n+\treturn 2\n }\n"},
 			content: strings.Replace(src, "return 1", "return 2", 1)},
 		{name: "not unique", file: src, args: `{"path":"a.go","old_string":"return 1","new_string":"return 2"}`, isErr: true,
-			want: []string{"edit a.go: old_string is not unique: it occurs 2 times (at lines 4, 8); add surrounding lines to make it unique, or set replace_all (nothing was changed)"}},
+			want: []string{"edit a.go: old_string is not unique: it occurs 2 times (on lines 4, 8); add surrounding lines to make it unique, or set replace_all (nothing was changed)"}},
 		{name: "replace_all", file: src, args: `{"path":"a.go","old_string":"return 1","new_string":"return 3","replace_all":true}`,
 			want: []string{"edited a.go"}, content: strings.ReplaceAll(src, "return 1", "return 3")},
 		{name: "not found", file: src, args: `{"path":"a.go","old_string":"return 9","new_string":"return 2"}`, isErr: true,
