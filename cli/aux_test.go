@@ -50,7 +50,7 @@ func TestSummaryModelOnItsOwnProvider(t *testing.T) {
 	var mainSrv, auxSrv modelCounter
 	mainURL, auxURL := mainSrv.serve(t), auxSrv.serve(t)
 	env := []string{
-		"SPOOL_COMPRESSION_THRESHOLD_TOKENS=2500",
+		"SPOOL_COMPRESSION_THRESHOLD_TOKENS=2900",
 		// The trigger sits just above the fixed prompt (system prompt and tools); the delegate
 		// tool and its guidance would take that margin, and compaction would pause.
 		"SPOOL_DELEGATION_MAX_DEPTH=0",
@@ -69,7 +69,7 @@ func TestSummaryModelOnItsOwnProvider(t *testing.T) {
 	}
 	// The auxiliary model also names the session after its first exchange: one request more.
 	if got := auxSrv.count("/v1/messages summarizer-x"); got != compactions+1 {
-		t.Errorf("summary endpoint got %d requests for %d compactions and a title (all: %v)", got, compactions, auxSrv.n)
+		t.Errorf("summary endpoint got %d requests for %d compactions and a title (all: %v)\n%s", got, compactions, auxSrv.n, r.stderr)
 	}
 	if got := mainSrv.count("/v1/chat/completions summarizer-x"); got != 0 {
 		t.Errorf("the main endpoint got %d requests for the summary model", got)

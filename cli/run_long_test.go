@@ -151,7 +151,9 @@ func TestLongSessionAcrossProcesses(t *testing.T) {
 	}
 	chatArgs := append([]string{"chat", "--provider", "openai", "--base-url", url + "/v1", "--model", "fake-model"}, window...)
 	r := spoolEnv(t, home, typed.String(), env, chatArgs...).ok(t, "chat")
-	if n := strings.Count(r.stderr, "spool: "); n > 0 {
+	// Error lines start with "spool: "; tool results shown under their calls are indented and
+	// may quote spool's source.
+	if n := len(regexp.MustCompile(`(?m)^spool: `).FindAllString(r.stderr, -1)); n > 0 {
 		t.Fatalf("%d errors in the chat:\n%s", n, r.stderr)
 	}
 	trunk := []segment{{what: "the chat", bodies: rec.take(&taken), compactions: strings.Count(r.stderr, "(Compacted ")}}
