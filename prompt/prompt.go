@@ -58,6 +58,11 @@ type Env struct {
 	Notes []string
 	// Identity, when set, replaces both Home/SOUL.md and the built-in identity.
 	Identity string
+	// Custom makes SystemMessage the whole prompt, byte for byte: no identity, no guidance
+	// (spool's task, tool, memory, session_search and delegate guidance), no model or platform
+	// hint, no rule file, memories, skills or notes. A program embedding the agent sets it to
+	// own the agent's voice; it can opt in to spool's guidance by including Guidance's text.
+	Custom bool
 	// Size bounds; zero means the default.
 	MaxRuleChars   int
 	MaxMemoryChars int
@@ -110,6 +115,9 @@ func Restore(text string) Prompt { return Prompt{restored: &text} }
 
 // Build assembles the three tiers from env. It fails only when a file exists but cannot be read.
 func Build(env Env) (Prompt, error) {
+	if env.Custom {
+		return Prompt{Context: env.SystemMessage}, nil
+	}
 	stable, err := stableTier(env)
 	if err != nil {
 		return Prompt{}, err
@@ -180,29 +188,7 @@ func stableTier(env Env) (string, error) {
 	if identity == "" {
 		identity = defaultIdentity
 	}
-	parts := []string{identity, taskGuidance}
-
-	tools := slices.Clone(env.Tools)
-	slices.Sort(tools)
-	tools = slices.Compact(tools)
-	if len(tools) > 0 {
-		parts = append(parts, toolGuidance+"\nAvailable tools: "+strings.Join(tools, ", ")+".")
-	}
-	has := func(name string) bool { _, ok := slices.BinarySearch(tools, name); return ok }
-	if has(ToolEditFile) {
-		parts = append(parts, editGuidance)
-	}
-	if has(ToolMemory) {
-		parts = append(parts, memoryToolGuidance)
-	} else {
-		parts = append(parts, memoryGuidance)
-	}
-	if has(ToolSessionSearch) {
-		parts = append(parts, sessionSearchGuidance)
-	}
-	if has(ToolDelegate) {
-		parts = append(parts, delegateGuidance)
-	}
+	parts := []string{identity, Guidance(env.Tools)}
 	if len(env.Skills) > 0 {
 		parts = append(parts, skillsGuidance)
 	}
@@ -316,4 +302,34 @@ func displayPath(workDir, path string) string {
 		return filepath.ToSlash(rel)
 	}
 	return filepath.ToSlash(path)
+}
+
+// Guidance is spool's guidance for an agent offering tools (the sorted, deduplicated names),
+// as the built prompt states it: finishing the task, using tools, the memory snapshot,
+// session_search and delegate when offered. A program that writes its own prompt (Env.Custom)
+// may append it.
+func Guidance(tools []string) string {
+	tools = slices.Clone(tools)
+	slices.Sort(tools)
+	tools = slices.Compact(tools)
+	parts := []string{taskGuidance}
+	if len(tools) > 0 {
+		parts = append(parts, toolGuidance+"\nAvailable tools: "+strings.Join(tools, ", ")+".")
+	}
+	has := func(name string) bool { _, ok := slices.BinarySearch(tools, name); return ok }
+	if has(ToolEditFile) {
+		parts = append(parts, editGuidance)
+	}
+	if has(ToolMemory) {
+		parts = append(parts, memoryToolGuidance)
+	} else {
+		parts = append(parts, memoryGuidance)
+	}
+	if has(ToolSessionSearch) {
+		parts = append(parts, sessionSearchGuidance)
+	}
+	if has(ToolDelegate) {
+		parts = append(parts, delegateGuidance)
+	}
+	return strings.Join(parts, "\n\n")
 }

@@ -78,7 +78,21 @@ type Delta struct {
 	Reasoning string
 }
 
-// Client is one configured model endpoint.
+// Client is one configured model endpoint. A Go program may bring its own (any model API);
+// the agent relies on this contract:
+//
+//   - Response.Usage.InputTokens is the real number of prompt tokens the model read for this
+//     request (cached ones included), as the model's API reports it, or 0 when the client
+//     cannot know it: spool then estimates the prompt itself. Never report a smaller number
+//     than the real one (for example only the new message's tokens): the agent calibrates its
+//     estimates on this count to decide when to compact, and an under-reported count lets the
+//     requests grow past the model's window before compaction starts.
+//   - OutputTokens, CacheReadTokens and CacheWriteTokens are the provider's own counts (0 when
+//     unknown); they feed the usage and cache figures only.
+//   - A failure is returned as an error; wrapping a *Error with its Class (ClassifyHTTP,
+//     ClassifyTransport) lets the agent retry, fall back or give up as it does for the
+//     built-in adapters. Any other error is treated as not retryable.
+//   - Chat honours ctx: it returns soon after ctx is done.
 type Client interface {
 	// Chat sends req and returns the whole response. When onDelta is non-nil the call streams
 	// and onDelta receives text as it arrives; the returned Response is the same either way.

@@ -73,7 +73,14 @@ type DB struct {
 	damaged   atomic.Pointer[store.DamagedError]
 	closeOnce sync.Once
 	closeErr  error
+	// scratch is the private directory of a Memory database, removed on Close ("" otherwise).
+	scratch string
 }
+
+// Memory is the path that opens a database of its own, kept only while the handle is open:
+// its file lives in a private temporary directory that Close removes. Every Open of Memory is a
+// new, empty database (another handle, another process, cannot reach it).
+const Memory = ":memory:"
 
 var _ store.Store = (*DB)(nil)
 
@@ -98,8 +105,11 @@ const (
 )
 
 // Open opens (creating if needed) the database at path, applies the journal policy and runs
-// pending migrations.
+// pending migrations. The path Memory opens a new database that Close removes.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	if path == Memory {
+		return openMemory(ctx, opts)
+	}
 	if opts.Synchronous == "" {
 		opts.Synchronous = "NORMAL"
 	}
@@ -444,8 +454,28 @@ func (db *DB) restrictModes() {
 // Close indexes what this handle appended, checkpoints (PASSIVE, never TRUNCATE) and closes
 // both pools. Closing again returns the first Close's result.
 func (db *DB) Close() error {
-	db.closeOnce.Do(func() { db.closeErr = db.close() })
+	db.closeOnce.Do(func() {
+		db.closeErr = db.close()
+		if db.scratch != "" {
+			db.closeErr = errors.Join(db.closeErr, os.RemoveAll(db.scratch))
+		}
+	})
 	return db.closeErr
+}
+
+// openMemory opens a fresh database in a private temporary directory, removed on Close.
+func openMemory(ctx context.Context, opts Options) (*DB, error) {
+	dir, err := os.MkdirTemp("", "spool-memory-")
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", Memory, err)
+	}
+	db, err := Open(ctx, filepath.Join(dir, "spool.db"), opts)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("open %s: %w", Memory, err)
+	}
+	db.scratch = dir
+	return db, nil
 }
 
 func (db *DB) close() error {
