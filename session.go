@@ -8,6 +8,7 @@ import (
 	"github.com/spoolhq/spool/compress"
 	"github.com/spoolhq/spool/recall"
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/tokens"
 )
 
 // timeNow is the clock of the sessions this package creates.
@@ -103,15 +104,15 @@ func (s *Session) Recall(ctx context.Context, query string) (RecallResult, error
 	return d, wrap("recall", s.id, err)
 }
 
-// Tokens estimates the active history's size in tokens, as the compaction trigger counts it
-// before a model reports real counts: a caller driving its own loop compares it with its
+// Tokens estimates the active history's size in tokens, as spool's agent estimates a request
+// (characters / 4, plus each message's envelope): a caller driving its own loop compares it with its
 // window (see ShouldCompact).
 func (s *Session) Tokens(ctx context.Context) (int, error) {
 	ms, err := s.Load(ctx)
 	if err != nil {
 		return 0, err
 	}
-	return compress.EstimateTokens(compress.CharEstimator{}, ms), nil
+	return tokens.Estimate(ms), nil
 }
 
 // ShouldCompact reports whether the active history has reached the compaction trigger of a
