@@ -102,6 +102,9 @@ func (a *app) chatCommand() *cobra.Command {
 			}
 			c.lease = leaseOptions(cfg)
 			c.journal = fileJournal(cfg)
+			if err := a.pruneFileRecords(time.Now().Add(-fileRecordAge)); err != nil {
+				fmt.Fprintf(a.stderr, "spool: warning: %s\n", oneLine(err.Error()))
+			}
 			if notice != "" {
 				fmt.Fprintln(a.stderr, notice)
 			}

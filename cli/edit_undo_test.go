@@ -9,7 +9,7 @@ import (
 
 // TestRunShowsToolResults: `spool run` shows each call as a readable line (a command as typed,
 // no JSON escapes) and the first lines of its result with a count of the rest; --verbose shows
-// all of it. edit_file works end to end through the offline model.
+// all of it, in run and in chat. edit_file works end to end through the offline model.
 func TestRunShowsToolResults(t *testing.T) {
 	t.Parallel()
 	home, dir := t.TempDir(), t.TempDir()
@@ -26,6 +26,11 @@ func TestRunShowsToolResults(t *testing.T) {
 	r = spoolAt(t, dir, home, "run", "--yes", "--verbose", cmd).ok(t, "run --verbose")
 	if !strings.Contains(r.stderr, "      19\n      20\n      end\n      [exit status 0]") || strings.Contains(r.stderr, "more lines") {
 		t.Errorf("--verbose did not show the whole result:\n%s", r.stderr)
+	}
+
+	r = spoolAtIn(t, dir, home, cmd+"\n", "chat", "--yes", "--verbose").ok(t, "chat --verbose")
+	if !strings.Contains(r.stderr, "      19\n      20\n      end\n      [exit status 0]") || strings.Contains(r.stderr, "more lines") {
+		t.Errorf("chat --verbose did not show the whole result:\n%s", r.stderr)
 	}
 
 	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte("package a\n\nfunc A() int { return 1 }\n"), 0o644); err != nil {
@@ -80,6 +85,19 @@ func TestChatUndoRestoresFilesPiped(t *testing.T) {
 	}
 	if _, err := os.Stat(created); err != nil {
 		t.Errorf("new.txt was removed without consent: %v", err)
+	}
+
+	// Deleting a session deletes its records (the a.go edit's is still there).
+	ls := decode[[]struct {
+		ID string `json:"id"`
+	}](t, spool(t, home, "sessions", "list", "--json").ok(t, "list"))
+	records := filepath.Join(home, "undo", ls[0].ID)
+	if files, err := os.ReadDir(records); err != nil || len(files) != 1 {
+		t.Fatalf("records of %s: %v, %v; want the a.go edit's", ls[0].ID, files, err)
+	}
+	spool(t, home, "sessions", "delete", ls[0].ID, "--yes").ok(t, "delete")
+	if _, err := os.Stat(records); !os.IsNotExist(err) {
+		t.Errorf("the deleted session's undo records stay: %v", err)
 	}
 }
 

@@ -567,6 +567,9 @@ func (a *app) sessionsDeleteCommand() *cobra.Command {
 			if err := st.DeleteSession(ctx, s.ID); err != nil {
 				return fmt.Errorf("delete %s: %w", s.ID, err)
 			}
+			if err := a.forgetFileRecords(s.ID); err != nil {
+				return err
+			}
 			if a.json {
 				return a.printJSON(map[string]any{"deleted": s.ID})
 			}
@@ -616,6 +619,9 @@ func (a *app) sessionsPruneCommand() *cobra.Command {
 			n, err := st.Prune(ctx, cutoff)
 			if err != nil {
 				return fmt.Errorf("prune: %w", err)
+			}
+			if err := a.pruneFileRecords(cutoff); err != nil {
+				return err
 			}
 			if a.json {
 				return a.printJSON(map[string]any{"pruned": n, "cutoff": cutoff.UTC()})

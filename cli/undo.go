@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spoolhq/spool/config"
 	"github.com/spoolhq/spool/store"
@@ -17,6 +18,28 @@ import (
 // it: $SPOOL_HOME/undo, one small JSON file per call.
 func fileJournal(cfg config.Config) *tools.Journal {
 	return &tools.Journal{Dir: filepath.Join(cfg.Home, "undo")}
+}
+
+// fileRecordAge is how long a file's undo record is kept: a chat start drops older ones.
+const fileRecordAge = 30 * 24 * time.Hour
+
+// forgetFileRecords removes the undo records of a deleted session.
+func (a *app) forgetFileRecords(sid string) error {
+	cfg, err := a.config()
+	if err != nil {
+		return err
+	}
+	return fileJournal(cfg).ForgetSession(sid)
+}
+
+// pruneFileRecords removes the undo records written before cutoff.
+func (a *app) pruneFileRecords(cutoff time.Time) error {
+	cfg, err := a.config()
+	if err != nil {
+		return err
+	}
+	_, err = fileJournal(cfg).Prune(cutoff)
+	return err
 }
 
 // fileTools are the tools whose calls the journal records.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestEditFile: exact replacements with a uniqueness check, several edits applied in order and
@@ -191,5 +192,38 @@ func TestJournalReverts(t *testing.T) {
 	j.Forget(changes[0])
 	if _, ok, _ := j.Lookup([]string{"s1"}, "c1"); ok {
 		t.Error("a forgotten change is still found")
+	}
+}
+
+// TestJournalPrune: records older than the cutoff go, newer ones stay; a deleted session's
+// records all go.
+func TestJournalPrune(t *testing.T) {
+	t.Parallel()
+	j := &Journal{Dir: t.TempDir()}
+	for _, ch := range []FileChange{{SessionID: "old", CallID: "c1"}, {SessionID: "new", CallID: "c2"}, {SessionID: "gone", CallID: "c3"}} {
+		if err := j.Record(ch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-48 * time.Hour)
+	if err := os.Chtimes(filepath.Join(j.Dir, "old", hashName("c1")+".json"), past, past); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := j.Prune(time.Now().Add(-24 * time.Hour)); n != 1 || err != nil {
+		t.Errorf("pruned %d, %v; want the one old record", n, err)
+	}
+	if err := j.ForgetSession("gone"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		sid, call string
+		found     bool
+	}{{"old", "c1", false}, {"new", "c2", true}, {"gone", "c3", false}} {
+		if _, ok, _ := j.Lookup([]string{c.sid}, c.call); ok != c.found {
+			t.Errorf("%s/%s found %v, want %v", c.sid, c.call, ok, c.found)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(j.Dir, "old")); !os.IsNotExist(err) {
+		t.Errorf("the emptied session directory stays: %v", err)
 	}
 }

@@ -95,6 +95,48 @@ func (j *Journal) Forget(ch FileChange) {
 	_ = os.Remove(filepath.Join(j.sessionDir(ch.SessionID), hashName(ch.CallID)+".json"))
 }
 
+// ForgetSession removes every record of a session (the session is being deleted).
+func (j *Journal) ForgetSession(sessionID string) error {
+	if err := os.RemoveAll(j.sessionDir(sessionID)); err != nil {
+		return fmt.Errorf("undo records of %s: %w", sessionID, unwrapPath(err))
+	}
+	return nil
+}
+
+// Prune removes the records written before cutoff, and the session directories left empty,
+// and returns how many records it removed.
+func (j *Journal) Prune(cutoff time.Time) (int, error) {
+	dirs, err := os.ReadDir(j.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("undo records: %w", unwrapPath(err))
+	}
+	n := 0
+	for _, d := range dirs {
+		if !d.IsDir() {
+			continue
+		}
+		dir := filepath.Join(j.Dir, d.Name())
+		files, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		left := len(files)
+		for _, f := range files {
+			if info, err := f.Info(); err == nil && info.ModTime().Before(cutoff) && os.Remove(filepath.Join(dir, f.Name())) == nil {
+				n++
+				left--
+			}
+		}
+		if left == 0 {
+			_ = os.Remove(dir)
+		}
+	}
+	return n, nil
+}
+
 // record gives the journal the change a tool call made (after is what it wrote) and returns a
 // note for the result when that failed: the write stands, only its undo is lost.
 func record(_ context.Context, env Env, tool string, ch FileChange, after string) string {
