@@ -23,6 +23,14 @@ type Observer interface {
 	LeaseWait(ctx context.Context, e LeaseWait)
 }
 
+// TurnObserver is an Observer that also wraps each turn: StartTurn is called as Agent.Run
+// begins, and the returned context (carrying, say, a trace span) is the one the turn's model
+// and tool calls are made and reported with; end is called with the turn's outcome.
+type TurnObserver interface {
+	Observer
+	StartTurn(ctx context.Context, sessionID string) (_ context.Context, end func(Result, error))
+}
+
 // ModelCall is one model call.
 type ModelCall struct {
 	SessionID string
@@ -81,6 +89,25 @@ type observedClient struct {
 }
 
 func (o observedClient) Name() string { return o.c.Name() }
+
+// observed wraps c, keeping its provider-side compaction when it has one.
+func observed(c provider.Client, obs Observer) provider.Client {
+	if comp, ok := c.(provider.Compactor); ok {
+		return observedCompactor{observedClient{c, obs}, comp}
+	}
+	return observedClient{c, obs}
+}
+
+type observedCompactor struct {
+	observedClient
+	comp provider.Compactor
+}
+
+func (o observedCompactor) CanCompact() bool { return o.comp.CanCompact() }
+
+func (o observedCompactor) Compact(ctx context.Context, req provider.Request) (provider.Compacted, error) {
+	return o.comp.Compact(ctx, req)
+}
 
 func (o observedClient) Chat(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (provider.Response, error) {
 	start := time.Now()

@@ -99,7 +99,7 @@ func (db *DB) NewAgent(o AgentOptions) (*Agent, error) {
 	if len(o.Tools) > 0 {
 		t = observedTools{agent.Registry(reg, tools.Env{Store: db.st}), obs}
 	}
-	a, err := agent.New(agent.Deps{Store: db.st, Client: observedClient{o.Client, obs}, Tools: t, Config: cfg})
+	a, err := agent.New(agent.Deps{Store: db.st, Client: observed(o.Client, obs), Tools: t, Config: cfg})
 	if err != nil {
 		return nil, wrap("new agent", "", err)
 	}
@@ -132,10 +132,15 @@ func joinNonEmpty(a, b string) string {
 // Run runs one turn of s with the user's input: it returns when the model answers without
 // calling a tool (or the turn's model calls run out). Everything said is stored as it
 // happens, also when Run fails; the Result then still says what was done.
-func (a *Agent) Run(ctx context.Context, s *Session, input string) (Result, error) {
+func (a *Agent) Run(ctx context.Context, s *Session, input string) (res Result, err error) {
 	ctx = withSession(ctx, s.id)
+	if t, ok := a.obs.(TurnObserver); ok {
+		var end func(Result, error)
+		ctx, end = t.StartTurn(ctx, s.id)
+		defer func() { end(res, err) }()
+	}
 	start := time.Now()
-	res, err := a.a.Run(ctx, s.id, input, a.runOptions(ctx, s.id))
+	res, err = a.a.Run(ctx, s.id, input, a.runOptions(ctx, s.id))
 	if res.SessionID != "" && res.SessionID != s.id {
 		s.id = res.SessionID // rotated into a continuation
 	}
