@@ -170,13 +170,14 @@ func TestSessionsRename(t *testing.T) {
 }
 
 type searchHit struct {
-	SessionID string `json:"session_id"`
-	Role      string `json:"role"`
-	Snippet   string `json:"snippet"`
-	Source    string `json:"source"`
-	Active    bool   `json:"active"`
-	ToolName  string `json:"tool_name"`
-	Summary   bool   `json:"summary"`
+	SessionID string   `json:"session_id"`
+	Role      string   `json:"role"`
+	Snippet   string   `json:"snippet"`
+	Source    string   `json:"source"`
+	Active    bool     `json:"active"`
+	ToolName  string   `json:"tool_name"`
+	Summary   bool     `json:"summary"`
+	Terms     []string `json:"terms"`
 }
 
 func TestSearch(t *testing.T) {
@@ -194,6 +195,11 @@ func TestSearch(t *testing.T) {
 	}
 	if !sessions[idRoot] || !sessions[idAPI] {
 		t.Errorf("search tokenizer found sessions %v", sessions)
+	}
+	// A question in plain words: each result names the terms of it that it holds.
+	asked := decode[[]searchHit](t, spool(t, home, "search", "what about the tokenizer?", "--json").ok(t, "search asked"))
+	if len(asked) == 0 || !slices.Equal(asked[0].Terms, []string{"tokenizer"}) {
+		t.Errorf("search asked: hits %+v, want the first to name the term tokenizer", asked)
 	}
 	if !archived {
 		t.Error("archived rows are not searchable")

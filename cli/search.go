@@ -39,6 +39,7 @@ type searchHitJSON struct {
 	SessionID      string       `json:"session_id"`
 	Role           string       `json:"role"`
 	Snippet        string       `json:"snippet"`
+	Terms          []string     `json:"terms,omitempty"`
 	Source         string       `json:"source"`
 	Model          string       `json:"model,omitempty"`
 	SessionStarted *time.Time   `json:"session_started"`
@@ -128,7 +129,7 @@ func (a *app) searchCommand() *cobra.Command {
 				out := make([]searchHitJSON, 0, len(hits))
 				for _, h := range hits {
 					j := searchHitJSON{
-						MessageID: h.MessageID, SessionID: h.SessionID, Role: h.Role, Snippet: h.Snippet,
+						MessageID: h.MessageID, SessionID: h.SessionID, Role: h.Role, Snippet: h.Snippet, Terms: h.Terms,
 						Source: h.Source, Model: h.Model, SessionStarted: jsonTime(h.SessionStarted),
 						Timestamp: jsonTime(h.Timestamp), Active: h.Active, Compacted: h.Compacted,
 						ToolName: h.ToolName, Summary: h.Summary,
