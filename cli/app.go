@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/term"
@@ -38,6 +39,10 @@ type app struct {
 
 	mcp       *mcp.Manager // the MCP servers, started once per process (closeMCP)
 	mcpWarned bool
+
+	// retryNote, when set, shows a provider retry's notice in place (the chat's spinner line)
+	// instead of printing it as a line of its own.
+	retryNote atomic.Pointer[func(note string)]
 }
 
 // config loads the configuration once per invocation.

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/spf13/cobra"
 
 	"github.com/spoolhq/spool/agent"
@@ -325,6 +326,9 @@ func (c *chat) newView(ctx context.Context) *turnView {
 		v.ui, v.spin = c.ui, true
 		v.md = newMarkdown(c.a.stdout)
 		v.md.plain = !c.a.colour()
+		// A provider retry's notice replaces the spinner's label: one row, updated in place.
+		note := func(s string) { v.wait(s) }
+		c.a.retryNote.Store(&note)
 		return v
 	}
 	if c.a.colour() {
@@ -429,8 +433,9 @@ func startSpinner(ctx context.Context, w io.Writer, label string) *spinner {
 		defer close(s.done)
 		tick := time.NewTicker(spinnerEvery)
 		defer tick.Stop()
+		start := time.Now()
 		for i := 0; ; i++ {
-			fmt.Fprintf(w, "%s%s %s…", clearLine, spinnerFrames[i%len(spinnerFrames)], label)
+			io.WriteString(w, clearLine+spinnerLine(i, label, time.Since(start)))
 			select {
 			case <-s.quit:
 			case <-ctx.Done():
@@ -442,6 +447,17 @@ func startSpinner(ctx context.Context, w io.Writer, label string) *spinner {
 		}
 	}()
 	return s
+}
+
+// spinnerLine is the spinner's row at frame: its mark, label and the time it has run
+// ("⠙ thinking… 12s", "1m05s" past a minute).
+func spinnerLine(frame int, label string, elapsed time.Duration) string {
+	secs := int(max(elapsed, 0) / time.Second)
+	t := fmt.Sprintf("%ds", secs)
+	if secs >= 60 {
+		t = fmt.Sprintf("%dm%02ds", secs/60, secs%60)
+	}
+	return spinnerFrames[frame%len(spinnerFrames)] + " " + label + "… " + t
 }
 
 // stop ends the spinner and waits until its line is erased; a nil spinner is a no-op.
@@ -675,9 +691,20 @@ func (c *chat) search(ctx context.Context, q string) error {
 		fmt.Fprintln(c.a.stdout, "No matches.")
 	}
 	for _, h := range hits {
-		fmt.Fprintf(c.a.stdout, "%s #%d %s: %s\n", h.SessionID, h.MessageID, h.Role, truncate(h.Snippet, 100))
+		fmt.Fprintf(c.a.stdout, "%s #%d %s: %s\n", h.SessionID, h.MessageID, h.Role, chatSnippet(h.Snippet, c.a.colour()))
 	}
 	return nil
+}
+
+// chatSnippet is a search hit's snippet as the chat shows it: on one line, at most 100
+// columns, the matches highlighted on a colour terminal and unmarked otherwise (the markers
+// are for pipes; a person reading the chat does not need them).
+func chatSnippet(s string, colour bool) string {
+	s = oneLine(s)
+	if !colour {
+		s = strings.NewReplacer(markOpen, "", markClose, "").Replace(s)
+	}
+	return ansi.Truncate(renderSnippet(s, colour), 100, "…")
 }
 
 func (c *chat) usage(ctx context.Context) error {

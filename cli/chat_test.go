@@ -17,11 +17,15 @@ func TestChatSlashCommands(t *testing.T) {
 	r := chat("hello\nCALL read_file {\"path\":\"doc.go\"}\n/title first chat\n/usage\n/branch side line\n/sessions\n/search hello\n/nope\n/title\nSAY bye\n")
 	for _, want := range []string{
 		`Answer `, `read_file returned`, `is now "first chat"`, "prompt tokens", "No cache break recorded",
-		"Branched ", "side line", "first chat", ">>>hello<<<", "bye\n",
+		"Branched ", "side line", "first chat", "user: hello", "bye\n",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("chat stdout lacks %q:\n%s", want, r.stdout)
 		}
+	}
+	// /search's hits read as text: the store's match markers are for pipes of spool search.
+	if strings.Contains(r.stdout, ">>>") || strings.Contains(r.stdout, "<<<") {
+		t.Errorf("chat /search shows raw match markers:\n%s", r.stdout)
 	}
 	for _, want := range []string{"⚙ read_file", "unknown command /nope", "/title needs a name", "[fake-model · "} {
 		if !strings.Contains(r.stderr, want) {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/charmbracelet/x/ansi"
 )
 
 // ANSI styling for the markdown renderer. Each style ends with its own "off" code rather than a
@@ -29,8 +31,9 @@ const (
 type markdown struct {
 	w      io.Writer
 	line   []byte
-	inCode bool // between fence lines
-	plain  bool // lines go out as typed (no colour), only split as they end
+	inCode bool     // between fence lines
+	plain  bool     // lines go out as typed (no colour), only split as they end
+	table  []string // the rows of a table being streamed: drawn aligned when it ends
 }
 
 func newMarkdown(w io.Writer) *markdown { return &markdown{w: w} }
@@ -55,17 +58,40 @@ func (m *markdown) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Flush renders the unfinished line, if any (at the end of a reply or before other output).
+// Flush renders the unfinished line, if any, and a table still open (at the end of a reply or
+// before other output).
 func (m *markdown) Flush() error {
 	if len(m.line) == 0 {
-		return nil
+		return m.endTable()
 	}
 	err := m.render(string(m.line), false)
 	m.line = m.line[:0]
+	if err != nil {
+		return err
+	}
+	return m.endTable()
+}
+
+// endTable draws the table being streamed, if any.
+func (m *markdown) endTable() error {
+	if len(m.table) == 0 {
+		return nil
+	}
+	out := renderTable(m.table)
+	m.table = m.table[:0]
+	_, err := io.WriteString(m.w, out+"\n")
 	return err
 }
 
 func (m *markdown) render(line string, newline bool) error {
+	if !m.plain && !m.inCode && isTableRow(line) {
+		// A table is drawn once its last row is in, so its columns can be aligned.
+		m.table = append(m.table, line)
+		return nil
+	}
+	if err := m.endTable(); err != nil {
+		return err
+	}
 	out, show := m.renderLine(line)
 	if !show {
 		return nil
@@ -101,13 +127,25 @@ func (m *markdown) Pending() string { return string(m.line) }
 // (a marker still open shows as typed until its end arrives). A fence line being typed shows
 // nothing.
 func (m *markdown) Peek() string {
-	if len(m.line) == 0 {
-		return ""
+	rows := m.table
+	pending := string(m.line)
+	if len(rows) > 0 && isTableRow(pending) {
+		rows, pending = append(rows[:len(rows):len(rows)], pending), ""
+	}
+	var table string
+	if len(rows) > 0 {
+		table = renderTable(rows)
+	}
+	if pending == "" {
+		return table
 	}
 	probe := *m
-	out, show := probe.renderLine(string(m.line))
-	if !show {
-		return ""
+	out, show := probe.renderLine(pending)
+	switch {
+	case !show:
+		return table
+	case table != "":
+		return table + "\n" + out
 	}
 	return out
 }
@@ -241,4 +279,132 @@ func emphasisCloses(s string, i int) int {
 
 func isWordByte(b byte) bool {
 	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+}
+
+// isTableRow reports whether line is a row of a pipe table ("| a | b |").
+func isTableRow(line string) bool {
+	t := strings.TrimSpace(line)
+	return strings.HasPrefix(t, "|") && strings.Count(t, "|") >= 2
+}
+
+// tableCells splits a table row into its trimmed cells; "\|" is a pipe inside a cell.
+func tableCells(row string) []string {
+	row = strings.TrimSpace(row)
+	row = strings.TrimPrefix(row, "|")
+	if strings.HasSuffix(row, "|") && !strings.HasSuffix(row, "\\|") {
+		row = row[:len(row)-1]
+	}
+	var cells []string
+	var cur strings.Builder
+	for i := 0; i < len(row); i++ {
+		switch {
+		case row[i] == '\\' && i+1 < len(row) && row[i+1] == '|':
+			cur.WriteByte('|')
+			i++
+		case row[i] == '|':
+			cells = append(cells, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		default:
+			cur.WriteByte(row[i])
+		}
+	}
+	return append(cells, strings.TrimSpace(cur.String()))
+}
+
+// delimiterRow reports whether cells are a table's header delimiter ("---", ":--:"), and each
+// column's alignment: 'l', 'c' or 'r'.
+func delimiterRow(cells []string) (align []byte, ok bool) {
+	for _, c := range cells {
+		d := strings.Trim(c, ":")
+		if d == "" || strings.Trim(d, "-") != "" {
+			return nil, false
+		}
+		a := byte('l')
+		switch {
+		case strings.HasPrefix(c, ":") && strings.HasSuffix(c, ":"):
+			a = 'c'
+		case strings.HasSuffix(c, ":"):
+			a = 'r'
+		}
+		align = append(align, a)
+	}
+	return align, true
+}
+
+// renderTable draws a pipe table with its columns aligned by display width: the header (the
+// rows above the delimiter row) bold, a rule under it, cells styled inline.
+func renderTable(rows []string) string {
+	var grid [][]string
+	var align []byte
+	header := 0
+	for _, r := range rows {
+		cells := tableCells(r)
+		if a, ok := delimiterRow(cells); ok && header == 0 && len(grid) > 0 {
+			align, header = a, len(grid)
+			continue
+		}
+		grid = append(grid, cells)
+	}
+	var widths []int
+	for i, row := range grid {
+		for j, c := range row {
+			if i < header {
+				c = ansiBold + inline(c, false) + ansiBoldOff
+			} else {
+				c = inline(c, true)
+			}
+			row[j] = c
+			if j >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[j] = max(widths[j], ansi.StringWidth(c))
+		}
+	}
+	var b strings.Builder
+	for i, row := range grid {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		if i == header && header > 0 {
+			for j, w := range widths {
+				if j > 0 {
+					b.WriteString("─┼─")
+				}
+				b.WriteString(strings.Repeat("─", w))
+			}
+			b.WriteByte('\n')
+		}
+		for j, w := range widths {
+			c := ""
+			if j < len(row) {
+				c = row[j]
+			}
+			if j > 0 {
+				b.WriteString(" │ ")
+			}
+			a := byte('l')
+			if j < len(align) {
+				a = align[j]
+			}
+			b.WriteString(pad(c, w, a, j == len(widths)-1))
+		}
+	}
+	return b.String()
+}
+
+// pad fills c to w display columns, aligned a; the last column's trailing blanks are left off.
+func pad(c string, w int, a byte, last bool) string {
+	gap := w - ansi.StringWidth(c)
+	switch a {
+	case 'r':
+		return strings.Repeat(" ", gap) + c
+	case 'c':
+		l := gap / 2
+		c = strings.Repeat(" ", l) + c
+		gap -= l
+	}
+	if last {
+		return c
+	}
+	return c + strings.Repeat(" ", gap)
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/charmbracelet/x/ansi"
 )
 
 func TestMarkdownRenders(t *testing.T) {
@@ -38,6 +40,16 @@ func TestMarkdownRenders(t *testing.T) {
 			codeIndent + d + "echo hi" + do + "\ndone"},
 		{"unfinished last line is flushed", []string{"ends with **bold**"}, "ends with " + b + "bold" + bo},
 		{"several lines in one delta", []string{"# T\ntext\n"}, b + "T" + bo + "\ntext\n"},
+		{"blank lines between blocks", []string{"para one\n\n## Next\n\npara two\n"},
+			"para one\n\n" + b + "Next" + bo + "\n\npara two\n"},
+		{"table aligned by display width", []string{"| Name | 数量 |\n|---|--:|\n| `ab` | 1 |\n| 日本 | 200 |\nafter\n"},
+			b + "Name" + bo + " │ " + b + "数量" + bo + "\n" +
+				"─────┼─────\n" +
+				c + "ab" + co + "   │    1\n" +
+				"日本 │  200\n" +
+				"after\n"},
+		{"table split across deltas, ended by the flush", []string{"| a | b |\n| -", "-- | --- |\n| x \\| y | z |"},
+			b + "a" + bo + "     │ " + b + "b" + bo + "\n──────┼──\nx | y │ z\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,5 +149,41 @@ func TestHistoryPersists(t *testing.T) {
 	}
 	if i := h2.search("absent", h2.len()); i != -1 {
 		t.Errorf("search absent = %d", i)
+	}
+}
+
+func TestWrapText(t *testing.T) {
+	t.Parallel()
+	cjk := strings.Repeat("日本語のテキスト", 6) // 96 columns, no spaces
+	for _, tc := range []struct {
+		name  string
+		in    string
+		width int
+		want  []string // the rows
+	}{
+		{"fits", "short line", 80, []string{"short line"}},
+		{"words at spaces", "alpha beta gamma delta", 11, []string{"alpha beta", "gamma delta"}},
+		{"CJK bullet breaks between characters, never leaves the bullet alone", "• " + cjk, 40,
+			[]string{"• 日本語のテキスト日本語のテキスト日本語", "  のテキスト日本語のテキスト日本語のテキ", "  スト日本語のテキスト"}},
+		{"bullet continuation hangs under its text", "  • alpha beta gamma delta", 16,
+			[]string{"  • alpha beta", "    gamma delta"}},
+		{"CJK bullet at 80 columns keeps every character", "• " + strings.Repeat("使用正则表达式搜索文本", 8), 80,
+			[]string{"• 使用正则表达式搜索文本使用正则表达式搜索文本使用正则表达式搜索文本使用正则表达",
+				"  式搜索文本使用正则表达式搜索文本使用正则表达式搜索文本使用正则表达式搜索文本使",
+				"  用正则表达式搜索文本"}},
+		{"numbered item hangs too", "12. one two three four", 14, []string{"12. one two", "    three four"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := strings.Split(wrapText(tc.in, tc.width), "\n")
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("wrapText(%q, %d) =\n%q\nwant\n%q", tc.in, tc.width, got, tc.want)
+			}
+			for _, r := range got {
+				if w := ansi.StringWidth(r); w > tc.width {
+					t.Errorf("row %q is %d columns wide, over %d", r, w, tc.width)
+				}
+			}
+		})
 	}
 }

@@ -207,9 +207,26 @@ func (a *app) dial(p config.Provider, keys configKeys) (c provider.Client, name,
 		return nil, "", "", "", fmt.Errorf("provider %s: no model: %s", p.Name, keys.model)
 	}
 	c = provider.WithRetry(c, provider.RetryPolicy{OnRetry: func(attempt int, wait time.Duration, err error) {
+		if note := a.retryNote.Load(); note != nil {
+			(*note)(fmt.Sprintf("%s; retry %d in %s", retryReason(err), attempt, wait.Round(100*time.Millisecond)))
+			return
+		}
 		fmt.Fprintf(a.stderr, "spool: %s; retrying in %s\n", oneLine(err.Error()), wait.Round(100*time.Millisecond))
 	}})
 	return c, p.Name, p.Model, "", nil
+}
+
+// retryReason says in a few words why a call is retried: the error class and HTTP status of a
+// provider error ("rate_limit (HTTP 429)"), else the error on one line.
+func retryReason(err error) string {
+	var pe *provider.Error
+	switch {
+	case !errors.As(err, &pe):
+		return oneLine(err.Error())
+	case pe.StatusCode != 0:
+		return fmt.Sprintf("%s (HTTP %d)", pe.Class, pe.StatusCode)
+	}
+	return string(pe.Class)
 }
 
 // newAgent wires the configured store, provider and tools into an agent.

@@ -226,10 +226,8 @@ func (s *screen) draw(content string, cur *tea.Cursor) error {
 // Nothing is written until that draw, so the terminal gets both in one write and the view does
 // not flicker. (Inserting the lines above a view left in place, as Bubble Tea does, leaves a
 // copy of the view's rows in the scrollback when the lines are taller than the screen.)
+// An empty str is a blank line (the blank lines between a reply's paragraphs).
 func (s *screen) printAbove(str string) {
-	if str == "" {
-		return
-	}
 	if s.drawn && s.cells.Height() > 0 {
 		s.scr.MoveTo(0, 0) // the view's first row
 		_ = s.scr.Flush()
@@ -238,8 +236,11 @@ func (s *screen) printAbove(str string) {
 	}
 	s.pending.WriteString("\r" + ansi.EraseScreenBelow)
 	for _, l := range strings.Split(str, "\n") {
+		// The row is cleared before it is written: cleared after, a row as wide as the
+		// terminal would lose its last character (the cursor waits on the last column).
+		s.pending.WriteString(ansi.EraseLineRight)
 		s.pending.WriteString(l)
-		s.pending.WriteString(ansi.EraseLineRight + "\r\n")
+		s.pending.WriteString("\r\n")
 	}
 	s.reset()
 }

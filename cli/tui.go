@@ -126,9 +126,7 @@ func (t *tui) println(s string) {
 	}
 	// Wrapped here as the live view wrapped it, so a finished line does not jump when it is
 	// printed; the terminal owns it from then on.
-	if w := int(t.width.Load()); w > 0 {
-		s = ansi.Wrap(s, w, "")
-	}
+	s = wrapText(s, int(t.width.Load()))
 	taken := make(chan struct{})
 	go func() {
 		t.p.Send(printMsg(s))
@@ -316,16 +314,18 @@ type editorModel struct {
 	search   *historySearch
 	sessions func() []string
 
-	idle     bool
-	live     string
-	label    string // spinner label, "" none
-	frame    int
-	spinGen  int
-	question string
-	picker   *picker
-	hint     string
-	paste    bool              // /paste mode: Enter is a newline, Ctrl-D sends
-	held     map[string]string // placeholder → the big paste it stands for
+	idle  bool
+	live  string
+	label string // spinner label, "" none
+	// busySince is when the chat took the message it works on: the spinner counts from it.
+	busySince time.Time
+	frame     int
+	spinGen   int
+	question  string
+	picker    *picker
+	hint      string
+	paste     bool              // /paste mode: Enter is a newline, Ctrl-D sends
+	held      map[string]string // placeholder → the big paste it stands for
 }
 
 // Big pastes: more than this many characters or lines are held behind a placeholder.
@@ -456,6 +456,11 @@ func (m *editorModel) update(msg tea.Msg) tea.Cmd {
 		}
 		return nil
 	case stateMsg:
+		if msg.idle {
+			m.busySince = time.Time{}
+		} else if m.busySince.IsZero() {
+			m.busySince = time.Now()
+		}
 		m.idle = msg.idle
 		return nil
 	case askMsg:
@@ -474,6 +479,9 @@ func (m *editorModel) update(msg tea.Msg) tea.Cmd {
 	case spinMsg:
 		was := m.label
 		m.label = string(msg)
+		if m.label != "" && m.busySince.IsZero() {
+			m.busySince = time.Now()
+		}
 		if m.label != "" && was == "" {
 			m.spinGen++
 			m.frame = 0
@@ -780,14 +788,15 @@ func (m *editorModel) render() (string, *tea.Cursor) {
 		if s == "" {
 			return
 		}
-		s = ansi.Wrap(s, m.width, "")
+		s = wrapText(s, m.width)
 		b.WriteString(s)
 		b.WriteByte('\n')
 		rows += strings.Count(s, "\n") + 1
 	}
 	add(m.live)
 	if m.label != "" {
-		add(spinnerFrames[m.frame%len(spinnerFrames)] + " " + m.label + "…")
+		// One row, updated in place (a long retry notice is cut, not wrapped).
+		add(ansi.Truncate(spinnerLine(m.frame, m.label, time.Since(m.busySince)), m.width, "…"))
 	}
 	if m.picker != nil {
 		b.WriteString(m.picker.view(m.width, max(m.height-4, 3)))

@@ -571,3 +571,72 @@ func TestChatPasteWithCRLineEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestChatRendersBlocks drives a reply at 80 columns: blank lines between blocks stay, a pipe
+// table is drawn with its columns aligned by display width, a CJK bullet wraps between
+// characters under its text (the bullet never alone on a row), the spinner counts the seconds,
+// and /search shows its hits highlighted, without the store's >>> <<< markers.
+func TestChatRendersBlocks(t *testing.T) {
+	t.Parallel()
+	g, url := startGatedModel(t)
+	s, cmd := startPTYSize(t, 80, 40, t.TempDir(), nil, "chat", "--provider", "openai", "--base-url", url+"/v1", "--model", "gated")
+	s.prompt()
+	s.press("compare the tools", keyEnter)
+	<-g.asked
+	s.waitFor("the spinner with its seconds", func(scr string) bool {
+		return regexp.MustCompile(`thinking… \d+s`).MatchString(scr)
+	})
+	cjk := strings.Repeat("使用正则表达式搜索文本", 8) // 176 columns, no spaces
+	g.deltas <- "Intro paragraph.\n\n| Tool | 用途 |\n|---|---|\n| grep | 搜索 |\n"
+	g.deltas <- "| sed | 编辑文本 |\n\n- " + cjk + "\n\nEnd of reply.\n"
+	g.deltas <- ""
+	s.expect("End of reply.")
+	s.prompt()
+	txt := s.text()
+	for _, want := range []string{"Intro paragraph.\n\nTool │ 用途\n─────┼─────────\ngrep │ 搜索\nsed  │ 编辑文本\n\n• 使用",
+		"\n\nEnd of reply."} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("the reply lacks %q:\n%s", want, txt)
+		}
+	}
+	bullet := between(txt, "• ", "End of reply.")
+	rows := strings.Split(strings.TrimRight(bullet, "\n"), "\n")
+	if len(rows) != 3 || strings.Join(strings.Fields(bullet), "") != cjk {
+		t.Errorf("the CJK bullet reads %q in %d rows, want the text in 3", bullet, len(rows))
+	}
+	for _, r := range rows[1:] {
+		if !strings.HasPrefix(r, "  使") && !strings.HasPrefix(r, "  ") {
+			t.Errorf("continuation row %q does not hang under the bullet's text", r)
+		}
+	}
+	s.typeLine("/search paragraph")
+	s.expect("assistant: Intro")
+	if scr := s.text(); strings.Contains(scr, ">>>") || strings.Contains(scr, "<<<") {
+		t.Errorf("/search shows raw markers:\n%s", scr)
+	}
+	if !strings.Contains(s.raw(), "\x1b[1;33mparagraph") {
+		t.Errorf("/search does not highlight the match: %q", s.raw())
+	}
+	s.press(keyCtrlD)
+	waitExit(t, s, cmd)
+}
+
+// TestChatRetryNoticeInPlace: a rate-limited call's retry shows on the spinner's row, replaced
+// when the answer streams; no retry lines are left in the scrollback.
+func TestChatRetryNoticeInPlace(t *testing.T) {
+	t.Parallel()
+	url := startFakeLLM(t, "-fail", "rate_limit", "-fail-count", "1")
+	s, cmd := startPTYSize(t, 80, 24, t.TempDir(), nil, "chat", "--provider", "openai", "--base-url", url+"/v1", "--model", fakeModelArg)
+	s.prompt()
+	s.press("SAY answered after the retry", keyEnter)
+	s.waitFor("the retry notice on the spinner row", func(scr string) bool {
+		return regexp.MustCompile(`rate_limit \(HTTP 429\); retry 1 in [0-9.]+m?s… \d+s`).MatchString(scr)
+	})
+	s.expect("answered after the retry")
+	s.prompt()
+	if txt := s.text(); strings.Contains(txt, "retry 1") || strings.Contains(txt, "rate_limit") {
+		t.Errorf("retry notices left in the scrollback:\n%s", txt)
+	}
+	s.press(keyCtrlD)
+	waitExit(t, s, cmd)
+}
