@@ -278,7 +278,11 @@ func (c *chat) turn(ctx context.Context, input string) {
 		},
 		OnToolResult: func(tc store.ToolCall, result string, isErr bool) {
 			c.lastTools = append(c.lastTools, shownTool{call: tc, result: result, isErr: isErr})
-			v.aside(func() { fmt.Fprint(c.a.stderr, resultBlock(result, isErr, c.verbose, "/expand shows all")) })
+			width := terminalWidth(c.a.stderr)
+			if c.ui != nil {
+				width = int(c.ui.width.Load())
+			}
+			v.aside(func() { fmt.Fprint(c.a.stderr, resultBlock(result, isErr, c.verbose, width, "/expand shows all")) })
 			v.wait("thinking")
 		},
 	})

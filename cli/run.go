@@ -673,7 +673,7 @@ func (o *runOutput) options() agent.RunOptions {
 	}
 	if o.format == "text" {
 		opts.OnToolResult = func(_ store.ToolCall, result string, isErr bool) {
-			fmt.Fprint(a.stderr, resultBlock(result, isErr, o.verbose, "--verbose shows all"))
+			fmt.Fprint(a.stderr, resultBlock(result, isErr, o.verbose, terminalWidth(a.stderr), "--verbose shows all"))
 		}
 		opts.OnDelta = func(d provider.Delta) {
 			if d.Content != "" {

@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+	"golang.org/x/term"
 
 	"github.com/spoolhq/spool/store"
 )
@@ -15,7 +20,8 @@ import (
 const (
 	// resultLines is how many lines of a tool's result show unless --verbose.
 	resultLines = 4
-	// resultWidth cuts a shown result line (a minified file, a long log line), in runes.
+	// resultWidth cuts a shown result line (a minified file, a long log line), in columns,
+	// when the terminal's width is not known.
 	resultWidth = 200
 )
 
@@ -78,9 +84,10 @@ func argText(v any) string {
 }
 
 // resultBlock is a tool's result as shown under its call: all of it when full, else its first
-// resultLines lines and a marker saying how many more there are and how to see them (more).
-// Control characters are shown escaped, never sent to the terminal.
-func resultBlock(result string, isErr, full bool, more string) string {
+// resultLines lines, each cut to fit width columns (0: unknown), and a marker saying how many
+// more there are and how to see them (more). Control characters are shown escaped, never sent
+// to the terminal.
+func resultBlock(result string, isErr, full bool, width int, more string) string {
 	text := strings.TrimRight(result, "\n")
 	if strings.TrimSpace(text) == "" {
 		text = "(no output)"
@@ -90,13 +97,15 @@ func resultBlock(result string, isErr, full bool, more string) string {
 	if !full && len(lines) > resultLines {
 		shown = lines[:resultLines]
 	}
+	cut := resultWidth
+	if width > 0 {
+		cut = min(cut, max(width-len("      "), 20))
+	}
 	var b strings.Builder
 	for i, l := range shown {
 		l = visible(strings.ReplaceAll(strings.TrimRight(l, "\r"), "\t", "    "))
 		if !full {
-			if r := []rune(l); len(r) > resultWidth {
-				l = string(r[:resultWidth-1]) + "…"
-			}
+			l = ansi.Truncate(l, cut, "…")
 		}
 		switch {
 		case i == 0 && isErr:
@@ -120,4 +129,14 @@ type shownTool struct {
 	call   store.ToolCall
 	result string
 	isErr  bool
+}
+
+// terminalWidth is w's width in columns when it is a terminal, else 0.
+func terminalWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok && isTerminal(f) {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil {
+			return cols
+		}
+	}
+	return 0
 }

@@ -34,18 +34,22 @@ func TestResultBlock(t *testing.T) {
 		result string
 		isErr  bool
 		full   bool
+		width  int
 		want   string
 	}{
-		{"short", "one\ntwo\n", false, false, "    ↳ one\n      two\n"},
-		{"long, compact", long, false, false, "    ↳ line\n      line\n      line\n      line\n      … 6 more lines (/expand shows all)\n"},
-		{"long, full", long, false, true, "    ↳ line\n" + strings.Repeat("      line\n", 9)},
-		{"error", "tool x failed: boom", true, false, "    ✗ tool x failed: boom\n"},
-		{"empty", "", false, false, "    ↳ (no output)\n"},
-		{"escapes shown, not obeyed", "\x1b[2Jcleared", false, false, "    ↳ \\x1b[2Jcleared\n"},
-		{"a long line is cut", strings.Repeat("x", 300), false, false, "    ↳ " + strings.Repeat("x", resultWidth-1) + "…\n"},
+		{"short", "one\ntwo\n", false, false, 0, "    ↳ one\n      two\n"},
+		{"long, compact", long, false, false, 0, "    ↳ line\n      line\n      line\n      line\n      … 6 more lines (/expand shows all)\n"},
+		{"long, full", long, false, true, 0, "    ↳ line\n" + strings.Repeat("      line\n", 9)},
+		{"error", "tool x failed: boom", true, false, 0, "    ✗ tool x failed: boom\n"},
+		{"empty", "", false, false, 0, "    ↳ (no output)\n"},
+		{"escapes shown, not obeyed", "\x1b[2Jcleared", false, false, 0, "    ↳ \\x1b[2Jcleared\n"},
+		{"a long line is cut", strings.Repeat("x", 300), false, false, 0, "    ↳ " + strings.Repeat("x", resultWidth-1) + "…\n"},
+		{"cut to the terminal", strings.Repeat("x", 300), false, false, 40, "    ↳ " + strings.Repeat("x", 33) + "…\n"},
+		{"wide characters by columns", strings.Repeat("字", 50), false, false, 40, "    ↳ " + strings.Repeat("字", 16) + "…\n"},
+		{"full is not cut", strings.Repeat("x", 300), false, true, 40, "    ↳ " + strings.Repeat("x", 300) + "\n"},
 	}
 	for _, c := range cases {
-		if got := resultBlock(c.result, c.isErr, c.full, "/expand shows all"); got != c.want {
+		if got := resultBlock(c.result, c.isErr, c.full, c.width, "/expand shows all"); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}

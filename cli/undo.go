@@ -194,6 +194,6 @@ func (c *chat) expand() {
 	}
 	for _, t := range c.lastTools {
 		fmt.Fprintf(c.a.stdout, "  ⚙ %s\n", toolCallLine(t.call))
-		fmt.Fprint(c.a.stdout, resultBlock(t.result, t.isErr, true, ""))
+		fmt.Fprint(c.a.stdout, resultBlock(t.result, t.isErr, true, 0, ""))
 	}
 }
