@@ -41,15 +41,7 @@ func fallbackSummaryWithin(turns []store.Message, scans []msgScan, previous stri
 	}
 	sections := map[string]string{}
 
-	latest := "None."
-	for i := len(turns) - 1; i >= 0; i-- {
-		if t, ok := userText(turns[i]); ok {
-			latest = "(deterministic fallback: the newest user message of the compacted turns, verbatim. Historical only; newer protected-tail messages after this summary win.)\n" +
-				indentQuote(truncateRunes(t, snapshotMax))
-			break
-		}
-	}
-	sections["## Historical Task Snapshot"] = latest
+	sections["## Historical Task Snapshot"] = taskSnapshot(turns)
 
 	results := map[string]int{}
 	for i, m := range turns {
@@ -150,18 +142,7 @@ func fallbackSummaryWithin(turns []store.Message, scans []msgScan, previous stri
 	}
 	head := strings.Join(parts, "")
 
-	var dropped []string
-	start := max(0, len(turns)-fallbackTurns)
-	for _, m := range turns[start:] {
-		text := m.Content
-		if m.Role == store.RoleAssistant {
-			text = stripThink(text)
-			for _, tc := range m.ToolCalls {
-				text += fmt.Sprintf(" [calls %s(%s)]", tc.Function.Name, clip(tc.Function.Arguments, 120))
-			}
-		}
-		dropped = append(dropped, fmt.Sprintf("[%s]: %s", strings.ToUpper(m.Role), truncateRunes(strings.TrimSpace(text), fallbackTurnCap)))
-	}
+	dropped := lastDroppedTurns(turns)
 	tail := "## Last Dropped Turns\n" + redact(strings.Join(dropped, "\n\n"))
 	for len(head)+len(tail) > capChars && len(dropped) > 1 {
 		dropped = dropped[1:]
@@ -182,6 +163,34 @@ func fallbackSummaryWithin(turns []store.Message, scans []msgScan, previous stri
 		out = cutBytes(out, max(capChars-len(mark), 0)) + mark
 	}
 	return strings.TrimSpace(out)
+}
+
+// taskSnapshot is the newest user message of the compacted turns, quoted ("None." without one).
+func taskSnapshot(turns []store.Message) string {
+	for i := len(turns) - 1; i >= 0; i-- {
+		if t, ok := userText(turns[i]); ok {
+			return "(deterministic fallback: the newest user message of the compacted turns, verbatim. Historical only; newer protected-tail messages after this summary win.)\n" +
+				indentQuote(truncateRunes(t, snapshotMax))
+		}
+	}
+	return "None."
+}
+
+// lastDroppedTurns renders the newest compacted turns (at most fallbackTurns), one entry each:
+// the role and the text, an assistant's tool calls named.
+func lastDroppedTurns(turns []store.Message) []string {
+	var dropped []string
+	for _, m := range turns[max(0, len(turns)-fallbackTurns):] {
+		text := m.Content
+		if m.Role == store.RoleAssistant {
+			text = stripThink(text)
+			for _, tc := range m.ToolCalls {
+				text += fmt.Sprintf(" [calls %s(%s)]", tc.Function.Name, clip(tc.Function.Arguments, 120))
+			}
+		}
+		dropped = append(dropped, fmt.Sprintf("[%s]: %s", strings.ToUpper(m.Role), truncateRunes(strings.TrimSpace(text), fallbackTurnCap)))
+	}
+	return dropped
 }
 
 // firstErrorLine is the first line of a tool result that reports an error. The scan covers all
