@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spoolhq/spool/agent"
+	"github.com/spoolhq/spool/compress"
 	"github.com/spoolhq/spool/config"
 	"github.com/spoolhq/spool/provider"
 	"github.com/spoolhq/spool/store"
@@ -678,7 +679,7 @@ func (c *chat) sessions(ctx context.Context) error {
 		if l.ID == c.sid {
 			mark = "*"
 		}
-		fmt.Fprintf(c.a.stdout, "%s %s  %-20s %4d msgs  %s\n", mark, l.ID, truncate(cmp.Or(l.Title, "-"), 20), l.MessageCount, truncate(l.Preview, 50))
+		fmt.Fprintf(c.a.stdout, "%s %s  %-20s %4d msgs  %s\n", mark, l.ID, truncate(cmp.Or(l.Title, "-"), 20), l.Shown.Messages, truncate(l.Preview, 50))
 	}
 	return nil
 }
@@ -758,7 +759,9 @@ func (c *chat) recap(ctx context.Context) {
 		fmt.Fprintf(c.a.stderr, "spool: %s\n", oneLine(err.Error()))
 		return
 	}
-	ms, err := c.st.Conversation(ctx, c.sid, store.ViewActive)
+	// The display view: after a compaction the last thing the user wrote may be archived, and
+	// a summary carrier is no ask (one merged into the user's message gives back its words).
+	ms, err := c.st.Conversation(ctx, c.sid, store.ViewDisplay)
 	if err != nil {
 		fmt.Fprintf(c.a.stderr, "spool: %s\n", oneLine(err.Error()))
 		return
@@ -767,8 +770,8 @@ func (c *chat) recap(ctx context.Context) {
 	for i := len(ms) - 1; i >= 0 && (ask == "" || answer == ""); i-- {
 		switch {
 		case ms[i].Role == store.RoleUser && ask == "":
-			ask = ms[i].Content
-		case ms[i].Role == store.RoleAssistant && answer == "" && ms[i].Content != "":
+			ask, _ = compress.UserText(ms[i])
+		case ms[i].Role == store.RoleAssistant && answer == "" && ms[i].Content != "" && !ms[i].Summary:
 			answer = ms[i].Content
 		}
 	}
@@ -776,7 +779,7 @@ func (c *chat) recap(ctx context.Context) {
 	if s.Title != "" {
 		title = fmt.Sprintf(" %q", s.Title)
 	}
-	fmt.Fprintf(c.a.stdout, "Resumed %s%s: %d messages, %d tool calls.\n", s.ID, title, s.MessageCount, s.ToolCallCount)
+	fmt.Fprintf(c.a.stdout, "Resumed %s%s: %d messages, %d tool calls.\n", s.ID, title, s.Shown.Messages, s.Shown.ToolCalls)
 	if ask != "" {
 		fmt.Fprintf(c.a.stdout, "  last ask:    %s\n", truncate(ask, 100))
 	}

@@ -54,7 +54,7 @@ func pickItems(ls []store.SessionListing, current string) []pickItem {
 		}
 		depth[l.ID] = d
 		out = append(out, pickItem{ID: l.ID, Title: l.Title, Preview: l.Preview, GitBranch: l.GitBranch, Cwd: l.Cwd,
-			Messages: l.MessageCount, LastActive: l.LastActive, Depth: min(d, 4), Parent: parent,
+			Messages: l.Shown.Messages, LastActive: l.LastActive, Depth: min(d, 4), Parent: parent,
 			Current: l.ID == current || l.TipID == current && current != ""})
 	}
 	return out

@@ -104,3 +104,14 @@ func TestPickerFilterKeepsTrees(t *testing.T) {
 		t.Errorf("after backspacing: %d shown, cursor %d, first context %v", len(p.shown), p.cursor, p.shown[0].Context)
 	}
 }
+
+// The picker counts a session's messages as every listing does (store.Shown), not the rows a
+// compaction left the model.
+func TestPickerCountsShownMessages(t *testing.T) {
+	t.Parallel()
+	l := store.SessionListing{}
+	l.ID, l.MessageCount, l.Shown = "s1", 2, store.Shown{Messages: 80, ToolCalls: 4}
+	if items := pickItems([]store.SessionListing{l}, ""); len(items) != 1 || items[0].Messages != 80 {
+		t.Fatalf("picker items %+v; want 80 messages", items)
+	}
+}

@@ -47,6 +47,8 @@ type sessionJSON struct {
 	EndReason        string          `json:"end_reason,omitempty"`
 	MessageCount     int             `json:"message_count"`
 	ToolCallCount    int             `json:"tool_call_count"`
+	ShownMessages    int             `json:"shown_messages"`
+	ShownToolCalls   int             `json:"shown_tool_calls"`
 	Usage            store.Usage     `json:"usage"`
 	Cwd              string          `json:"cwd,omitempty"`
 	GitBranch        string          `json:"git_branch,omitempty"`
@@ -157,6 +159,7 @@ func toSessionJSON(s store.Session) sessionJSON {
 		Model: s.Model, SystemPromptHash: s.SystemPromptHash, ParentID: s.ParentID,
 		Relation: s.Relation, StartedAt: jsonTime(s.StartedAt), EndedAt: jsonTime(s.EndedAt),
 		EndReason: s.EndReason, MessageCount: s.MessageCount, ToolCallCount: s.ToolCallCount,
+		ShownMessages: s.Shown.Messages, ShownToolCalls: s.Shown.ToolCalls,
 		Usage: s.Usage, Cwd: s.Cwd, GitBranch: s.GitBranch,
 	}
 	if len(s.ModelConfig) > 0 {
@@ -250,7 +253,7 @@ func (a *app) sessionsListCommand() *cobra.Command {
 					id = strings.Repeat("  ", max(depth[l.ID], 1)) + id
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", id, truncate(title, 30), truncate(l.Source, 20),
-					l.MessageCount, formatTime(l.LastActive), truncate(l.Preview, 50))
+					l.Shown.Messages, formatTime(l.LastActive), truncate(l.Preview, 50))
 			}
 			return tw.Flush()
 		},
@@ -438,7 +441,7 @@ func (a *app) renderSession(s store.Session, kids, chain []store.Session, binds 
 		}
 		row("Bound to", v)
 	}
-	row("Messages", fmt.Sprintf("%d active, %d tool calls", s.MessageCount, s.ToolCallCount))
+	row("Messages", shownCounts(s))
 	u := s.Usage
 	if u.APICalls > 0 {
 		row("Usage", fmt.Sprintf("%d calls, %d in / %d out tokens, cache %d read / %d write, cost %s",
@@ -686,4 +689,14 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// shownCounts says a session's size as every command shows it (store.Shown), and the model's
+// view beside it when a compaction made them differ.
+func shownCounts(s store.Session) string {
+	out := fmt.Sprintf("%d messages, %d tool calls", s.Shown.Messages, s.Shown.ToolCalls)
+	if s.Shown.Messages != s.MessageCount {
+		out += fmt.Sprintf(" (%d in the model's view since compaction)", s.MessageCount)
+	}
+	return out
 }

@@ -132,6 +132,11 @@ func userText(m store.Message) (string, bool) {
 	return m.Content, true
 }
 
+// UserText is the words a person wrote in m: a user message's content, or the text after the
+// summary of a summary-first carrier. ok is false for assistant and tool messages, pure
+// summaries and the continuation marker.
+func UserText(m store.Message) (string, bool) { return userText(m) }
+
 // isRealUser reports whether m is a user turn a human wrote and that is not a summary carrier.
 func isRealUser(m store.Message) bool {
 	if m.Role != store.RoleUser || isSummary(m) {

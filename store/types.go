@@ -140,11 +140,23 @@ type Session struct {
 	StartedAt        time.Time
 	EndedAt          time.Time // zero while the session is open
 	EndReason        string
-	MessageCount     int // active rows
+	MessageCount     int // active rows: the model's view
 	ToolCallCount    int // tool calls on active rows
-	Usage            Usage
-	Cwd              string
-	GitBranch        string
+	// Shown is the conversation's size as its person had it, the count every listing, banner
+	// and browser shows: see Shown.
+	Shown     Shown
+	Usage     Usage
+	Cwd       string
+	GitBranch string
+}
+
+// Shown counts a session's conversation as a person had it, whatever compaction did to the
+// model's view: every live and archived row once (a row a compaction re-inserted verbatim counts
+// as its original), compaction summaries not counted. Before any compaction it equals the active
+// counts (MessageCount, ToolCallCount).
+type Shown struct {
+	Messages  int
+	ToolCalls int
 }
 
 // Ended reports whether the session has been ended.

@@ -263,7 +263,7 @@ func (r *Router) status(ctx context.Context, key, cur string) (string, error) {
 	if s.Title != "" {
 		fmt.Fprintf(&b, " (%s)", s.Title)
 	}
-	fmt.Fprintf(&b, "\nMessages: %d active", s.MessageCount)
+	fmt.Fprintf(&b, "\nMessages: %d (%d in the model's view)", s.Shown.Messages, s.MessageCount)
 	fmt.Fprintf(&b, "\nContext: %d / %d tokens (%.0f%%)", used, r.cfg.Window, 100*float64(used)/float64(r.cfg.Window))
 	if s.Usage.InputTokens > 0 {
 		fmt.Fprintf(&b, "\nCached share: %.0f%% of %d input tokens", 100*float64(s.Usage.CacheReadTokens)/float64(s.Usage.InputTokens), s.Usage.InputTokens)

@@ -18,7 +18,17 @@ import (
 const sessionCols = `s.id, s.source, s.user_id, s.session_key, s.title, s.model, s.model_config,
 	s.system_prompt_hash, s.parent_session_id, s.relation, s.started_at, s.ended_at, s.end_reason,
 	s.message_count, s.tool_call_count, s.input_tokens, s.output_tokens, s.cache_read_tokens,
-	s.cache_write_tokens, s.reasoning_tokens, s.api_call_count, s.cost_usd, s.cwd, s.git_branch`
+	s.cache_write_tokens, s.reasoning_tokens, s.api_call_count, s.cost_usd, s.cwd, s.git_branch,
+	` + shownCols
+
+// shownCols compute store.Shown: the active counts until a compaction archived a row, then the
+// live and archived rows that are no verbatim copy and no summary.
+const shownCols = `CASE WHEN EXISTS (SELECT 1 FROM messages x WHERE x.session_id = s.id AND NOT x.active AND x.compacted)
+		THEN (SELECT count(*) FROM messages x WHERE x.session_id = s.id AND (x.active OR x.compacted) AND x.copy_of IS NULL AND NOT x.summary)
+		ELSE s.message_count END,
+	CASE WHEN EXISTS (SELECT 1 FROM messages x WHERE x.session_id = s.id AND NOT x.active AND x.compacted)
+		THEN (SELECT coalesce(sum(json_array_length(x.tool_calls::json)), 0) FROM messages x WHERE x.session_id = s.id AND (x.active OR x.compacted) AND x.copy_of IS NULL AND NOT x.summary)
+		ELSE s.tool_call_count END`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -31,7 +41,8 @@ func scanSession(r rowScanner, extra ...any) (store.Session, error) {
 	dest := []any{&s.ID, &s.Source, &s.UserID, &s.SessionKey, &title, &s.Model, &cfg,
 		&hash, &parent, &rel, &started, &ended, &s.EndReason,
 		&s.MessageCount, &s.ToolCallCount, &s.Usage.InputTokens, &s.Usage.OutputTokens, &s.Usage.CacheReadTokens,
-		&s.Usage.CacheWriteTokens, &s.Usage.ReasoningTokens, &s.Usage.APICalls, &s.Usage.CostUSD, &s.Cwd, &s.GitBranch}
+		&s.Usage.CacheWriteTokens, &s.Usage.ReasoningTokens, &s.Usage.APICalls, &s.Usage.CostUSD, &s.Cwd, &s.GitBranch,
+		&s.Shown.Messages, &s.Shown.ToolCalls}
 	if err := r.Scan(append(dest, extra...)...); err != nil {
 		return s, err
 	}

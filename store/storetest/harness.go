@@ -57,6 +57,7 @@ func Run(t *testing.T, h Harness) {
 		{"Undo", testUndo},
 		{"HideMessage", testHideMessage},
 		{"CompactInPlace", testCompactInPlace},
+		{"ShownCounts", testShownCounts},
 		{"CompactFenced", testCompactFenced},
 		{"Rotate", testRotate},
 		{"ChainActivity", testChainActivity},
