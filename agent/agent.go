@@ -257,10 +257,18 @@ func (a *Agent) ThresholdFor(fallback string) compress.Resolution {
 	return a.models[0].threshold
 }
 
-// CreateSession creates a session for this agent's model, from the current directory.
+// CreateSession creates a session for this agent's model, from the current directory; its
+// model_config records the context window it runs with (SettingContextLength).
 func (a *Agent) CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error) {
 	if ns.Model == "" {
 		ns.Model = a.cfg.Model
+	}
+	if ns.ModelConfig == nil {
+		cfg, err := WithSettings(nil, "", a.cfg.ContextLength)
+		if err != nil {
+			return store.Session{}, err
+		}
+		ns.ModelConfig = cfg
 	}
 	if ns.Source == "" {
 		ns.Source = a.cfg.Source

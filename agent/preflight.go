@@ -94,7 +94,12 @@ func (r *run) compact(ctx context.Context, force bool) error {
 		case errors.Is(err, store.ErrLeaseLost):
 			return err
 		case errors.Is(err, compress.ErrNothingToCompress):
-			r.notice("Nothing to compact yet: the conversation is all head and protected tail.")
+			var why *compress.NothingError
+			if errors.As(err, &why) {
+				r.notice("Nothing to compact: " + why.Reason + ".")
+			} else {
+				r.notice("Nothing to compact: the conversation is all first exchange and protected tail.")
+			}
 			return nil
 		case errors.As(err, &abort):
 			r.notice(fmt.Sprintf("Compaction skipped: %v", abort))

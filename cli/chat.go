@@ -72,6 +72,8 @@ type chat struct {
 	// without asking when there is no terminal to ask.
 	journal *tools.Journal
 	yes     bool
+	// flags are the chat's model flags; /model builds the agent again from them.
+	flags modelFlags
 }
 
 func (a *app) chatCommand() *cobra.Command {
@@ -93,11 +95,11 @@ func (a *app) chatCommand() *cobra.Command {
 			c := &chat{a: a, tty: isTerminal(a.stdin), verbose: verbose, yes: f.yes}
 			c.in = newLineReader(a.stdin)
 			useTUI := c.tty && isTerminal(a.stdout) && os.Getenv("TERM") != "dumb"
-			ag, st, notice, err := a.newAgent(ctx, f, c.approve, true, chatHints)
+			ag, st, sid, notice, err := a.sessionAgent(ctx, f, c.approve, true, chatHints)
 			if err != nil {
 				return err
 			}
-			c.ag, c.st = ag, st
+			c.ag, c.st, c.sid, c.flags = ag, st, sid, f
 			cfg, err := a.config()
 			if err != nil {
 				return err
@@ -109,9 +111,6 @@ func (a *app) chatCommand() *cobra.Command {
 			}
 			if notice != "" {
 				fmt.Fprintln(a.stderr, notice)
-			}
-			if c.sid, err = a.sessionRef(ctx, st, f); err != nil {
-				return err
 			}
 			if useTUI {
 				stop := c.startUI(cmd.Context())

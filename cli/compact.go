@@ -43,16 +43,13 @@ func (a *app) compactCommand() *cobra.Command {
 			if f.resume == "" && !f.cont {
 				return &usageError{errors.New("name the session to compact: spool compact SESSION, or --continue for the most recent one here")}
 			}
-			ag, st, notice, err := a.newAgent(ctx, f, tools.Deny("spool compact runs no tools"), false, runHints)
+			// The session's own model and window: the compaction is sized for what it runs with.
+			ag, _, sid, notice, err := a.sessionAgent(ctx, f, tools.Deny("spool compact runs no tools"), false, runHints)
 			if err != nil {
 				return err
 			}
 			if notice != "" {
 				fmt.Fprintln(a.stderr, notice)
-			}
-			sid, err := a.sessionRef(ctx, st, f)
-			if err != nil {
-				return err
 			}
 			var notices []string
 			res, err := ag.Compact(ctx, sid, focus, agent.RunOptions{OnNotice: func(s string) {

@@ -13,6 +13,7 @@ type compactOut struct {
 		Messages     int `json:"messages"`
 		TokensBefore int `json:"tokens_before"`
 		TokensAfter  int `json:"tokens_after"`
+		Target       int `json:"target"`
 	} `json:"compaction_log"`
 	Notices []string `json:"notices"`
 }
@@ -30,7 +31,7 @@ func TestCompactCommand(t *testing.T) {
 	fakeRun := func(args ...string) []string { return append([]string{"run", "--provider", "fake"}, args...) }
 	sid := decode[runOut](t, spool(t, home, fakeRun("--json", "SAY We decided to keep port 5433 for the ledger database.")...).ok(t, "first")).SessionID
 	for i := range 12 {
-		spool(t, home, fakeRun("--resume", sid, fmt.Sprintf("SAY step %d of the refunds work is done, see internal/refunds/step_%d.go", i, i))...).ok(t, "turn")
+		spool(t, home, fakeRun("--resume", sid, stepSay(i))...).ok(t, "turn")
 	}
 	before := decode[compactedSession](t, spool(t, home, "sessions", "show", sid, "--json").ok(t, "show before"))
 
@@ -89,4 +90,40 @@ func TestCompactCommand(t *testing.T) {
 	if again := decode[compactedSession](t, spool(t, home, "sessions", "show", sid, "--json").ok(t, "show again")); again.MessageCount != kept.MessageCount {
 		t.Fatalf("bad input changed the session: %d -> %d active messages", kept.MessageCount, again.MessageCount)
 	}
+}
+
+// spool compact runs a session with the window it ran with (--context-length recorded on the
+// session), and says exactly why when there is nothing to compact.
+func TestCompactUsesTheSessionsWindow(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	run := func(args ...string) result {
+		return spool(t, home, append([]string{"run", "--provider", "fake"}, args...)...).ok(t, "run")
+	}
+	sid := decode[runOut](t, run("--json", "--context-length", "9000", "SAY the ledger database listens on port 5433.")).SessionID
+	run("--resume", sid, "SAY noted.")
+
+	// Two exchanges: nothing to compact, and the reason given is the real one.
+	out := decode[compactOut](t, spool(t, home, "--json", "compact", sid, "--provider", "fake").ok(t, "compact two turns"))
+	if out.Compactions != 0 || len(out.Notices) != 1 || !strings.Contains(out.Notices[0], "Nothing to compact: the session has 4 messages: the first 3 stay as they are") {
+		t.Fatalf("compact after two turns: %+v", out)
+	}
+
+	for i := range 12 {
+		run("--resume", sid, stepSay(i))
+	}
+	out = decode[compactOut](t, spool(t, home, "--json", "compact", sid, "--provider", "fake").ok(t, "compact"))
+	if out.Compactions != 1 || len(out.CompactionLog) != 1 {
+		t.Fatalf("compact: %+v", out)
+	}
+	// Targets follow the window: the 9,000-token one gives a few thousand, 128,000 tens of thousands.
+	if tgt := out.CompactionLog[0].Target; tgt <= 0 || tgt >= 9000 {
+		t.Errorf("compaction target %d; want one sized for the session's 9,000-token window", tgt)
+	}
+}
+
+// stepSay is a turn of a few hundred characters: enough turns of it are worth a summary.
+func stepSay(i int) string {
+	return fmt.Sprintf("SAY step %d of the refunds work is done, see internal/refunds/step_%d.go. %s", i, i,
+		strings.Repeat("The refund path now checks the ledger balance before it pays anything out. ", 5))
 }

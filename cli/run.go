@@ -377,6 +377,40 @@ func leaseOptions(cfg config.Config) turn.Options {
 	return turn.Options{TTL: cfg.Leases.TTL, RenewEvery: cfg.Leases.RenewEvery, Wait: cfg.Leases.Wait}
 }
 
+// sessionAgent finds the session f names (--resume, --continue; "" for a new one) and builds the
+// agent for it: a model the session was switched to (/model) and the context window it runs
+// with apply unless the flags say otherwise.
+func (a *app) sessionAgent(ctx context.Context, f modelFlags, approver tools.Approver, confirmWrites bool, hints compress.Hints) (*agent.Agent, store.Store, string, string, error) {
+	st, err := a.openStore(ctx)
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	sid, err := a.sessionRef(ctx, st, f)
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	if sid != "" {
+		s, err := st.GetSession(ctx, sid)
+		if err != nil {
+			return nil, nil, "", "", fmt.Errorf("read session %s: %w", sid, err)
+		}
+		cfg, err := a.config()
+		if err != nil {
+			return nil, nil, "", "", err
+		}
+		model, window := agent.SessionSettings(s)
+		if f.model == "" {
+			f.model = model
+		}
+		// The recorded window is the session's model's: another model keeps its own.
+		if m := mainProvider(cfg, f).Model; f.window == 0 && (m == "" || m == s.Model) {
+			f.window = window
+		}
+	}
+	ag, st, notice, err := a.newAgent(ctx, f, approver, confirmWrites, hints)
+	return ag, st, sid, notice, err
+}
+
 // sessionRef resolves --resume / --continue to a session id ("" for a new session).
 func (a *app) sessionRef(ctx context.Context, st store.Store, f modelFlags) (string, error) {
 	switch {
@@ -468,16 +502,12 @@ func (a *app) runCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ag, st, notice, err := a.newAgent(ctx, f, tools.Deny("spool run cannot ask for approval; pass --yes to allow it"), false, runHints)
+			ag, st, sid, notice, err := a.sessionAgent(ctx, f, tools.Deny("spool run cannot ask for approval; pass --yes to allow it"), false, runHints)
 			if err != nil {
 				return err
 			}
 			if notice != "" {
 				fmt.Fprintln(a.stderr, notice)
-			}
-			sid, err := a.sessionRef(ctx, st, f)
-			if err != nil {
-				return err
 			}
 			out := newRunOutput(ctx, a, st, format)
 			out.verbose = verbose

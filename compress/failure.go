@@ -151,5 +151,17 @@ func (e *AbortError) Error() string {
 func (e *AbortError) Unwrap() error { return e.Err }
 
 // ErrNothingToCompress means the history has no middle worth summarising; it counts as an
-// ineffective compaction.
+// ineffective compaction. Compress returns it as a *NothingError saying why.
 var ErrNothingToCompress = errors.New("nothing to compress: history too short for a head, a middle and a tail")
+
+// NothingError is ErrNothingToCompress with its reason, in words for the person who asked.
+type NothingError struct{ Reason string }
+
+func (e *NothingError) Error() string { return "nothing to compact: " + e.Reason }
+
+// Is makes errors.Is(err, ErrNothingToCompress) hold.
+func (e *NothingError) Is(target error) bool { return target == ErrNothingToCompress }
+
+func nothing(format string, args ...any) error {
+	return &NothingError{Reason: fmt.Sprintf(format, args...)}
+}

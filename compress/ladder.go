@@ -98,10 +98,13 @@ func (c *Compressor) ladder(req Request, sp *split, sum summaryResult, b Budgets
 		// slightly differently (the caller's estimate of the next request is what is checked).
 		return k.tokens+b.Fixed <= b.Target-b.Target*3/100 && 4*(sp.before-k.tokens) >= replaced
 	}
-	var best *candidate
+	var best, summary *candidate
 	try := func(k candidate) bool {
 		if best == nil || k.tokens < best.tokens {
 			best = &k
+		}
+		if summary == nil && k.rung != RungPointer {
+			summary = &k
 		}
 		return fits(k)
 	}
@@ -175,6 +178,20 @@ func (c *Compressor) ladder(req Request, sp *split, sum summaryResult, b Budgets
 		return k, nil
 	}
 
+	if sp.before+b.Fixed <= b.Target {
+		// The history fits its target already and no summary saves a quarter of what it
+		// replaces: a compaction asked for gets the summary when it saves anything at all.
+		// A bare pointer is for a history that must shrink.
+		if req.Force && summary != nil && summary.tokens < sp.before {
+			return *summary, nil
+		}
+		replaced := 0
+		for i := sp.start; i < sp.end; i++ {
+			replaced += sp.tok[i]
+		}
+		return candidate{}, nothing("a summary would not be smaller than what it replaces (%s, ~%d tokens); the session (~%d tokens) is well within its target (%d)",
+			olderMessages(sp.end-sp.start), replaced, sp.before+b.Fixed, b.Target)
+	}
 	// Last rung: a pointer only. Everything archived stays searchable.
 	askChars := 160
 	if !slices.ContainsFunc(sp.work[sp.minEnd:], isRealUser) {
@@ -185,7 +202,7 @@ func (c *Compressor) ladder(req Request, sp *split, sum summaryResult, b Budgets
 		return k, nil
 	}
 	if best.tokens >= sp.before {
-		return candidate{}, ErrNothingToCompress
+		return candidate{}, nothing("no summary is smaller than what it replaces (%s)", olderMessages(sp.end-sp.start))
 	}
 	return *best, nil
 }
@@ -228,4 +245,12 @@ func archivePointer(sessionID string, turns, archived []store.Message, askChars 
 	}
 	return fmt.Sprintf("%d earlier messages%s were archived without a summary to fit the model's window; they are not lost: recover any of them with %s.%s",
 		len(turns), span, where, ask)
+}
+
+// olderMessages says how many older messages a compaction would replace.
+func olderMessages(n int) string {
+	if n == 1 {
+		return "1 older message"
+	}
+	return fmt.Sprintf("%d older messages", n)
 }

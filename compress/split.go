@@ -69,14 +69,15 @@ func (c *Compressor) splitHistory(req Request, st *State, b Budgets) (*split, er
 			headN++
 		}
 	}
-	// A history over its target is compacted however short it is; otherwise the reference's
-	// rule: at least four messages beyond the head.
+	// A history over its target, or one compacted on request, is compacted however short it
+	// is; otherwise the reference's rule: at least four messages beyond the head.
 	minRest := 4
-	if sp.before+b.Fixed > b.Target {
+	if sp.before+b.Fixed > b.Target || req.Force {
 		minRest = 1
 	}
 	if n <= headN+minRest {
-		return nil, ErrNothingToCompress
+		return nil, nothing("the session has %d messages: the first %d stay as they are and compaction needs %d more after them (the session, ~%d tokens, is within its target of %d)",
+			n-sp.sys, headN-sp.sys, minRest+1, sp.before+b.Fixed, b.Target)
 	}
 
 	protectLastN := c.Config.ProtectLastN
@@ -111,7 +112,7 @@ func (c *Compressor) splitHistory(req Request, st *State, b Budgets) (*split, er
 		sp.end = sp.minEnd
 	}
 	if sp.start >= sp.end || sp.end > n {
-		return nil, ErrNothingToCompress
+		return nil, nothing("all %d messages are the first exchange and the newest turns, which compaction keeps verbatim", n-sp.sys)
 	}
 	sp.minEnd = max(sp.minEnd, sp.end)
 	if sp.original == "" {
