@@ -123,6 +123,8 @@ type Agent struct {
 	// (Compression.SummaryModel); nil: titles come from the first ask alone.
 	titler     compress.Summarizer
 	titleModel string
+
+	deps Deps // as New got them, for WithModel
 }
 
 // New checks deps and returns an agent.
@@ -152,7 +154,7 @@ func New(d Deps) (*Agent, error) {
 	if cfg.FallbackCooldown <= 0 {
 		cfg.FallbackCooldown = DefaultFallbackCooldown
 	}
-	a := &Agent{st: d.Store, tools: d.Tools, cfg: cfg, now: d.Now, memos: map[string]*memo{}, allowDelegate: true}
+	a := &Agent{st: d.Store, tools: d.Tools, cfg: cfg, now: d.Now, memos: map[string]*memo{}, allowDelegate: true, deps: d}
 	if a.now == nil {
 		a.now = time.Now
 	}

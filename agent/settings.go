@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/spoolhq/spool/store"
@@ -49,4 +50,28 @@ func WithSettings(cfg json.RawMessage, model string, window int) (json.RawMessag
 		return nil, fmt.Errorf("write model_config: %w", err)
 	}
 	return out, nil
+}
+
+// WithModel returns an agent like a (same provider, tools, fallbacks and store) that calls
+// model with a window of window tokens (DefaultContextLength when zero). It keeps what a
+// remembers of each session's last call, so the first call on the new model records its cache
+// break as a model switch (layer and reason "model"). A session's stored system prompt is
+// never rebuilt, so its stable tier stays byte-identical across the switch.
+func (a *Agent) WithModel(model string, window int) (*Agent, error) {
+	if model == "" {
+		return nil, errors.New("agent: switch to which model? (empty name)")
+	}
+	d := a.deps
+	d.Config.Model, d.Config.ContextLength = model, window
+	n, err := New(d)
+	if err != nil {
+		return nil, fmt.Errorf("switch to model %s: %w", model, err)
+	}
+	n.depth, n.allowDelegate = a.depth, a.allowDelegate
+	a.mu.Lock()
+	for sid, m := range a.memos {
+		n.memos[sid] = m
+	}
+	a.mu.Unlock()
+	return n, nil
 }

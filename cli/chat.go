@@ -28,6 +28,8 @@ import (
 // chatHelp lists the slash commands.
 const chatHelp = `Commands:
   /new                 start a new session with the next message
+  /clear               clear the screen and start a new session (the old one stays resumable)
+  /model [NAME]        show the model, or switch this session to NAME from the next message
   /resume [id|title]   continue another session (without an argument: pick one; a list when piped)
   /branch [title]      copy this session's history into a new branch and switch to it
   /compress [focus]    compact this session now, optionally around a topic
@@ -72,8 +74,8 @@ type chat struct {
 	// without asking when there is no terminal to ask.
 	journal *tools.Journal
 	yes     bool
-	// flags are the chat's model flags; /model builds the agent again from them.
-	flags modelFlags
+	// switched is the model /model chose ("": none); the chat's session records it.
+	switched string
 }
 
 func (a *app) chatCommand() *cobra.Command {
@@ -99,7 +101,7 @@ func (a *app) chatCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c.ag, c.st, c.sid, c.flags = ag, st, sid, f
+			c.ag, c.st, c.sid = ag, st, sid
 			cfg, err := a.config()
 			if err != nil {
 				return err
@@ -289,6 +291,9 @@ func (c *chat) turn(ctx context.Context, input string) {
 	streamed := v.end()
 	if res.SessionID != "" {
 		c.sid = res.SessionID
+		if err := c.recordModel(ctx); err != nil {
+			fmt.Fprintf(c.a.stderr, "spool: %s\n", oneLine(err.Error()))
+		}
 	}
 	if streamed {
 		if c.ui == nil {
@@ -507,6 +512,10 @@ func (c *chat) command(ctx context.Context, line string) bool {
 	case "/new":
 		c.sid = ""
 		fmt.Fprintln(c.a.stdout, "New session: it starts with your next message.")
+	case "/clear":
+		c.clear()
+	case "/model":
+		err = c.switchModel(ctx, arg)
 	case "/resume":
 		if arg == "" && c.ui != nil {
 			err = c.pickSession(ctx)

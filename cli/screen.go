@@ -220,6 +220,13 @@ func (s *screen) draw(content string, cur *tea.Cursor) error {
 	return err
 }
 
+// clear empties the terminal's screen (its scrollback keeps what was there); the next draw
+// draws the view at the top.
+func (s *screen) clear() {
+	s.pending.WriteString(ansi.EraseEntireScreen + ansi.CursorHomePosition)
+	s.reset()
+}
+
 // printAbove prints str (lines no wider than the terminal) above the view: the view is erased,
 // the lines are written where it began (the terminal scrolls what does not fit into its
 // scrollback, as for any program's output) and the next draw draws the view anew below them.

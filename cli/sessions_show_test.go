@@ -25,7 +25,7 @@ func TestShowKeepsIdenticalMessages(t *testing.T) {
 		}
 	})
 	out := spool(t, home, "sessions", "show", "20261130_100000_aaaaaa").ok(t, "show").stdout
-	if !strings.Contains(out, "4 active") || strings.Count(out, "── #") != 4 {
+	if !strings.Contains(out, "4 messages") || strings.Count(out, "── #") != 4 {
 		t.Fatalf("show prints %d of 4 messages:\n%s", strings.Count(out, "── #"), out)
 	}
 	type shown struct {

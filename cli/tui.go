@@ -127,9 +127,24 @@ func (t *tui) println(s string) {
 	// Wrapped here as the live view wrapped it, so a finished line does not jump when it is
 	// printed; the terminal owns it from then on.
 	s = wrapText(s, int(t.width.Load()))
+	t.sendInOrder(printMsg(s))
+}
+
+// clearScreen empties the terminal's screen, keeping the editor's draft; in order with prints.
+func (t *tui) clearScreen() {
+	select {
+	case <-t.done:
+		return
+	default:
+	}
+	t.sendInOrder(clearMsg{})
+}
+
+// sendInOrder sends msg and waits until the program has taken it (or has ended).
+func (t *tui) sendInOrder(msg tea.Msg) {
 	taken := make(chan struct{})
 	go func() {
-		t.p.Send(printMsg(s))
+		t.p.Send(msg)
 		close(taken)
 	}()
 	select {
@@ -291,7 +306,8 @@ type (
 	}
 	spinMsg   string
 	liveMsg   string
-	printMsg  string // printed above the view
+	printMsg  string   // printed above the view
+	clearMsg  struct{} // the screen is emptied
 	spinTick  struct{ gen int }
 	editedMsg struct {
 		path string
@@ -300,7 +316,7 @@ type (
 )
 
 // slashCommands are completed after "/".
-var slashCommands = []string{"/branch", "/compress", "/edit", "/exit", "/help", "/new", "/paste", "/quit", "/resume", "/search", "/sessions", "/title", "/undo", "/usage"}
+var slashCommands = []string{"/branch", "/clear", "/compress", "/edit", "/exit", "/help", "/model", "/new", "/paste", "/quit", "/resume", "/search", "/sessions", "/title", "/undo", "/usage"}
 
 // editorModel is the program's state. It runs on the program's goroutine only.
 type editorModel struct {
@@ -435,8 +451,11 @@ func (m *editorModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if w, h, ok := m.t.scr.size(); ok && (max(w, 10) != m.width || max(h, 4) != m.height) {
 		m.update(tea.WindowSizeMsg{Width: w, Height: h})
 	}
-	if p, ok := msg.(printMsg); ok {
-		m.t.scr.printAbove(string(p))
+	switch msg := msg.(type) {
+	case printMsg:
+		m.t.scr.printAbove(string(msg))
+	case clearMsg:
+		m.t.scr.clear()
 	}
 	cmd := m.update(msg)
 	content, cur := m.render()
@@ -608,6 +627,9 @@ func (m *editorModel) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 	case "ctrl+r":
 		m.search = &historySearch{found: -1}
+		return m, nil
+	case "ctrl+l":
+		m.t.scr.clear() // the draft stays in the editor, drawn again at the top
 		return m, nil
 	case "ctrl+g":
 		return m, m.openEditor()

@@ -640,3 +640,40 @@ func TestChatRetryNoticeInPlace(t *testing.T) {
 	s.press(keyCtrlD)
 	waitExit(t, s, cmd)
 }
+
+// TestChatClearScreen: Ctrl-L empties the screen and keeps the draft in the editor; /clear
+// empties it too and starts a new session, the old one left resumable.
+func TestChatClearScreen(t *testing.T) {
+	t.Parallel()
+	url := startFakeLLM(t)
+	home := t.TempDir()
+	s, cmd := startPTY(t, home, nil, "chat", "--provider", "openai", "--base-url", url+"/v1", "--model", fakeModelArg)
+	s.prompt()
+	s.press("SAY the first answer", keyEnter)
+	s.expect("the first answer")
+	s.prompt()
+
+	s.press("a draft", "\x0c") // Ctrl-L
+	s.waitFor("a cleared screen with the draft", func(string) bool {
+		return s.screen() == "› a draft"
+	})
+	s.press(keyCtrlC) // clears the draft
+	s.editorShows("›")
+
+	s.press("/clear", keyEnter)
+	s.waitFor("a cleared screen after /clear", func(string) bool {
+		scr := s.screen()
+		return !strings.Contains(scr, "the first answer") && strings.Contains(scr, "New session: it starts with your next message (/resume ")
+	})
+	s.press("SAY the second answer", keyEnter)
+	s.expect("the second answer")
+	s.prompt()
+	s.press("/exit", keyEnter)
+	waitExit(t, s, cmd)
+	ls := decode[[]struct {
+		ID string `json:"id"`
+	}](t, spool(t, home, "sessions", "list", "--json").ok(t, "list"))
+	if len(ls) != 2 {
+		t.Fatalf("want the cleared session and the new one, got %+v", ls)
+	}
+}

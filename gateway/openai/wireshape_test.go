@@ -467,7 +467,7 @@ func TestWireShapes(t *testing.T) {
 	var items []string
 	for i := range 8 {
 		items = append(items, fmt.Sprintf(`{"type":"message","role":"user","content":"detail %d: %s"},{"type":"message","role":"assistant","content":"ack %d"}`,
-			i, strings.Repeat("the plan has many parts ", 20), i))
+			i, strings.Repeat("the plan has many parts ", 80), i))
 	}
 	conv := call("conversation", "ConversationResource", "POST", "/v1/conversations", `{"metadata":{"topic":"x"},"items":[`+strings.Join(items, ",")+`]}`, 200)
 	cid := field(conv, "id")

@@ -372,7 +372,7 @@ func TestCompactionInTopic(t *testing.T) {
 	k := keyOf(t, platform.Address{Platform: "telegram", ChatType: platform.Thread, ChatID: "-300", ThreadID: "9"})
 	var id int64
 	for i := range 6 {
-		id = r.api.Push(-300, "supergroup", 9, 1, fmt.Sprintf("SAY note %d %s", i, strings.Repeat("detail ", 40)))
+		id = r.api.Push(-300, "supergroup", 9, 1, fmt.Sprintf("SAY note %d %s", i, strings.Repeat("detail ", 300)))
 		r.settle(t, id)
 	}
 	before := r.env.Sessions(t, k)
