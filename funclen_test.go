@@ -21,8 +21,6 @@ var longFuncs = map[string]int{
 	"internal/bench/gateway_idle.go IdleStreams":       243,
 	"gateway/openai/responses.go responsesCreate":      211,
 	"cli/serve.go serve":                               205,
-	"provider/fake/responses.go serveResponses":        168,
-	"provider/fake/anthropic.go serveAnthropic":        167,
 	"internal/platformfake/telegramfake/fake.go serve": 164,
 	"store/storetest/lease.go testLeases":              159,
 }

@@ -139,88 +139,13 @@ func (m *Model) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 	}
 	c := call{wire: "anthropic", model: *req.Model, idPrefix: "toolu_01",
 		cacheKey: keyFingerprint(key) + "/" + *req.Model, maxTokens: *req.MaxTokens}
-	for _, t := range req.Tools {
-		pt := provider.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}
-		c.tools = append(c.tools, pt)
-		seg := toolSegment(pt)
-		seg.mark(t.CacheControl)
-		c.segs = append(c.segs, seg)
+	if bad := anPrelude(&c, &req); bad != "" {
+		invalid(bad)
+		return
 	}
-	if len(req.System) > 0 && string(req.System) != "null" {
-		sys, err := blocks(req.System)
-		if err != nil {
-			invalid("system: Input should be a valid string or a valid list")
-			return
-		}
-		var texts []string
-		for _, b := range sys {
-			texts = append(texts, b.Text)
-			seg := systemSegment(b.Text)
-			seg.mark(b.CacheControl)
-			c.segs = append(c.segs, seg)
-		}
-		c.system = strings.Join(texts, "\n")
-	}
-	for i, msg := range req.Messages {
-		if msg.Role != "user" && msg.Role != "assistant" {
-			invalid(fmt.Sprintf("messages.%d.role: Input should be 'user' or 'assistant'", i))
-			return
-		}
-		bs, err := blocks(msg.Content)
-		if err != nil {
-			invalid(fmt.Sprintf("messages.%d.content: Input should be a valid list", i))
-			return
-		}
-		var texts []string
-		var calls []store.ToolCall
-		var results []provider.Message
-		for _, b := range bs {
-			var seg segment
-			switch b.Type {
-			case "text":
-				texts = append(texts, b.Text)
-				seg = textSegment(msg.Role, b.Text)
-			case "tool_use":
-				args := "{}"
-				if len(b.Input) > 0 {
-					var buf bytes.Buffer
-					if json.Compact(&buf, b.Input) == nil {
-						args = buf.String()
-					}
-				}
-				calls = append(calls, store.ToolCall{ID: b.ID, Type: "function", Function: store.ToolFunction{Name: b.Name, Arguments: args}})
-				seg = callSegment(b.ID, b.Name, args)
-			case "tool_result":
-				text, ok := textOf(b.Content)
-				if !ok {
-					invalid(fmt.Sprintf("messages.%d.content: tool_result content should be a string or a list of blocks", i))
-					return
-				}
-				results = append(results, provider.Message{Role: "tool", Content: text, ToolCallID: b.ToolUseID})
-				seg = resultSegment(b.ToolUseID, text)
-			case "thinking", "redacted_thinking":
-				continue
-			default:
-				texts = append(texts, "["+b.Type+"]")
-				seg = textSegment(msg.Role, "["+b.Type+"]")
-			}
-			seg.mark(b.CacheControl)
-			c.segs = append(c.segs, seg)
-		}
-		text := strings.Join(texts, "\n")
-		if len(results) > 0 {
-			// Text sent beside tool results rides on the last result for the script's purposes.
-			if text != "" {
-				results[len(results)-1].Content += "\n" + text
-			}
-			for _, res := range results {
-				c.msgs = append(c.msgs, res)
-				c.msgIndex = append(c.msgIndex, i)
-			}
-			continue
-		}
-		c.msgs = append(c.msgs, provider.Message{Role: msg.Role, Content: text, ToolCalls: calls})
-		c.msgIndex = append(c.msgIndex, i)
+	if bad := anMessages(&c, &req); bad != "" {
+		invalid(bad)
+		return
 	}
 
 	res, f := m.process(c)
@@ -267,6 +192,95 @@ func (m *Model) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		cutResponse(w)
 	}
 	w.Write(body)
+}
+
+// anPrelude reads a request's tools and system prompt into c, or says why they are invalid.
+func anPrelude(c *call, req *anRequest) (bad string) {
+	for _, t := range req.Tools {
+		pt := provider.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}
+		c.tools = append(c.tools, pt)
+		seg := toolSegment(pt)
+		seg.mark(t.CacheControl)
+		c.segs = append(c.segs, seg)
+	}
+	if len(req.System) > 0 && string(req.System) != "null" {
+		sys, err := blocks(req.System)
+		if err != nil {
+			return "system: Input should be a valid string or a valid list"
+		}
+		var texts []string
+		for _, b := range sys {
+			texts = append(texts, b.Text)
+			seg := systemSegment(b.Text)
+			seg.mark(b.CacheControl)
+			c.segs = append(c.segs, seg)
+		}
+		c.system = strings.Join(texts, "\n")
+	}
+	return ""
+}
+
+// anMessages reads a request's messages into c, or says why one is invalid.
+func anMessages(c *call, req *anRequest) (bad string) {
+	for i, msg := range req.Messages {
+		if msg.Role != "user" && msg.Role != "assistant" {
+			return fmt.Sprintf("messages.%d.role: Input should be 'user' or 'assistant'", i)
+		}
+		bs, err := blocks(msg.Content)
+		if err != nil {
+			return fmt.Sprintf("messages.%d.content: Input should be a valid list", i)
+		}
+		var texts []string
+		var calls []store.ToolCall
+		var results []provider.Message
+		for _, b := range bs {
+			var seg segment
+			switch b.Type {
+			case "text":
+				texts = append(texts, b.Text)
+				seg = textSegment(msg.Role, b.Text)
+			case "tool_use":
+				args := "{}"
+				if len(b.Input) > 0 {
+					var buf bytes.Buffer
+					if json.Compact(&buf, b.Input) == nil {
+						args = buf.String()
+					}
+				}
+				calls = append(calls, store.ToolCall{ID: b.ID, Type: "function", Function: store.ToolFunction{Name: b.Name, Arguments: args}})
+				seg = callSegment(b.ID, b.Name, args)
+			case "tool_result":
+				text, ok := textOf(b.Content)
+				if !ok {
+					return fmt.Sprintf("messages.%d.content: tool_result content should be a string or a list of blocks", i)
+				}
+				results = append(results, provider.Message{Role: "tool", Content: text, ToolCallID: b.ToolUseID})
+				seg = resultSegment(b.ToolUseID, text)
+			case "thinking", "redacted_thinking":
+				continue
+			default:
+				texts = append(texts, "["+b.Type+"]")
+				seg = textSegment(msg.Role, "["+b.Type+"]")
+			}
+			seg.mark(b.CacheControl)
+			c.segs = append(c.segs, seg)
+		}
+		text := strings.Join(texts, "\n")
+		if len(results) > 0 {
+			// Text sent beside tool results rides on the last result for the script's purposes.
+			if text != "" {
+				results[len(results)-1].Content += "\n" + text
+			}
+			for _, res := range results {
+				c.msgs = append(c.msgs, res)
+				c.msgIndex = append(c.msgIndex, i)
+			}
+			continue
+		}
+		c.msgs = append(c.msgs, provider.Message{Role: msg.Role, Content: text, ToolCalls: calls})
+		c.msgIndex = append(c.msgIndex, i)
+	}
+	return ""
 }
 
 // streamAnthropic writes the event sequence of fixtures 08a-08c: message_start, then per

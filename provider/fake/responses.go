@@ -76,51 +76,10 @@ func (m *Model) serveResponses(w http.ResponseWriter, r *http.Request) {
 	c := call{wire: "openai", model: req.Model, idPrefix: "call_", system: req.Instructions,
 		cacheKey:  keyFingerprint(key) + "/" + req.Model + "/" + req.PromptCacheKey,
 		maxTokens: req.MaxOutputTokens, tools: req.Tools}
-	items := make([]rsItem, len(req.Input))
-	for i, raw := range req.Input {
-		if json.Unmarshal(raw, &items[i]) != nil {
-			writeWireError(w, openAIInvalid(fmt.Sprintf("Invalid value for 'input[%d]'.", i), fmt.Sprintf("input[%d]", i)))
-			return
-		}
-	}
-	for i, it := range items {
-		switch {
-		case it.Type == "reasoning":
-			if it.EncryptedContent == "" {
-				writeWireError(w, openAIInvalid(fmt.Sprintf("Item with id '%s' not found. Items are not persisted when `store` is set to false.", it.ID), "input"))
-				return
-			}
-			if i+1 >= len(items) || items[i+1].Type == "reasoning" || items[i+1].ID == "" {
-				writeWireError(w, openAIInvalid(fmt.Sprintf("Item '%s' of type 'reasoning' was provided without its required following item.", it.ID), "input"))
-				return
-			}
-		case it.Type == "function_call":
-			n := len(c.msgs)
-			tc := store.ToolCall{ID: it.CallID, Type: "function", Function: store.ToolFunction{Name: it.Name, Arguments: it.Arguments}}
-			if n > 0 && c.msgs[n-1].Role == "assistant" && (i > 0 && (items[i-1].Type == "function_call" || items[i-1].Type == "message")) {
-				c.msgs[n-1].ToolCalls = append(c.msgs[n-1].ToolCalls, tc)
-			} else {
-				c.msgs = append(c.msgs, provider.Message{Role: "assistant", ToolCalls: []store.ToolCall{tc}})
-			}
-		case it.Type == "compaction":
-			// A compaction window replayed (/responses/compact's output, or one made while
-			// answering): its encrypted content carries the compacted conversation.
-			if it.EncryptedContent == "" {
-				writeWireError(w, openAIInvalid(fmt.Sprintf("Missing required parameter: 'input[%d].encrypted_content'.", i), fmt.Sprintf("input[%d].encrypted_content", i)))
-				return
-			}
-			c.msgs = append(c.msgs, provider.Message{Role: "user", Content: "[compacted context " + it.ID + "]"})
-		case it.Type == "function_call_output":
-			out, _ := textOf(it.Output)
-			c.msgs = append(c.msgs, provider.Message{Role: "tool", ToolCallID: it.CallID, Content: out})
-		case it.Type == "message" || it.Type == "":
-			text, ok := rsText(it.Content)
-			if !ok || (it.Role != "user" && it.Role != "assistant") {
-				writeWireError(w, openAIInvalid(fmt.Sprintf("Invalid value for 'input[%d]'.", i), fmt.Sprintf("input[%d]", i)))
-				return
-			}
-			c.msgs = append(c.msgs, provider.Message{Role: it.Role, Content: text})
-		}
+	items, werr := rsInput(&c, req.Input)
+	if werr != nil {
+		writeWireError(w, *werr)
+		return
 	}
 	c.segs = responsesSegments(c.system, c.tools, items)
 	res, f := m.process(c)
@@ -135,21 +94,7 @@ func (m *Model) serveResponses(w http.ResponseWriter, r *http.Request) {
 	if err := res.hold(r.Context()); err != nil {
 		return
 	}
-	enc := encryptedReasoning(res.seed)
-	reasoning := map[string]any{"id": "rs_" + res.seed, "type": "reasoning",
-		"encrypted_content": enc, "summary": []any{}}
-	output := []any{reasoning}
-	gen := []rsItem{{Type: "reasoning", ID: "rs_" + res.seed, EncryptedContent: enc}}
-	if res.text != "" || len(res.calls) == 0 {
-		output = append(output, map[string]any{"id": "msg_" + res.seed, "type": "message", "status": "completed",
-			"role": "assistant", "content": []any{map[string]any{"type": "output_text", "annotations": []any{}, "logprobs": []any{}, "text": res.text}}})
-		gen = append(gen, rsItem{Type: "message", Role: "assistant", Content: mustJSON(res.text)})
-	}
-	for i, tc := range res.calls {
-		output = append(output, map[string]any{"id": fmt.Sprintf("fc_%s%02d", res.seed[:30], i), "type": "function_call",
-			"status": "completed", "arguments": tc.Function.Arguments, "call_id": tc.ID, "name": tc.Function.Name})
-		gen = append(gen, rsItem{Type: "function_call", CallID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
-	}
+	output, gen := rsOutput(&res)
 	// What the model generated is in the provider's cache as the continuation of this prompt: a
 	// next request that replays it byte for byte (reasoning included) reads it from the cache.
 	m.cacheGenerated(c, append(append([]segment(nil), c.segs...), responsesItemSegments(gen)...))
@@ -175,6 +120,93 @@ func (m *Model) serveResponses(w http.ResponseWriter, r *http.Request) {
 		w.Write(b)
 		return
 	}
+	events := rsEvents(&res, resp, output, status)
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	sw := &streamWriter{w: w, r: r, delay: m.cfg.ChunkDelay}
+	for i, e := range events {
+		if res.cut && i == len(events)/2 {
+			cutResponse(w)
+		}
+		e["sequence_number"] = i
+		typ := e["type"].(string)
+		sw.frame([]byte("event: " + typ + "\ndata: " + string(compactJSON(e)) + "\n\n"))
+	}
+}
+
+// rsInput reads a request's input items into c's messages, or returns the 400 an invalid item
+// gets.
+func rsInput(c *call, input []json.RawMessage) ([]rsItem, *wireError) {
+	items := make([]rsItem, len(input))
+	for i, raw := range input {
+		if json.Unmarshal(raw, &items[i]) != nil {
+			return nil, invalidPtr(openAIInvalid(fmt.Sprintf("Invalid value for 'input[%d]'.", i), fmt.Sprintf("input[%d]", i)))
+		}
+	}
+	for i, it := range items {
+		switch {
+		case it.Type == "reasoning":
+			if it.EncryptedContent == "" {
+				return nil, invalidPtr(openAIInvalid(fmt.Sprintf("Item with id '%s' not found. Items are not persisted when `store` is set to false.", it.ID), "input"))
+			}
+			if i+1 >= len(items) || items[i+1].Type == "reasoning" || items[i+1].ID == "" {
+				return nil, invalidPtr(openAIInvalid(fmt.Sprintf("Item '%s' of type 'reasoning' was provided without its required following item.", it.ID), "input"))
+			}
+		case it.Type == "function_call":
+			n := len(c.msgs)
+			tc := store.ToolCall{ID: it.CallID, Type: "function", Function: store.ToolFunction{Name: it.Name, Arguments: it.Arguments}}
+			if n > 0 && c.msgs[n-1].Role == "assistant" && (i > 0 && (items[i-1].Type == "function_call" || items[i-1].Type == "message")) {
+				c.msgs[n-1].ToolCalls = append(c.msgs[n-1].ToolCalls, tc)
+			} else {
+				c.msgs = append(c.msgs, provider.Message{Role: "assistant", ToolCalls: []store.ToolCall{tc}})
+			}
+		case it.Type == "compaction":
+			// A compaction window replayed (/responses/compact's output, or one made while
+			// answering): its encrypted content carries the compacted conversation.
+			if it.EncryptedContent == "" {
+				return nil, invalidPtr(openAIInvalid(fmt.Sprintf("Missing required parameter: 'input[%d].encrypted_content'.", i), fmt.Sprintf("input[%d].encrypted_content", i)))
+			}
+			c.msgs = append(c.msgs, provider.Message{Role: "user", Content: "[compacted context " + it.ID + "]"})
+		case it.Type == "function_call_output":
+			out, _ := textOf(it.Output)
+			c.msgs = append(c.msgs, provider.Message{Role: "tool", ToolCallID: it.CallID, Content: out})
+		case it.Type == "message" || it.Type == "":
+			text, ok := rsText(it.Content)
+			if !ok || (it.Role != "user" && it.Role != "assistant") {
+				return nil, invalidPtr(openAIInvalid(fmt.Sprintf("Invalid value for 'input[%d]'.", i), fmt.Sprintf("input[%d]", i)))
+			}
+			c.msgs = append(c.msgs, provider.Message{Role: it.Role, Content: text})
+		}
+	}
+	return items, nil
+}
+
+// invalidPtr is e, addressable: the result of a check that refuses.
+func invalidPtr(e wireError) *wireError { return &e }
+
+// rsOutput is an answer's output items as the wire shows them, and the same items as a replay
+// would send them back (gen).
+func rsOutput(res *result) (output []any, gen []rsItem) {
+	enc := encryptedReasoning(res.seed)
+	reasoning := map[string]any{"id": "rs_" + res.seed, "type": "reasoning",
+		"encrypted_content": enc, "summary": []any{}}
+	output = []any{reasoning}
+	gen = []rsItem{{Type: "reasoning", ID: "rs_" + res.seed, EncryptedContent: enc}}
+	if res.text != "" || len(res.calls) == 0 {
+		output = append(output, map[string]any{"id": "msg_" + res.seed, "type": "message", "status": "completed",
+			"role": "assistant", "content": []any{map[string]any{"type": "output_text", "annotations": []any{}, "logprobs": []any{}, "text": res.text}}})
+		gen = append(gen, rsItem{Type: "message", Role: "assistant", Content: mustJSON(res.text)})
+	}
+	for i, tc := range res.calls {
+		output = append(output, map[string]any{"id": fmt.Sprintf("fc_%s%02d", res.seed[:30], i), "type": "function_call",
+			"status": "completed", "arguments": tc.Function.Arguments, "call_id": tc.ID, "name": tc.Function.Name})
+		gen = append(gen, rsItem{Type: "function_call", CallID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	return output, gen
+}
+
+// rsEvents is a streamed answer's events, in order, without their sequence numbers.
+func rsEvents(res *result, resp map[string]any, output []any, status string) []map[string]any {
 	var events []map[string]any
 	ev := func(typ string, kv ...any) {
 		e := map[string]any{"type": typ}
@@ -212,17 +244,7 @@ func (m *Model) serveResponses(w http.ResponseWriter, r *http.Request) {
 		final = "response.incomplete"
 	}
 	ev(final, "response", resp)
-	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
-	sw := &streamWriter{w: w, r: r, delay: m.cfg.ChunkDelay}
-	for i, e := range events {
-		if res.cut && i == len(events)/2 {
-			cutResponse(w)
-		}
-		e["sequence_number"] = i
-		typ := e["type"].(string)
-		sw.frame([]byte("event: " + typ + "\ndata: " + string(compactJSON(e)) + "\n\n"))
-	}
+	return events
 }
 
 // encryptedReasoningBytes is the size of the fake's encrypted reasoning: real encrypted_content
