@@ -16,13 +16,12 @@ const maxFuncLines = 150
 // longFuncs are the functions still over maxFuncLines, with their length today: they may
 // shrink, not grow, and no other function may join them.
 var longFuncs = map[string]int{
-	"internal/bench/replicas.go Replicas":              327,
-	"internal/bench/gateway.go Gateway":                298,
-	"internal/bench/gateway_idle.go IdleStreams":       243,
-	"gateway/openai/responses.go responsesCreate":      211,
-	"cli/serve.go serve":                               205,
-	"internal/platformfake/telegramfake/fake.go serve": 164,
-	"store/storetest/lease.go testLeases":              159,
+	"internal/bench/replicas.go Replicas":         327,
+	"internal/bench/gateway.go Gateway":           298,
+	"internal/bench/gateway_idle.go IdleStreams":  243,
+	"gateway/openai/responses.go responsesCreate": 211,
+	"cli/serve.go serve":                          205,
+	"store/storetest/lease.go testLeases":         159,
 }
 
 // No function of the module's non-test Go files is longer than maxFuncLines, but for the

@@ -292,112 +292,15 @@ func (f *API) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	num := func(k string) int64 {
-		v, _ := p[k].(float64)
-		return int64(v)
-	}
-	chatID := func() int64 { return parseChat(p["chat_id"]) }
 	switch method {
 	case "getUpdates":
-		if f.polling > 0 {
-			f.conflicts++
-			apiErr(w, 409, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running", nil)
-			return
-		}
-		if off := num("offset"); off > f.confirmed {
-			f.confirmed = off
-			f.bump()
-		}
-		f.polling++
-		f.bump()
-		defer func() { f.polling--; f.bump() }()
-		deadline := time.After(time.Duration(num("timeout")) * time.Second) // the long poll's own timeout
-		for {
-			var out []map[string]any
-			for _, u := range f.updates {
-				if int64(u["update_id"].(int64)) >= f.confirmed {
-					out = append(out, u)
-				}
-			}
-			if len(out) > 0 || num("timeout") == 0 {
-				if out == nil {
-					out = []map[string]any{}
-				}
-				reply(w, 200, map[string]any{"ok": true, "result": out})
-				return
-			}
-			ch := f.changed
-			f.mu.Unlock()
-			select {
-			case <-ch:
-			case <-deadline:
-				f.mu.Lock()
-				reply(w, 200, map[string]any{"ok": true, "result": []map[string]any{}})
-				return
-			case <-r.Context().Done():
-				f.mu.Lock()
-				return
-			}
-			f.mu.Lock()
-		}
+		f.getUpdates(w, r, p)
 	case "sendMessage":
-		text, _ := p["text"].(string)
-		mode, _ := p["parse_mode"].(string)
-		vis, ok := shown(text, mode)
-		if !ok {
-			apiErr(w, 400, "Bad Request: can't parse entities: unsupported start tag", nil)
-			return
-		}
-		if n := utf8.RuneCountInString(vis); n == 0 || n > 4096 {
-			apiErr(w, 400, "Bad Request: message is too long", nil)
-			return
-		}
-		c := chatID()
-		f.nextMsg[c]++
-		m := &Message{Chat: c, Thread: num("message_thread_id"), ID: 1000 + f.nextMsg[c], Text: vis, Raw: text, ParseMode: mode, At: time.Now()}
-		f.sent = append(f.sent, m)
-		f.bump()
-		reply(w, 200, map[string]any{"ok": true, "result": map[string]any{"message_id": m.ID, "date": time.Now().Unix(),
-			"chat": map[string]any{"id": c, "type": "private"}, "text": vis}})
+		f.sendMessage(w, p)
 	case "editMessageText":
-		text, _ := p["text"].(string)
-		mode, _ := p["parse_mode"].(string)
-		vis, ok := shown(text, mode)
-		if !ok {
-			apiErr(w, 400, "Bad Request: can't parse entities: unsupported start tag", nil)
-			return
-		}
-		c, id := chatID(), num("message_id")
-		for _, m := range f.sent {
-			if m.Chat == c && m.ID == id {
-				if m.Raw == text {
-					apiErr(w, 400, "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message", nil)
-					return
-				}
-				m.Text, m.Raw, m.Edits = vis, text, m.Edits+1
-				f.bump()
-				reply(w, 200, map[string]any{"ok": true, "result": map[string]any{"message_id": id}})
-				return
-			}
-		}
-		apiErr(w, 400, "Bad Request: message to edit not found", nil)
+		f.editMessageText(w, p)
 	case "getChat":
-		c := chatID()
-		ci, ok := f.chats[c]
-		if !ok {
-			apiErr(w, 400, "Bad Request: chat not found", nil)
-			return
-		}
-		res := map[string]any{"id": c, "type": ci.kind}
-		if ci.forum {
-			res["is_forum"] = true
-		}
-		if ci.kind == "private" {
-			res["first_name"] = fmt.Sprintf("User%d", c)
-		} else {
-			res["title"] = fmt.Sprintf("Chat %d", c)
-		}
-		reply(w, 200, map[string]any{"ok": true, "result": res})
+		f.getChat(w, p)
 	case "setWebhook", "deleteWebhook":
 		f.webhook = p
 		f.bump()
@@ -405,6 +308,124 @@ func (f *API) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		apiErr(w, 404, "Not Found: method not found", nil)
 	}
+}
+
+// num reads a numeric parameter (0 when absent).
+func num(p map[string]any, k string) int64 {
+	v, _ := p[k].(float64)
+	return int64(v)
+}
+
+// getUpdates answers a long poll, f.mu held (it is released while the poll waits).
+func (f *API) getUpdates(w http.ResponseWriter, r *http.Request, p map[string]any) {
+	if f.polling > 0 {
+		f.conflicts++
+		apiErr(w, 409, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running", nil)
+		return
+	}
+	if off := num(p, "offset"); off > f.confirmed {
+		f.confirmed = off
+		f.bump()
+	}
+	f.polling++
+	f.bump()
+	defer func() { f.polling--; f.bump() }()
+	deadline := time.After(time.Duration(num(p, "timeout")) * time.Second) // the long poll's own timeout
+	for {
+		var out []map[string]any
+		for _, u := range f.updates {
+			if int64(u["update_id"].(int64)) >= f.confirmed {
+				out = append(out, u)
+			}
+		}
+		if len(out) > 0 || num(p, "timeout") == 0 {
+			if out == nil {
+				out = []map[string]any{}
+			}
+			reply(w, 200, map[string]any{"ok": true, "result": out})
+			return
+		}
+		ch := f.changed
+		f.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline:
+			f.mu.Lock()
+			reply(w, 200, map[string]any{"ok": true, "result": []map[string]any{}})
+			return
+		case <-r.Context().Done():
+			f.mu.Lock()
+			return
+		}
+		f.mu.Lock()
+	}
+}
+
+// sendMessage records a sent message, f.mu held.
+func (f *API) sendMessage(w http.ResponseWriter, p map[string]any) {
+	text, _ := p["text"].(string)
+	mode, _ := p["parse_mode"].(string)
+	vis, ok := shown(text, mode)
+	if !ok {
+		apiErr(w, 400, "Bad Request: can't parse entities: unsupported start tag", nil)
+		return
+	}
+	if n := utf8.RuneCountInString(vis); n == 0 || n > 4096 {
+		apiErr(w, 400, "Bad Request: message is too long", nil)
+		return
+	}
+	c := parseChat(p["chat_id"])
+	f.nextMsg[c]++
+	m := &Message{Chat: c, Thread: num(p, "message_thread_id"), ID: 1000 + f.nextMsg[c], Text: vis, Raw: text, ParseMode: mode, At: time.Now()}
+	f.sent = append(f.sent, m)
+	f.bump()
+	reply(w, 200, map[string]any{"ok": true, "result": map[string]any{"message_id": m.ID, "date": time.Now().Unix(),
+		"chat": map[string]any{"id": c, "type": "private"}, "text": vis}})
+}
+
+// editMessageText edits a sent message, f.mu held.
+func (f *API) editMessageText(w http.ResponseWriter, p map[string]any) {
+	text, _ := p["text"].(string)
+	mode, _ := p["parse_mode"].(string)
+	vis, ok := shown(text, mode)
+	if !ok {
+		apiErr(w, 400, "Bad Request: can't parse entities: unsupported start tag", nil)
+		return
+	}
+	c, id := parseChat(p["chat_id"]), num(p, "message_id")
+	for _, m := range f.sent {
+		if m.Chat == c && m.ID == id {
+			if m.Raw == text {
+				apiErr(w, 400, "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message", nil)
+				return
+			}
+			m.Text, m.Raw, m.Edits = vis, text, m.Edits+1
+			f.bump()
+			reply(w, 200, map[string]any{"ok": true, "result": map[string]any{"message_id": id}})
+			return
+		}
+	}
+	apiErr(w, 400, "Bad Request: message to edit not found", nil)
+}
+
+// getChat describes a known chat, f.mu held.
+func (f *API) getChat(w http.ResponseWriter, p map[string]any) {
+	c := parseChat(p["chat_id"])
+	ci, ok := f.chats[c]
+	if !ok {
+		apiErr(w, 400, "Bad Request: chat not found", nil)
+		return
+	}
+	res := map[string]any{"id": c, "type": ci.kind}
+	if ci.forum {
+		res["is_forum"] = true
+	}
+	if ci.kind == "private" {
+		res["first_name"] = fmt.Sprintf("User%d", c)
+	} else {
+		res["title"] = fmt.Sprintf("Chat %d", c)
+	}
+	reply(w, 200, map[string]any{"ok": true, "result": res})
 }
 
 // parseChat reads a chat_id (a number or a numeric string).
