@@ -12,6 +12,17 @@ import (
 func testLeases(t *testing.T, h Harness) {
 	st, _ := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "conv"})
+	a := leaseExclusive(t, st)
+	b := leaseFencedWrites(t, st, a)
+	leaseFencedRecords(t, st, a, b)
+	c := leaseExpiry(t, st)
+	d2 := leaseDeadHolder(t, st)
+	leaseOfConversation(t, st, c)
+	leaseWakeUp(t, st, d2)
+}
+
+// leaseExclusive: one holder at a time, and a holder re-acquiring its own lease gets it.
+func leaseExclusive(t *testing.T, st store.Store) store.Lease {
 	a, err := st.AcquireLease(bg, "conv", "holder-a", time.Minute)
 	if err != nil || a.Generation != 1 || a.ConversationID != "conv" || a.Holder != "holder-a" {
 		t.Fatalf("first acquire: %+v %v", a, err)
@@ -25,6 +36,12 @@ func testLeases(t *testing.T, h Harness) {
 	if err != nil || again.Generation != a.Generation {
 		t.Fatalf("the holder re-acquiring its own lease must not wait on itself: %+v %v", again, err)
 	}
+	return a
+}
+
+// leaseFencedWrites: transcript writes under a released or superseded lease are refused; the
+// lease acquired after the release (b) is returned.
+func leaseFencedWrites(t *testing.T, st store.Store, a store.Lease) store.Lease {
 	// Fenced writes.
 	if _, err := st.Append(bg, "conv", user("by a"), store.WithLease(a)); err != nil {
 		t.Fatalf("fenced append with the current lease: %v", err)
@@ -32,7 +49,7 @@ func testLeases(t *testing.T, h Harness) {
 	if err := st.ReleaseLease(bg, a); err != nil {
 		t.Fatal(err)
 	}
-	_, err = st.Append(bg, "conv", user("stale a"), store.WithLease(a))
+	_, err := st.Append(bg, "conv", user("stale a"), store.WithLease(a))
 	wantErr(t, err, store.ErrLeaseLost, "append with a released lease")
 	b, err := st.AcquireLease(bg, "conv", "holder-b", time.Minute)
 	if err != nil || b.Generation != 2 {
@@ -42,9 +59,15 @@ func testLeases(t *testing.T, h Harness) {
 	wantErr(t, err, store.ErrLeaseLost, "batch with a superseded generation")
 	_, err = st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "conv", Messages: []store.Message{user("x")}}, store.WithLease(a))
 	wantErr(t, err, store.ErrLeaseLost, "compaction with a superseded generation")
+	return b
+}
+
+// leaseFencedRecords: usage and titles are fenced like the transcript, renewing or releasing a
+// superseded lease does not touch the current one, and no refused write landed.
+func leaseFencedRecords(t *testing.T, st store.Store, a, b store.Lease) {
 	// Usage is fenced like the transcript: a stale holder adds no request row and no tokens.
 	before := mustSession(t, st, "conv").Usage
-	err = st.RecordRequest(bg, "conv", store.RequestRecord{Usage: store.Usage{InputTokens: 7, OutputTokens: 3}, Lease: &a})
+	err := st.RecordRequest(bg, "conv", store.RequestRecord{Usage: store.Usage{InputTokens: 7, OutputTokens: 3}, Lease: &a})
 	wantErr(t, err, store.ErrLeaseLost, "usage recorded with a superseded generation")
 	if after := mustSession(t, st, "conv").Usage; after != before {
 		t.Fatalf("a refused usage record changed the session's usage: %+v -> %+v", before, after)
@@ -78,9 +101,14 @@ func testLeases(t *testing.T, h Harness) {
 	if got := contents(mustConversation(t, st, "conv", store.ViewAll)); !equalStrings(got, []string{"by a", "by b"}) {
 		t.Fatalf("transcript = %q: a refused write landed", got)
 	}
+}
 
+// leaseExpiry: an expired lease nobody took still serves its owner; once taken, the old owner
+// is fenced out. The taker's lease (c) is returned.
+func leaseExpiry(t *testing.T, st store.Store) store.Lease {
 	// Expired but not taken: the owner renews (and writes) without deadlocking on itself.
-	if b, err = st.AcquireLease(bg, "conv", "holder-b", 100*time.Millisecond); err != nil {
+	b, err := st.AcquireLease(bg, "conv", "holder-b", 100*time.Millisecond)
+	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(150 * time.Millisecond)
@@ -98,7 +126,12 @@ func testLeases(t *testing.T, h Harness) {
 	}
 	_, err = st.Append(bg, "conv", user("b too late"), store.WithLease(b))
 	wantErr(t, err, store.ErrLeaseLost, "write after the lease was taken")
+	return c
+}
 
+// leaseDeadHolder: a provably dead holder on this host is replaced at once. The new lease of
+// conv2 is returned.
+func leaseDeadHolder(t *testing.T, st store.Store) store.Lease {
 	// A provably dead holder on this host is replaced at once; generations never repeat.
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
@@ -114,7 +147,12 @@ func testLeases(t *testing.T, h Harness) {
 	if err != nil || d2.Generation != 2 {
 		t.Fatalf("lease of a dead holder not reclaimed: %+v %v", d2, err)
 	}
+	return d2
+}
 
+// leaseOfConversation: a continuation shares its root's lease, a branch has its own, and bad
+// requests are refused.
+func leaseOfConversation(t *testing.T, st store.Store, c store.Lease) {
 	// The lease belongs to the conversation: a compression continuation shares its root's lease,
 	// a branch has its own.
 	if _, err := st.RotateCompaction(bg, store.RotateRequest{ParentID: "conv", Messages: []store.Message{user("cont")},
@@ -124,7 +162,7 @@ func testLeases(t *testing.T, h Harness) {
 	if _, err := st.Append(bg, "conv-cont", user("on the continuation"), store.WithLease(c)); err != nil {
 		t.Fatalf("continuation writes under its root's lease: %v", err)
 	}
-	_, err = st.AcquireLease(bg, "conv-cont", "holder-e", time.Minute)
+	_, err := st.AcquireLease(bg, "conv-cont", "holder-e", time.Minute)
 	wantErr(t, err, store.ErrLeaseHeld, "continuation's lease is its root's")
 	if _, err := st.Branch(bg, "conv-cont", store.NewSession{ID: "conv-branch"}); err != nil {
 		t.Fatal(err)
@@ -139,7 +177,10 @@ func testLeases(t *testing.T, h Harness) {
 	wantErr(t, err, store.ErrNotFound, "lease of a missing session")
 	_, err = st.AcquireLease(bg, "conv2", "", time.Minute)
 	wantErr(t, err, store.ErrInvalid, "empty holder")
+}
 
+// leaseWakeUp: a release wakes a watcher of the lease (d2's) long before its poll interval.
+func leaseWakeUp(t *testing.T, st store.Store, d2 store.Lease) {
 	// Wake-up: a release wakes a watcher long before its poll interval.
 	w, ok := st.(store.LeaseWatcher)
 	if !ok {
