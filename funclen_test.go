@@ -18,7 +18,6 @@ const maxFuncLines = 150
 var longFuncs = map[string]int{
 	"internal/bench/replicas.go Replicas":         327,
 	"internal/bench/gateway.go Gateway":           298,
-	"internal/bench/gateway_idle.go IdleStreams":  243,
 	"gateway/openai/responses.go responsesCreate": 211,
 	"cli/serve.go serve":                          205,
 }
