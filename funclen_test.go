@@ -16,10 +16,9 @@ const maxFuncLines = 150
 // longFuncs are the functions still over maxFuncLines, with their length today: they may
 // shrink, not grow, and no other function may join them.
 var longFuncs = map[string]int{
-	"internal/bench/replicas.go Replicas":         327,
-	"internal/bench/gateway.go Gateway":           298,
-	"gateway/openai/responses.go responsesCreate": 211,
-	"cli/serve.go serve":                          205,
+	"internal/bench/replicas.go Replicas": 327,
+	"internal/bench/gateway.go Gateway":   298,
+	"cli/serve.go serve":                  205,
 }
 
 // No function of the module's non-test Go files is longer than maxFuncLines, but for the

@@ -209,55 +209,111 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 		writeError(w, newError(http.StatusBadRequest, "invalid_request_error", "invalid_json", "the body is not valid JSON: "+err.Error()).noRetry())
 		return
 	}
-	if !s.knownModel(req.Model) {
-		writeError(w, modelNotFound(req.Model))
+	greq, notStored, aerr := s.responsesTurnRequest(r, principal, &req)
+	if aerr != nil {
+		writeError(w, aerr)
 		return
+	}
+	t := &responsesTurn{s: s, r: r, principal: principal, notStored: notStored,
+		rec: gateway.ResponseRecord{ID: newID("resp_"), Status: "in_progress", Model: cmp.Or(req.Model, "spool"), CreatedAt: time.Now().Unix(),
+			Previous: req.PreviousResponseID, Metadata: req.Metadata, Instructions: req.Instructions, MaxOutputTokens: greq.MaxTokens,
+			Truncation: req.Truncation, NotStored: notStored}}
+	if key := r.Header.Get("Idempotency-Key"); key != "" && !notStored {
+		t.idem, err = s.g.Idempotent(r.Context(), principal, key, gateway.HashBody(r.Method, r.URL.Path, body))
+		if err != nil {
+			writeError(w, errorOf(err))
+			return
+		}
+		if t.idem.Replay != nil {
+			s.replayResponse(w, t.idem.Replay, req.Stream)
+			return
+		}
+	}
+	if req.Stream {
+		t.ev = &events{st: s.newStream(w, t.rec.ID, t.rec.CreatedAt, t.rec.Model)}
+		defer t.ev.st.close()
+	}
+	sink := gateway.Sink{OnStart: t.start, OnDone: t.done}
+	if t.ev != nil {
+		sink.OnDelta = t.ev.delta
+	}
+	rep, err := s.g.Turn(r.Context(), greq, sink)
+	t.mu.Lock()
+	wasStarted := t.started
+	t.mu.Unlock()
+	if t.idem != nil && err != nil && !wasStarted && !rep.Detached {
+		s.releaseIdem(r.Context(), t.idem, rep.SessionID)
+	}
+	if rep.Detached {
+		if t.ev != nil {
+			t.ev.st.stop()
+		}
+		return
+	}
+	if err == nil && t.durable != nil {
+		// The answer exists but what the request asked of the store did not happen: say so.
+		err = t.durable
+	}
+	rec := t.rec
+	rec.SessionID, rec.MessageID, rec.UserMessageID, rec.Usage = rep.SessionID, rep.MessageID, rep.UserMessageID, rep.Result.Usage
+	if t.ev != nil && wasStarted {
+		rec.Status = doneStatus(rep)
+		t.ev.finish(rec, rep.Result.Reply, rep.Result.PendingCalls, err)
+		s.g.Metrics().StreamDuration.WithLabelValues("responses").Observe(time.Since(t.ev.st.began).Seconds())
+		return
+	}
+	if err != nil {
+		writeError(w, errorOf(err))
+		return
+	}
+	rec.Status = doneStatus(rep)
+	sessionHeaders(w, rep.SessionID, rep.BranchedFrom)
+	writeJSON(w, http.StatusOK, responseObject(rec, rep.Result.Reply, rep.Result.PendingCalls))
+}
+
+// responsesTurnRequest checks a create request and makes it the gateway's turn request; it
+// also says whether the response is unstored (store: false).
+func (s *Server) responsesTurnRequest(r *http.Request, principal string, req *responsesRequest) (gateway.Request, bool, *apiError) {
+	if !s.knownModel(req.Model) {
+		return gateway.Request{}, false, modelNotFound(req.Model)
 	}
 	tools, err := clientTools(req.Tools, req.ToolChoice)
 	if err != nil {
-		writeError(w, errorOf(err))
-		return
+		return gateway.Request{}, false, errorOf(err)
 	}
 	msgs, err := inputMessages(req.Input)
 	if err != nil {
-		writeError(w, errorOf(err))
-		return
+		return gateway.Request{}, false, errorOf(err)
 	}
 	busy, err := gateway.ParseBusy(r.Header.Get("X-Spool-Busy"))
 	if err != nil {
-		writeError(w, errorOf(err))
-		return
+		return gateway.Request{}, false, errorOf(err)
 	}
 	greq := gateway.Request{Principal: principal, Messages: msgs, Busy: busy, Append: true, Locate: true, ClientTools: tools,
 		Instructions: req.Instructions}
 	if req.MaxOutputTokens != nil {
 		if *req.MaxOutputTokens < 16 {
-			writeError(w, badParam("max_output_tokens", "max_output_tokens must be at least 16"))
-			return
+			return gateway.Request{}, false, badParam("max_output_tokens", "max_output_tokens must be at least 16")
 		}
 		greq.MaxTokens = *req.MaxOutputTokens
 	}
 	switch req.Truncation {
 	case "", "auto", "disabled":
 	default:
-		writeError(w, badParam("truncation", "truncation must be auto or disabled"))
-		return
+		return gateway.Request{}, false, badParam("truncation", "truncation must be auto or disabled")
 	}
 	notStored := req.Store != nil && !*req.Store
 	conv := conversationID(req.Conversation)
 	if notStored && (req.PreviousResponseID != "" || conv != "" || r.Header.Get("X-Spool-Session-Id") != "") {
-		writeError(w, badParam("store", "store: false starts an unstored conversation; spool serve cannot continue a stored one (previous_response_id, conversation, X-Spool-Session-Id) without storing the turn"))
-		return
+		return gateway.Request{}, false, badParam("store", "store: false starts an unstored conversation; spool serve cannot continue a stored one (previous_response_id, conversation, X-Spool-Session-Id) without storing the turn")
 	}
 	switch {
 	case req.PreviousResponseID != "" && conv != "":
-		writeError(w, badParam("previous_response_id", "previous_response_id and conversation cannot be used together"))
-		return
+		return gateway.Request{}, false, badParam("previous_response_id", "previous_response_id and conversation cannot be used together")
 	case req.PreviousResponseID != "":
 		prev, err := s.g.Response(r.Context(), principal, req.PreviousResponseID)
 		if err != nil {
-			writeError(w, errorOf(err).param("previous_response_id"))
-			return
+			return gateway.Request{}, false, errorOf(err).param("previous_response_id")
 		}
 		greq.SessionID, greq.After, greq.AfterResponse = prev.SessionID, prev.MessageID, prev.ID
 		if prev.MessageID == 0 {
@@ -269,145 +325,108 @@ func (s *Server) responsesCreate(w http.ResponseWriter, r *http.Request, princip
 		greq.SessionID = r.Header.Get("X-Spool-Session-Id")
 	}
 	if greq.After < 0 {
-		writeError(w, badParam("previous_response_id", "that response has not completed"))
-		return
+		return gateway.Request{}, false, badParam("previous_response_id", "that response has not completed")
 	}
+	return greq, notStored, nil
+}
 
-	rec := gateway.ResponseRecord{ID: newID("resp_"), Status: "in_progress", Model: cmp.Or(req.Model, "spool"), CreatedAt: time.Now().Unix(),
-		Previous: req.PreviousResponseID, Metadata: req.Metadata, Instructions: req.Instructions, MaxOutputTokens: greq.MaxTokens,
-		Truncation: req.Truncation, NotStored: notStored}
-	var idem *gateway.Idem
-	if key := r.Header.Get("Idempotency-Key"); key != "" && !notStored {
-		idem, err = s.g.Idempotent(r.Context(), principal, key, gateway.HashBody(r.Method, r.URL.Path, body))
-		if err != nil {
-			writeError(w, errorOf(err))
-			return
+// responsesTurn is one create request's turn as its sink sees it: the response record being
+// built, and what the turn's start and end did to the store.
+type responsesTurn struct {
+	s         *Server
+	r         *http.Request
+	principal string
+	notStored bool
+	idem      *gateway.Idem
+	ev        *events
+
+	mu      sync.Mutex
+	started bool
+	rec     gateway.ResponseRecord
+	// durable is the failed store write of done (set on the turn's goroutine, read after it).
+	durable *apiError
+}
+
+// start records the in-progress response and opens the stream, if any.
+func (t *responsesTurn) start(sid string) {
+	s, r, rec := t.s, t.r, &t.rec
+	t.mu.Lock()
+	t.started = true
+	rec.SessionID = sid
+	t.mu.Unlock()
+	if !t.notStored {
+		if err := s.g.SaveResponse(r.Context(), t.principal, *rec); err != nil {
+			s.o.Log.Error("spool serve: the in-progress response record was not written", "session", sid, "response", rec.ID, "err", err)
 		}
-		if idem.Replay != nil {
-			s.replayResponse(w, idem.Replay, req.Stream)
-			return
-		}
 	}
-	var ev *events
-	if req.Stream {
-		ev = &events{st: s.newStream(w, rec.ID, rec.CreatedAt, rec.Model)}
-		defer ev.st.close()
+	if t.ev != nil {
+		t.ev.st.openSSE(sid)
+		t.ev.st.startKeepAlive(s.o.KeepAlive)
+		t.ev.begin(*rec)
 	}
-	var mu sync.Mutex
-	started := false
-	// durable is the failed store write of OnDone (set on the turn's goroutine, read after it).
-	var durable *apiError
-	sink := gateway.Sink{
-		OnStart: func(sid string) {
-			mu.Lock()
-			started = true
-			rec.SessionID = sid
-			mu.Unlock()
-			if !notStored {
-				if err := s.g.SaveResponse(r.Context(), principal, rec); err != nil {
-					s.o.Log.Error("spool serve: the in-progress response record was not written", "session", sid, "response", rec.ID, "err", err)
-				}
-			}
-			if ev != nil {
-				ev.st.openSSE(sid)
-				ev.st.startKeepAlive(s.o.KeepAlive)
-				ev.begin(rec)
-			}
-		},
-		OnDone: func(rep gateway.Reply, err error) {
-			final := rec
-			final.SessionID = rep.SessionID
-			final.MessageID, final.UserMessageID, final.Usage = rep.MessageID, rep.UserMessageID, rep.Result.Usage
-			for _, c := range rep.Result.PendingCalls {
-				final.Calls = append(final.Calls, c.ID)
-			}
-			final.Status = doneStatus(rep)
-			if err != nil {
-				final.Status, final.Error = "failed", err.Error()
-				if errors.Is(err, gateway.ErrInterrupted) {
-					final.Status = "cancelled"
-				}
-			}
-			var busyErr *gateway.BusyError
-			if errors.As(err, &busyErr) {
-				s.releaseIdem(r.Context(), idem, rep.SessionID)
-				return
-			}
-			if notStored {
-				// Nothing of an unstored response outlives it: its session goes, with
-				// whatever the turn wrote (a rotation's continuation too).
-				mu.Lock()
-				first := rec.SessionID
-				mu.Unlock()
-				ids := []string{rep.SessionID}
-				if first != rep.SessionID {
-					ids = append(ids, first)
-				}
-				for _, id := range ids {
-					if id == "" {
-						continue
-					}
-					if derr := s.g.DropConversation(context.WithoutCancel(r.Context()), principal, id); derr != nil && !errors.Is(derr, gateway.ErrNotFound) {
-						s.o.Log.Error("spool serve: a store: false response's session was not deleted and stays stored", "session", id, "response", rec.ID, "err", derr)
-						durable = notDeleted(id, derr)
-					}
-				}
-				return
-			}
-			if serr := s.g.SaveResponse(r.Context(), principal, final); serr != nil {
-				s.o.Log.Error("spool serve: the response record was not written", "session", rep.SessionID, "response", rec.ID, "err", serr)
-				durable = notRecorded(rep.SessionID, rec.ID, serr)
-			}
-			if idem != nil {
-				b, _ := json.Marshal(responseObject(final, rep.Result.Reply, rep.Result.PendingCalls))
-				status := http.StatusOK
-				if err != nil || durable != nil {
-					e := durable
-					if err != nil {
-						e = errorOf(err)
-					}
-					status = e.Status
-					b, _ = json.Marshal(map[string]any{"error": e})
-				}
-				st, _ := json.Marshal(stored{SessionID: rep.SessionID, Body: b})
-				s.completeIdem(r.Context(), idem, rep.SessionID, status, st)
-			}
-		},
+}
+
+// done records the finished response (or drops an unstored one's session) and completes the
+// idempotency key.
+func (t *responsesTurn) done(rep gateway.Reply, err error) {
+	s, r, rec, principal, idem := t.s, t.r, &t.rec, t.principal, t.idem
+	final := *rec
+	final.SessionID = rep.SessionID
+	final.MessageID, final.UserMessageID, final.Usage = rep.MessageID, rep.UserMessageID, rep.Result.Usage
+	for _, c := range rep.Result.PendingCalls {
+		final.Calls = append(final.Calls, c.ID)
 	}
-	if ev != nil {
-		sink.OnDelta = ev.delta
-	}
-	rep, err := s.g.Turn(r.Context(), greq, sink)
-	mu.Lock()
-	wasStarted := started
-	mu.Unlock()
-	if idem != nil && err != nil && !wasStarted && !rep.Detached {
-		s.releaseIdem(r.Context(), idem, rep.SessionID)
-	}
-	if rep.Detached {
-		if ev != nil {
-			ev.st.stop()
-		}
-		return
-	}
-	if err == nil && durable != nil {
-		// The answer exists but what the request asked of the store did not happen: say so.
-		err = durable
-	}
-	rec.SessionID, rec.MessageID, rec.UserMessageID, rec.Usage = rep.SessionID, rep.MessageID, rep.UserMessageID, rep.Result.Usage
-	if ev != nil && wasStarted {
-		rec.Status = doneStatus(rep)
-		ev.finish(rec, rep.Result.Reply, rep.Result.PendingCalls, err)
-		s.g.Metrics().StreamDuration.WithLabelValues("responses").Observe(time.Since(ev.st.began).Seconds())
-		return
-	}
+	final.Status = doneStatus(rep)
 	if err != nil {
-		writeError(w, errorOf(err))
+		final.Status, final.Error = "failed", err.Error()
+		if errors.Is(err, gateway.ErrInterrupted) {
+			final.Status = "cancelled"
+		}
+	}
+	var busyErr *gateway.BusyError
+	if errors.As(err, &busyErr) {
+		s.releaseIdem(r.Context(), idem, rep.SessionID)
 		return
 	}
-	rec.Status = doneStatus(rep)
-	sessionHeaders(w, rep.SessionID, rep.BranchedFrom)
-	writeJSON(w, http.StatusOK, responseObject(rec, rep.Result.Reply, rep.Result.PendingCalls))
+	if t.notStored {
+		// Nothing of an unstored response outlives it: its session goes, with
+		// whatever the turn wrote (a rotation's continuation too).
+		t.mu.Lock()
+		first := rec.SessionID
+		t.mu.Unlock()
+		ids := []string{rep.SessionID}
+		if first != rep.SessionID {
+			ids = append(ids, first)
+		}
+		for _, id := range ids {
+			if id == "" {
+				continue
+			}
+			if derr := s.g.DropConversation(context.WithoutCancel(r.Context()), principal, id); derr != nil && !errors.Is(derr, gateway.ErrNotFound) {
+				s.o.Log.Error("spool serve: a store: false response's session was not deleted and stays stored", "session", id, "response", rec.ID, "err", derr)
+				t.durable = notDeleted(id, derr)
+			}
+		}
+		return
+	}
+	if serr := s.g.SaveResponse(r.Context(), principal, final); serr != nil {
+		s.o.Log.Error("spool serve: the response record was not written", "session", rep.SessionID, "response", rec.ID, "err", serr)
+		t.durable = notRecorded(rep.SessionID, rec.ID, serr)
+	}
+	if idem != nil {
+		b, _ := json.Marshal(responseObject(final, rep.Result.Reply, rep.Result.PendingCalls))
+		status := http.StatusOK
+		if err != nil || t.durable != nil {
+			e := t.durable
+			if err != nil {
+				e = errorOf(err)
+			}
+			status = e.Status
+			b, _ = json.Marshal(map[string]any{"error": e})
+		}
+		st, _ := json.Marshal(stored{SessionID: rep.SessionID, Body: b})
+		s.completeIdem(r.Context(), idem, rep.SessionID, status, st)
+	}
 }
 
 func conversationID(raw json.RawMessage) string {
