@@ -16,10 +16,12 @@ import (
 
 	"github.com/spoolhq/spool/agent"
 	"github.com/spoolhq/spool/compress"
+	"github.com/spoolhq/spool/config"
 	"github.com/spoolhq/spool/gateway"
 	"github.com/spoolhq/spool/gateway/openai"
 	"github.com/spoolhq/spool/gateway/uilogin"
 	"github.com/spoolhq/spool/prompt"
+	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/tools"
 	"github.com/spoolhq/spool/web"
 	"github.com/spoolhq/spool/web/signin"
@@ -170,76 +172,8 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	if f.window < 1024 {
 		return &usageError{fmt.Errorf("--context-length must be at least 1024 tokens, got %d", f.window)}
 	}
-	client, summary, name, model, notice, err := a.client(cfg, f)
-	if err != nil {
-		return err
-	}
-	fallbacks, err := a.fallbacks(cfg, f)
-	if err != nil {
-		return err
-	}
-	cooldowns := agent.NewCooldowns() // the runner and the queue agent know each other's failures
-	st, err := a.openStore(ctx)
-	if err != nil {
-		return err
-	}
-	var servers []string
-	for _, s := range cfg.MCP.Servers {
-		servers = append(servers, s.Name)
-	}
-	toolsFor, err := gateway.ParseTools(sc.Tools, keys, servers)
-	if err != nil {
-		return &usageError{err}
-	}
-	wd, _ := os.Getwd()
-	// spool's own tools for API sessions (serve.tools): session_search confined to the calling
-	// session's principal, memory in the principal's home. No file or terminal tools. MCP
-	// servers start only when serve.tools allows some key one of their tools; a call runs only
-	// for a key whose list allows that tool (never asked about: no one is there to answer).
-	var mcpTools []tools.Tool
-	if wantsMCP(toolsFor) {
-		if mcpTools, err = a.mcpTools(ctx, cfg); err != nil {
-			return err
-		}
-	}
-	aux, _ := cfg.Auxiliary.Compression.ClientFor(cfg.Provider)
-	ownEnv := tools.Env{Home: cfg.Home, Store: st,
-		Summarizer:   agent.RecallSummarizer{Store: st, Models: []agent.SummaryModel{{Client: client, Model: model}}},
-		RecallDetail: cfg.Recall.Detail,
-		Secrets:      tools.NewSecrets(os.Environ(), append(fallbackKeyEnvs(cfg), cfg.Provider.KeyEnv(), aux.KeyEnv())...)}
-	own, err := a.liveTools(mcpTools, func(extra []tools.Tool) (agent.Tools, error) {
-		reg, err := tools.New(append([]tools.Tool{tools.SessionSearch(), tools.Memory()}, extra...)...)
-		if err != nil {
-			return nil, err
-		}
-		return gateway.OwnTools(reg, ownEnv, st, toolsFor), nil
-	})
-	if err != nil {
-		return err
-	}
-	newAgent := func(wait time.Duration) (*agent.Agent, error) {
-		lo := leaseOptions(cfg)
-		lo.Wait = max(wait, time.Millisecond)
-		return agent.New(agent.Deps{Store: st, Client: client, SummaryClient: summary, Tools: own, Fallbacks: fallbacks, Cooldowns: cooldowns, Config: agent.Config{
-			Model: model, Provider: name, FallbackCooldown: cfg.Provider.FallbackCooldown, CacheTTL: cfg.Provider.CacheLifetime(), ContextLength: f.window,
-			Compression: compress.FromConfig(cfg), Rotate: !cfg.Compression.InPlace,
-			Prompt: prompt.Env{Home: cfg.Home, WorkDir: wd, Platform: "api"},
-			Lease:  lo, Source: gateway.Source,
-		}})
-	}
-	runner, err := newAgent(sc.BusyWait)
-	if err != nil {
-		return err
-	}
-	queue, err := newAgent(min(cfg.Leases.Wait, sc.TurnTimeout))
-	if err != nil {
-		return err
-	}
 	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	g, err := gateway.New(gateway.Deps{Store: st, Runner: runner, Queue: queue, Log: logger, Config: gateway.Config{
-		Model: model, BusyWait: sc.BusyWait, RetryAfter: sc.RetryAfter, MaxConcurrent: sc.MaxConcurrent, TurnTimeout: sc.TurnTimeout,
-		Tools: toolsFor, Home: cfg.Home,
-	}})
+	g, st, model, notice, err := a.serveGateway(ctx, cfg, f, keys, logger)
 	if err != nil {
 		return err
 	}
@@ -260,23 +194,8 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	// One table of sign-ins for the login and the pages: one cookie, one CSRF rule. One count
 	// of wrong keys for the login and the API.
 	limiter := gateway.NewKeyLimiter(gateway.KeyLimitOptions{})
-	signOut, loginToken, signinTTL := "", "", signin.DefaultTTL
-	if keys.Enabled() {
-		signOut = "/ui/logout"
-	} else {
-		loginToken, signinTTL = web.NewLoginToken(), web.OwnSignInTTL
-	}
-	signins := signin.New(signin.Options{Prefix: "/ui", TTL: signinTTL})
-	logins := uilogin.New(keys, uilogin.Options{Prefix: "/ui", SignIns: signins, Limiter: limiter})
-	ui := web.New(st, web.Options{Prefix: "/ui", SignOut: signOut, SignIns: signins, LoginToken: loginToken, Principal: func(r *http.Request) (web.Principal, error) {
-		p, ok := logins.Principal(r)
-		if !ok {
-			return web.Principal{}, errors.New("not signed in: sign in at /ui/login with your API key (or send Authorization: Bearer <key>)")
-		}
-		return web.Principal{UserID: p, Scoped: keys.Enabled()}, nil
-	}})
+	ui, mounts, loginToken := serveUI(st, keys, limiter)
 	defer ui.Close()
-	mounts := map[string]http.Handler{"/ui": ui, "/ui/": logins.Guard(ui), "/ui/login": logins.Handler(), "/ui/logout": logins.Handler()}
 	var webhooks map[string]http.Handler
 	if plat != nil {
 		webhooks = plat.webhooks
@@ -330,11 +249,122 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	// drains (which cancels what still runs at the deadline); queued events stay in the inbox
 	// for the next process.
 	pcancel()
+	if err := a.serveDrain(g, srv, ui, sc.DrainTimeout, platDone, &platErr); err != nil {
+		return err
+	}
+	fmt.Fprintln(a.stderr, "spool serve: stopped")
+	return nil
+}
+
+// serveGateway makes the gateway of spool serve: the model client and its fallbacks, the
+// store, spool's own tools for API sessions, and the turn and queue agents.
+func (a *app) serveGateway(ctx context.Context, cfg config.Config, f modelFlags, keys gateway.Keys, logger *slog.Logger) (g *gateway.Gateway, st store.Store, model, notice string, err error) {
+	sc := cfg.Serve
+	client, summary, name, model, notice, err := a.client(cfg, f)
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	fallbacks, err := a.fallbacks(cfg, f)
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	cooldowns := agent.NewCooldowns() // the runner and the queue agent know each other's failures
+	st, err = a.openStore(ctx)
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	var servers []string
+	for _, s := range cfg.MCP.Servers {
+		servers = append(servers, s.Name)
+	}
+	toolsFor, err := gateway.ParseTools(sc.Tools, keys, servers)
+	if err != nil {
+		return nil, nil, "", "", &usageError{err}
+	}
+	wd, _ := os.Getwd()
+	// spool's own tools for API sessions (serve.tools): session_search confined to the calling
+	// session's principal, memory in the principal's home. No file or terminal tools. MCP
+	// servers start only when serve.tools allows some key one of their tools; a call runs only
+	// for a key whose list allows that tool (never asked about: no one is there to answer).
+	var mcpTools []tools.Tool
+	if wantsMCP(toolsFor) {
+		if mcpTools, err = a.mcpTools(ctx, cfg); err != nil {
+			return nil, nil, "", "", err
+		}
+	}
+	aux, _ := cfg.Auxiliary.Compression.ClientFor(cfg.Provider)
+	ownEnv := tools.Env{Home: cfg.Home, Store: st,
+		Summarizer:   agent.RecallSummarizer{Store: st, Models: []agent.SummaryModel{{Client: client, Model: model}}},
+		RecallDetail: cfg.Recall.Detail,
+		Secrets:      tools.NewSecrets(os.Environ(), append(fallbackKeyEnvs(cfg), cfg.Provider.KeyEnv(), aux.KeyEnv())...)}
+	own, err := a.liveTools(mcpTools, func(extra []tools.Tool) (agent.Tools, error) {
+		reg, err := tools.New(append([]tools.Tool{tools.SessionSearch(), tools.Memory()}, extra...)...)
+		if err != nil {
+			return nil, err
+		}
+		return gateway.OwnTools(reg, ownEnv, st, toolsFor), nil
+	})
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	newAgent := func(wait time.Duration) (*agent.Agent, error) {
+		lo := leaseOptions(cfg)
+		lo.Wait = max(wait, time.Millisecond)
+		return agent.New(agent.Deps{Store: st, Client: client, SummaryClient: summary, Tools: own, Fallbacks: fallbacks, Cooldowns: cooldowns, Config: agent.Config{
+			Model: model, Provider: name, FallbackCooldown: cfg.Provider.FallbackCooldown, CacheTTL: cfg.Provider.CacheLifetime(), ContextLength: f.window,
+			Compression: compress.FromConfig(cfg), Rotate: !cfg.Compression.InPlace,
+			Prompt: prompt.Env{Home: cfg.Home, WorkDir: wd, Platform: "api"},
+			Lease:  lo, Source: gateway.Source,
+		}})
+	}
+	runner, err := newAgent(sc.BusyWait)
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	queue, err := newAgent(min(cfg.Leases.Wait, sc.TurnTimeout))
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	g, err = gateway.New(gateway.Deps{Store: st, Runner: runner, Queue: queue, Log: logger, Config: gateway.Config{
+		Model: model, BusyWait: sc.BusyWait, RetryAfter: sc.RetryAfter, MaxConcurrent: sc.MaxConcurrent, TurnTimeout: sc.TurnTimeout,
+		Tools: toolsFor, Home: cfg.Home,
+	}})
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	return g, st, model, notice, nil
+}
+
+// serveUI makes the session browser mounted at /ui and its sign-in; loginToken is the one-time
+// sign-in link's token when there are no API keys.
+func serveUI(st store.Store, keys gateway.Keys, limiter *gateway.KeyLimiter) (ui *web.Server, mounts map[string]http.Handler, loginToken string) {
+	signOut, loginToken, signinTTL := "", "", signin.DefaultTTL
+	if keys.Enabled() {
+		signOut = "/ui/logout"
+	} else {
+		loginToken, signinTTL = web.NewLoginToken(), web.OwnSignInTTL
+	}
+	signins := signin.New(signin.Options{Prefix: "/ui", TTL: signinTTL})
+	logins := uilogin.New(keys, uilogin.Options{Prefix: "/ui", SignIns: signins, Limiter: limiter})
+	ui = web.New(st, web.Options{Prefix: "/ui", SignOut: signOut, SignIns: signins, LoginToken: loginToken, Principal: func(r *http.Request) (web.Principal, error) {
+		p, ok := logins.Principal(r)
+		if !ok {
+			return web.Principal{}, errors.New("not signed in: sign in at /ui/login with your API key (or send Authorization: Bearer <key>)")
+		}
+		return web.Principal{UserID: p, Scoped: keys.Enabled()}, nil
+	}})
+	mounts = map[string]http.Handler{"/ui": ui, "/ui/": logins.Guard(ui), "/ui/login": logins.Handler(), "/ui/logout": logins.Handler()}
+	return ui, mounts, loginToken
+}
+
+// serveDrain stops new turns, lets the running ones finish within drainTimeout, then shuts the
+// listener down and waits for the platforms (platErr is theirs, read once platDone is closed).
+func (a *app) serveDrain(g *gateway.Gateway, srv *http.Server, ui *web.Server, drainTimeout time.Duration, platDone <-chan struct{}, platErr *error) error {
 	// Not ready from here on (/ready answers 503, new turns are refused) while the listener
 	// stays open: a load balancer sees the drain and moves traffic before the port closes.
 	g.StopTurns()
-	fmt.Fprintf(a.stderr, "spool serve: draining (running turns get %s)\n", sc.DrainTimeout)
-	dctx, cancel := context.WithTimeout(context.Background(), sc.DrainTimeout)
+	fmt.Fprintf(a.stderr, "spool serve: draining (running turns get %s)\n", drainTimeout)
+	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	ui.Close() // end the browser's live streams so Shutdown does not wait on them
 	derr := g.Drain(dctx)
@@ -344,8 +374,8 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	defer scancel()
 	serr := srv.Shutdown(sctx)
 	<-platDone
-	if platErr != nil {
-		fmt.Fprintf(a.stderr, "spool serve: platforms: %s\n", oneLine(platErr.Error()))
+	if *platErr != nil {
+		fmt.Fprintf(a.stderr, "spool serve: platforms: %s\n", oneLine((*platErr).Error()))
 	}
 	if derr != nil {
 		fmt.Fprintf(a.stderr, "spool serve: %s\n", oneLine(derr.Error()))
@@ -353,7 +383,6 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 	if serr != nil && !errors.Is(serr, context.DeadlineExceeded) {
 		return fmt.Errorf("shut down: %w", serr)
 	}
-	fmt.Fprintln(a.stderr, "spool serve: stopped")
 	return nil
 }
 
