@@ -379,23 +379,7 @@ func processCPU() time.Duration {
 // Gateway runs the gateway benchmark: clients over real HTTP on 127.0.0.1 against spool's
 // gateway and the in-process fake model (no delay), on distinct and on shared sessions.
 func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
-	if cfg.Clients <= 0 {
-		cfg.Clients = 64
-	}
-	if cfg.Turns <= 0 {
-		cfg.Turns = 10
-	}
-	if cfg.Shared <= 0 {
-		cfg.Shared = 8
-	}
-	if cfg.OpenLoad == 0 {
-		cfg.OpenLoad = 0.5
-	}
-	logf := func(format string, a ...any) {
-		if cfg.Log != nil {
-			fmt.Fprintf(cfg.Log, format+"\n", a...)
-		}
-	}
+	cfg = cfg.withDefaults()
 	rep := GatewayReport{Clients: cfg.Clients}
 	db, err := sqlite.Open(ctx, filepath.Join(cfg.Dir, "gateway.db"), sqlite.Options{})
 	if err != nil {
@@ -403,190 +387,267 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 	}
 	defer db.Close()
 	st := &countingStore{Store: db, delay: cfg.writeDelay}
+	r, g, srv, err := startGateway(ctx, cfg, st)
+	if err != nil {
+		return rep, err
+	}
+	defer srv.Close()
+	if err := r.drive(&rep, st); err != nil {
+		return rep, err
+	}
+	rep.TTFB = r.ttfb()
+	if err := g.Drain(ctx); err != nil {
+		return rep, err
+	}
+	r.check(&rep, db)
+	rep.Failed = int(r.failed.Load())
+
+	// The store-bound limit, measured now on this machine: W1 (one transaction per message).
+	w1, err := sqlite.Open(ctx, filepath.Join(cfg.Dir, "w1.db"), sqlite.Options{})
+	if err != nil {
+		return rep, err
+	}
+	defer w1.Close()
+	if err := storeBound(ctx, w1, &rep); err != nil {
+		return rep, err
+	}
+	return rep, gatewayVerdict(ctx, cfg, &rep)
+}
+
+func (c GatewayConfig) withDefaults() GatewayConfig {
+	if c.Clients <= 0 {
+		c.Clients = 64
+	}
+	if c.Turns <= 0 {
+		c.Turns = 10
+	}
+	if c.Shared <= 0 {
+		c.Shared = 8
+	}
+	if c.OpenLoad == 0 {
+		c.OpenLoad = 0.5
+	}
+	return c
+}
+
+// gatewayRun is the state the gateway benchmark's phases share: the clients' side of the
+// server, the failed requests, and the user messages sent to each session, for the checks.
+type gatewayRun struct {
+	ctx    context.Context
+	cfg    GatewayConfig
+	base   string
+	hc     *http.Client
+	runner *timedRunner
+	failed atomic.Int64
+	sent   sync.Map // session id → *[]string of user messages
+	sentMu sync.Mutex
+}
+
+// startGateway serves spool's gateway over st, with the in-process fake model, on 127.0.0.1.
+func startGateway(ctx context.Context, cfg GatewayConfig, st *countingStore) (*gatewayRun, *gateway.Gateway, *http.Server, error) {
 	model := &timedClient{c: fake.New(fake.Config{})}
 	ag, err := agent.New(agent.Deps{Store: st, Client: model, Config: agent.Config{Model: "fake", Source: gateway.Source}})
 	if err != nil {
-		return rep, err
+		return nil, nil, nil, err
 	}
 	runner := &timedRunner{a: ag, times: map[string][]*turnTimes{}}
 	g, err := gateway.New(gateway.Deps{Store: st, Runner: runner, Config: gateway.Config{Model: "fake", MaxConcurrent: 1 << 20, BusyWait: time.Minute}})
 	if err != nil {
-		return rep, err
+		return nil, nil, nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return rep, err
+		return nil, nil, nil, err
 	}
 	srv := &http.Server{Handler: openai.New(g, openai.Options{Models: []string{"fake"}})}
 	go srv.Serve(ln)
-	defer srv.Close()
-	base := "http://" + ln.Addr().String()
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Clients * 2, MaxConnsPerHost: 0}}
+	r := &gatewayRun{ctx: ctx, cfg: cfg, base: "http://" + ln.Addr().String(), runner: runner,
+		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Clients * 2, MaxConnsPerHost: 0}}}
+	return r, g, srv, nil
+}
 
-	var failed atomic.Int64
-	sent := sync.Map{} // session id → []string of user messages, for the checks
-	var sentMu sync.Mutex
-	// post sends one turn; started (when not nil) gets the instant the request was sent, the
-	// origin of lat and ttfb.
-	post := func(key, text string, stream bool, busy string, started *time.Time) (sid string, lat time.Duration, ttfb time.Duration, err error) {
-		body, _ := json.Marshal(map[string]any{"model": "spool", "stream": stream, "messages": []map[string]string{{"role": "user", "content": text}}})
-		req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/chat/completions", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Spool-Session-Key", key)
-		if busy != "" {
-			req.Header.Set("X-Spool-Busy", busy)
-		}
-		start := time.Now()
-		if started != nil {
-			*started = start
-		}
-		res, err := hc.Do(req)
-		if err != nil {
-			return "", 0, 0, err
-		}
-		defer res.Body.Close()
-		br := bufio.NewReader(res.Body)
-		if _, err := br.ReadByte(); err != nil {
-			return "", 0, 0, err
-		}
-		ttfb = time.Since(start)
-		if _, err := io.Copy(io.Discard, br); err != nil {
-			return "", 0, 0, err
-		}
-		lat = time.Since(start)
-		if res.StatusCode != 200 {
-			return "", lat, ttfb, fmt.Errorf("status %d", res.StatusCode)
-		}
-		sid = res.Header.Get("X-Spool-Session-Id")
-		sentMu.Lock()
-		v, _ := sent.LoadOrStore(sid, &[]string{})
-		*v.(*[]string) = append(*v.(*[]string), text)
-		sentMu.Unlock()
-		return sid, lat, ttfb, nil
+func (r *gatewayRun) logf(format string, a ...any) {
+	if r.cfg.Log != nil {
+		fmt.Fprintf(r.cfg.Log, format+"\n", a...)
 	}
+}
 
-	phase := func(name string, keyOf func(client int) string, busy string) GatewayPhase {
-		var mu sync.Mutex
-		var lats, inSpool []time.Duration
-		var parts partTimes
-		keys := map[string]bool{}
-		var wg sync.WaitGroup
-		start, cpu0 := time.Now(), processCPU()
-		for c := 0; c < cfg.Clients; c++ {
-			wg.Add(1)
-			go func(c int) {
-				defer wg.Done()
-				for i := 0; i < cfg.Turns; i++ {
-					key := keyOf(c)
-					var sent time.Time
-					sid, lat, _, err := post(key, fmt.Sprintf("%s client %d turn %d", name, c, i), false, busy, &sent)
-					done := sent.Add(lat)
-					if err != nil {
-						failed.Add(1)
-						continue
-					}
-					tt := runner.pop(sid)
-					mu.Lock()
-					keys[key] = true
-					lats = append(lats, lat)
-					inSpool = append(inSpool, parts.add(tt, sent, done))
-					mu.Unlock()
-				}
-			}(c)
-		}
-		wg.Wait()
-		el, cpu := time.Since(start), processCPU()-cpu0
-		p := GatewayPhase{Sessions: len(keys), Turns: len(lats), Latency: summarize(lats), InSpool: summarize(inSpool),
-			Parts: parts.summary()}
-		p.TurnsPerSec = round3(float64(len(lats)) / el.Seconds())
-		p.ClosedLoopFloor = closedLoopFloor(cfg.Clients, float64(len(lats))/el.Seconds())
-		if len(lats) > 0 {
-			p.CPUPerTurn = round3(float64(cpu) / float64(time.Millisecond) / float64(len(lats)))
-		}
-		logf("gateway %s: %d turns on %d sessions in %s (%.0f turns/s, in spool p99 %.2f ms; closed-loop floor %d clients ÷ turns/s = %.2f ms)",
-			name, p.Turns, p.Sessions, el.Round(time.Millisecond), p.TurnsPerSec, p.InSpool.P99, cfg.Clients, p.ClosedLoopFloor)
-		return p
+// post sends one turn; started (when not nil) gets the instant the request was sent, the
+// origin of lat and ttfb.
+func (r *gatewayRun) post(key, text string, stream bool, busy string, started *time.Time) (sid string, lat time.Duration, ttfb time.Duration, err error) {
+	body, _ := json.Marshal(map[string]any{"model": "spool", "stream": stream, "messages": []map[string]string{{"role": "user", "content": text}}})
+	req, _ := http.NewRequestWithContext(r.ctx, "POST", r.base+"/v1/chat/completions", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Spool-Session-Key", key)
+	if busy != "" {
+		req.Header.Set("X-Spool-Busy", busy)
 	}
+	start := time.Now()
+	if started != nil {
+		*started = start
+	}
+	res, err := r.hc.Do(req)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	defer res.Body.Close()
+	br := bufio.NewReader(res.Body)
+	if _, err := br.ReadByte(); err != nil {
+		return "", 0, 0, err
+	}
+	ttfb = time.Since(start)
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		return "", 0, 0, err
+	}
+	lat = time.Since(start)
+	if res.StatusCode != 200 {
+		return "", lat, ttfb, fmt.Errorf("status %d", res.StatusCode)
+	}
+	sid = res.Header.Get("X-Spool-Session-Id")
+	r.sentMu.Lock()
+	v, _ := r.sent.LoadOrStore(sid, &[]string{})
+	*v.(*[]string) = append(*v.(*[]string), text)
+	r.sentMu.Unlock()
+	return sid, lat, ttfb, nil
+}
 
+// drive runs the closed-loop phases (distinct, then shared sessions) and between them the
+// open loop, under the CPU profile when asked, then writes the allocation profile.
+func (r *gatewayRun) drive(rep *GatewayReport, st *countingStore) error {
+	cfg := r.cfg
 	if cfg.CPUProfile != nil {
 		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
-			return rep, fmt.Errorf("cpu profile: %w", err)
+			return fmt.Errorf("cpu profile: %w", err)
 		}
 	}
 	w0 := st.writes.Load()
-	rep.Distinct = phase("distinct", func(c int) string { return fmt.Sprintf("distinct-%d", c) }, "")
+	rep.Distinct = r.phase("distinct", func(c int) string { return fmt.Sprintf("distinct-%d", c) }, "")
 	rep.WritesPerTurn = round3(float64(st.writes.Load()-w0) / float64(max(rep.Distinct.Turns, 1)))
 	if cfg.OpenLoad > 0 && rep.Distinct.TurnsPerSec > 0 {
-		// The same clients, connections and sessions, at a fixed rate.
-		rate := cfg.OpenLoad * rep.Distinct.TurnsPerSec
-		total := cfg.Clients * cfg.Turns
-		var mu sync.Mutex
-		var inSpool []time.Duration
-		var parts partTimes
-		late := 0
-		var wg sync.WaitGroup
-		start := time.Now().Add(10 * time.Millisecond)
-		for c := 0; c < cfg.Clients; c++ {
-			wg.Add(1)
-			go func(c int) {
-				defer wg.Done()
-				for i := c; i < total; i += cfg.Clients {
-					due := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
-					// Late: the client's previous answer came after this turn was due.
-					isLate := time.Until(due) <= 0
-					if !isLate {
-						time.Sleep(time.Until(due))
-					}
-					var sent time.Time
-					sid, lat, _, err := post(fmt.Sprintf("distinct-%d", c), fmt.Sprintf("open client %d turn %d", c, i), false, "", &sent)
-					if err != nil {
-						failed.Add(1)
-						continue
-					}
-					tt := runner.pop(sid)
-					origin := sent
-					if isLate {
-						origin = due
-					}
-					mu.Lock()
-					inSpool = append(inSpool, parts.add(tt, origin, sent.Add(lat)))
-					if isLate {
-						late++
-					}
-					mu.Unlock()
-				}
-			}(c)
-		}
-		wg.Wait()
-		el := time.Since(start)
-		ol := &GatewayOpenLoop{FractionOfCapacity: cfg.OpenLoad, OfferedPerSec: round3(rate), Turns: len(inSpool),
-			AchievedPerSec: round3(float64(len(inSpool)) / el.Seconds()), InSpool: summarize(inSpool), Late: late,
-			Parts: parts.summary()}
-		rep.OpenLoop = ol
-		logf("gateway open loop (distinct): %d turns offered at %.0f/s (%.2f of capacity), in spool p50 %.2f ms p99 %.2f ms, %d late",
-			ol.Turns, ol.OfferedPerSec, ol.FractionOfCapacity, ol.InSpool.P50, ol.InSpool.P99, ol.Late)
+		rep.OpenLoop = r.openLoop(cfg.OpenLoad * rep.Distinct.TurnsPerSec)
 	}
-	rep.Shared = phase("shared", func(c int) string { return fmt.Sprintf("shared-%d", c%cfg.Shared) }, "queue")
+	rep.Shared = r.phase("shared", func(c int) string { return fmt.Sprintf("shared-%d", c%cfg.Shared) }, "queue")
 	if cfg.CPUProfile != nil {
 		pprof.StopCPUProfile()
 	}
 	if cfg.MemProfile != nil {
 		if err := pprof.Lookup("allocs").WriteTo(cfg.MemProfile, 0); err != nil {
-			return rep, fmt.Errorf("heap profile: %w", err)
+			return fmt.Errorf("heap profile: %w", err)
 		}
 	}
+	return nil
+}
 
-	// Time to first byte of streams, one per client on its distinct session.
-	var ttfbs []time.Duration
-	var tmu sync.Mutex
+// phase runs cfg.Turns turns from each of cfg.Clients clients, each turn sent when the
+// client's previous one was answered, on the session keyOf(client) names.
+func (r *gatewayRun) phase(name string, keyOf func(client int) string, busy string) GatewayPhase {
+	cfg := r.cfg
+	var mu sync.Mutex
+	var lats, inSpool []time.Duration
+	var parts partTimes
+	keys := map[string]bool{}
 	var wg sync.WaitGroup
+	start, cpu0 := time.Now(), processCPU()
 	for c := 0; c < cfg.Clients; c++ {
 		wg.Add(1)
 		go func(c int) {
 			defer wg.Done()
-			_, _, ttfb, err := post(fmt.Sprintf("distinct-%d", c), fmt.Sprintf("streamed client %d", c), true, "", nil)
+			for i := 0; i < cfg.Turns; i++ {
+				key := keyOf(c)
+				var sent time.Time
+				sid, lat, _, err := r.post(key, fmt.Sprintf("%s client %d turn %d", name, c, i), false, busy, &sent)
+				done := sent.Add(lat)
+				if err != nil {
+					r.failed.Add(1)
+					continue
+				}
+				tt := r.runner.pop(sid)
+				mu.Lock()
+				keys[key] = true
+				lats = append(lats, lat)
+				inSpool = append(inSpool, parts.add(tt, sent, done))
+				mu.Unlock()
+			}
+		}(c)
+	}
+	wg.Wait()
+	el, cpu := time.Since(start), processCPU()-cpu0
+	p := GatewayPhase{Sessions: len(keys), Turns: len(lats), Latency: summarize(lats), InSpool: summarize(inSpool),
+		Parts: parts.summary()}
+	p.TurnsPerSec = round3(float64(len(lats)) / el.Seconds())
+	p.ClosedLoopFloor = closedLoopFloor(cfg.Clients, float64(len(lats))/el.Seconds())
+	if len(lats) > 0 {
+		p.CPUPerTurn = round3(float64(cpu) / float64(time.Millisecond) / float64(len(lats)))
+	}
+	r.logf("gateway %s: %d turns on %d sessions in %s (%.0f turns/s, in spool p99 %.2f ms; closed-loop floor %d clients ÷ turns/s = %.2f ms)",
+		name, p.Turns, p.Sessions, el.Round(time.Millisecond), p.TurnsPerSec, p.InSpool.P99, cfg.Clients, p.ClosedLoopFloor)
+	return p
+}
+
+// openLoop runs the same clients, connections and sessions as the distinct phase, at a fixed
+// rate of turns a second.
+func (r *gatewayRun) openLoop(rate float64) *GatewayOpenLoop {
+	cfg := r.cfg
+	total := cfg.Clients * cfg.Turns
+	var mu sync.Mutex
+	var inSpool []time.Duration
+	var parts partTimes
+	late := 0
+	var wg sync.WaitGroup
+	start := time.Now().Add(10 * time.Millisecond)
+	for c := 0; c < cfg.Clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			for i := c; i < total; i += cfg.Clients {
+				due := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+				// Late: the client's previous answer came after this turn was due.
+				isLate := time.Until(due) <= 0
+				if !isLate {
+					time.Sleep(time.Until(due))
+				}
+				var sent time.Time
+				sid, lat, _, err := r.post(fmt.Sprintf("distinct-%d", c), fmt.Sprintf("open client %d turn %d", c, i), false, "", &sent)
+				if err != nil {
+					r.failed.Add(1)
+					continue
+				}
+				tt := r.runner.pop(sid)
+				origin := sent
+				if isLate {
+					origin = due
+				}
+				mu.Lock()
+				inSpool = append(inSpool, parts.add(tt, origin, sent.Add(lat)))
+				if isLate {
+					late++
+				}
+				mu.Unlock()
+			}
+		}(c)
+	}
+	wg.Wait()
+	el := time.Since(start)
+	ol := &GatewayOpenLoop{FractionOfCapacity: cfg.OpenLoad, OfferedPerSec: round3(rate), Turns: len(inSpool),
+		AchievedPerSec: round3(float64(len(inSpool)) / el.Seconds()), InSpool: summarize(inSpool), Late: late,
+		Parts: parts.summary()}
+	r.logf("gateway open loop (distinct): %d turns offered at %.0f/s (%.2f of capacity), in spool p50 %.2f ms p99 %.2f ms, %d late",
+		ol.Turns, ol.OfferedPerSec, ol.FractionOfCapacity, ol.InSpool.P50, ol.InSpool.P99, ol.Late)
+	return ol
+}
+
+// ttfb measures the time to first byte of streams, one per client on its distinct session.
+func (r *gatewayRun) ttfb() Latency {
+	var ttfbs []time.Duration
+	var tmu sync.Mutex
+	var wg sync.WaitGroup
+	for c := 0; c < r.cfg.Clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			_, _, ttfb, err := r.post(fmt.Sprintf("distinct-%d", c), fmt.Sprintf("streamed client %d", c), true, "", nil)
 			if err != nil {
-				failed.Add(1)
+				r.failed.Add(1)
 				return
 			}
 			tmu.Lock()
@@ -595,17 +656,16 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 		}(c)
 	}
 	wg.Wait()
-	rep.TTFB = summarize(ttfbs)
+	return summarize(ttfbs)
+}
 
-	if err := g.Drain(ctx); err != nil {
-		return rep, err
-	}
-
-	// Checks.
-	sent.Range(func(k, v any) bool {
+// check counts in rep the turns each session's stored conversation interleaved, duplicated
+// or lost, against the user messages sent to it.
+func (r *gatewayRun) check(rep *GatewayReport, db store.Store) {
+	r.sent.Range(func(k, v any) bool {
 		sid := k.(string)
 		want := *v.(*[]string)
-		ms, err := db.Conversation(ctx, sid, store.ViewActive)
+		ms, err := db.Conversation(r.ctx, sid, store.ViewActive)
 		if err != nil {
 			rep.Lost += len(want)
 			return true
@@ -634,23 +694,20 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 		}
 		return true
 	})
-	rep.Failed = int(failed.Load())
+}
 
-	// The store-bound limit, measured now on this machine: W1 (one transaction per message).
-	w1, err := sqlite.Open(ctx, filepath.Join(cfg.Dir, "w1.db"), sqlite.Options{})
-	if err != nil {
-		return rep, err
-	}
-	defer w1.Close()
+// storeBound measures W1 (one transaction per message) on w1 and from it the turns a second
+// the store allows at the distinct phase's writes per turn.
+func storeBound(ctx context.Context, w1 store.Store, rep *GatewayReport) error {
 	s, err := w1.CreateSession(ctx, store.NewSession{})
 	if err != nil {
-		return rep, err
+		return err
 	}
 	const n = 3000
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		if _, err := w1.Append(ctx, s.ID, store.Message{Role: store.RoleUser, Content: fmt.Sprintf("message %d of the append workload", i)}); err != nil {
-			return rep, err
+			return err
 		}
 	}
 	rep.W1AppendsPerSec = round3(n / time.Since(start).Seconds())
@@ -658,6 +715,12 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 		rep.StoreBoundTurnsPerSec = round3(rep.W1AppendsPerSec / rep.WritesPerTurn)
 		rep.RatioToStoreBound = round3(rep.Distinct.TurnsPerSec / rep.StoreBoundTurnsPerSec)
 	}
+	return nil
+}
+
+// gatewayVerdict runs the idle-streams measurement when a spool binary is given, then fails
+// verification on its verdict or on any interleaved, duplicated, lost or failed turn.
+func gatewayVerdict(ctx context.Context, cfg GatewayConfig, rep *GatewayReport) error {
 	var verify []string
 	if cfg.Exe != "" {
 		idle, err := IdleStreams(ctx, IdleConfig{Dir: cfg.Dir, Exe: cfg.Exe, Streams: cfg.IdleStreams, Limit: cfg.IdleLimit, Pad: cfg.IdlePad, RenewEvery: cfg.IdleRenew, Log: cfg.Log})
@@ -665,14 +728,14 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 		if errors.Is(err, ErrVerify) {
 			verify = append(verify, strings.TrimPrefix(err.Error(), ErrVerify.Error()+": "))
 		} else if err != nil {
-			return rep, err
+			return err
 		}
 	}
 	if rep.Interleaved+rep.Duplicated+rep.Lost+rep.Failed > 0 {
 		verify = append(verify, fmt.Sprintf("%d interleaved, %d duplicated, %d lost turns, %d failed requests", rep.Interleaved, rep.Duplicated, rep.Lost, rep.Failed))
 	}
 	if len(verify) > 0 {
-		return rep, fmt.Errorf("%w: %s", ErrVerify, strings.Join(verify, "; "))
+		return fmt.Errorf("%w: %s", ErrVerify, strings.Join(verify, "; "))
 	}
-	return rep, nil
+	return nil
 }
