@@ -252,199 +252,291 @@ func postTurn(ctx context.Context, c *http.Client, base, sid, text, busy string)
 func Replicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasReport, error) {
 	cfg.defaults()
 	start := time.Now()
-	rep := &ReplicasReport{Benchmark: "spool bench replicas", Control: cfg.Control, Clients: cfg.Clients,
-		Conversations: cfg.Conversations, DurationS: cfg.Duration.Seconds(), TTLS: cfg.TTL.Seconds(), TakeoverS: []float64{}}
-	url := cfg.URL
-	if url == "" {
-		// Its own scratch directory: the server runs as postgres, which must reach it.
-		dir, err := scratchDir("", "spool-bench-replicas-pg-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
-		c, err := startCluster(ctx, dir)
-		if err != nil {
-			return nil, err
-		}
-		defer c.stop()
-		url = c.url
+	s := &soak{ctx: ctx, cfg: cfg, released: make(chan struct{}), aDead: make(chan struct{}),
+		sent: map[string]string{}, answered: map[string]bool{}, failed: map[string]bool{}, firstByB: map[string]time.Time{},
+		rep: &ReplicasReport{Benchmark: "spool bench replicas", Control: cfg.Control, Clients: cfg.Clients,
+			Conversations: cfg.Conversations, DurationS: cfg.Duration.Seconds(), TTLS: cfg.TTL.Seconds(), TakeoverS: []float64{}}}
+	rep := s.rep
+	url, cleanup, err := soakDatabase(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
+	defer cleanup()
 	fmt.Fprintf(cfg.Log, "replicas: database %s\n", postgres.Redact(url))
 	st, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 4})
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
+	s.st = st
 
-	// The fake model knows each replica by its API key. At the kill it holds A's calls, so A is
-	// killed mid-turn: holding the lease, waiting for the model.
-	var holdA atomic.Bool
-	var heldInModel atomic.Int64
-	released := make(chan struct{})
-	fm := fake.New(fake.Config{Latency: cfg.ModelLatency}).Handler()
-	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if holdA.Load() && r.Header.Get("Authorization") == "Bearer key-replica-a" {
-			heldInModel.Add(1)
-			_, _ = io.Copy(io.Discard, r.Body) // read whole, so the server notices the caller's death
-			select {
-			case <-r.Context().Done(): // A dies with the call open
-			case <-released:
-			}
-			return
-		}
-		fm.ServeHTTP(w, r)
-	}))
+	model := s.startModel()
 	defer model.Close()
-	defer close(released)
-	renew := max(cfg.TTL/3, 100*time.Millisecond)
-	config := fmt.Sprintf("provider:\n  name: openai\n  model: fake-model\n  base_url: %s/v1\n  api_key_env: UPSTREAM_KEY\n"+
-		"database:\n  url: %s\n"+
-		"serve:\n  busy_wait: 0s\n  retry_after: 20ms\n  max_concurrent: %d\n"+
-		"leases:\n  ttl: %s\n  renew_every: %s\n  wait: 2m\n", model.URL, url, 2*cfg.Clients, cfg.TTL, renew)
-	a, err := startReplica(ctx, cfg, "replica-a", config)
-	if err != nil {
+	defer close(s.released)
+	if err := s.startReplicas(model.URL, url); err != nil {
 		return nil, err
 	}
-	defer a.stop()
-	b, err := startReplica(ctx, cfg, "replica-b", config)
-	if err != nil {
+	defer s.a.stop()
+	defer s.b.stop()
+	fmt.Fprintf(cfg.Log, "replicas: A %s, B %s\n", s.a.url, s.b.url)
+
+	s.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Clients}}
+	if err := s.openConversations(); err != nil {
 		return nil, err
 	}
-	defer b.stop()
-	fmt.Fprintf(cfg.Log, "replicas: A %s, B %s\n", a.url, b.url)
-
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Clients}}
-	// One conversation each, opened alternately on A and B.
-	sids := make([]string, cfg.Conversations)
-	sent := map[string]string{} // text → the conversation it was sent to
-	for i := range sids {
-		text := fmt.Sprintf("open %d", i)
-		r := postTurn(ctx, hc, []*replica{a, b}[i%2].url, "", text, "")
-		if r.err != nil || r.status != 200 || r.session == "" {
-			return nil, fmt.Errorf("open conversation %d: status %d %v", i, r.status, r.err)
-		}
-		sids[i] = r.session
-		sent[text] = r.session
-	}
-
-	var (
-		mu       sync.Mutex
-		answered = map[string]bool{} // text → answered 200
-		failed   = map[string]bool{} // text → cut short by the kill (may be stored, once)
-		firstByB = map[string]time.Time{}
-		killedAt time.Time
-		killing  atomic.Bool // set just before the SIGKILL: A's failures from then on are the kill's
-		aDead    = make(chan struct{})
-	)
 	runCtx, cancelRun := context.WithTimeout(ctx, cfg.Duration)
 	defer cancelRun()
-	for i := range sids {
-		answered[fmt.Sprintf("open %d", i)] = true
+	s.runCtx = runCtx
+	for i := range s.sids {
+		s.answered[fmt.Sprintf("open %d", i)] = true
 	}
 	var wg sync.WaitGroup
 	for c := range cfg.Clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			busy := ""
-			if c%2 == 1 {
-				busy = "queue"
-			}
-			for n := 0; runCtx.Err() == nil; n++ {
-				sid := sids[(c+n)%len(sids)]
-				text := fmt.Sprintf("client %d turn %d", c, n)
-				mu.Lock()
-				sent[text] = sid
-				mu.Unlock()
-				for attempt := 0; ; attempt++ {
-					target := []*replica{a, b}[(c+n)%2]
-					select {
-					case <-aDead:
-						target = b
-					default:
-					}
-					r := postTurn(ctx, hc, target.url, sid, text, busy)
-					switch {
-					case r.err == nil && r.status == http.StatusConflict && r.code == "session_busy":
-						mu.Lock()
-						rep.Busy++
-						mu.Unlock()
-						if runCtx.Err() != nil {
-							mu.Lock()
-							delete(sent, text) // never ran: nothing of it may be stored
-							mu.Unlock()
-							break
-						}
-						time.Sleep(max(r.retryAfter, 20*time.Millisecond))
-						continue
-					case r.err == nil && r.status == 200 && strings.Contains(r.answer, text):
-						mu.Lock()
-						rep.Answered++
-						answered[text] = true
-						if target == a {
-							rep.AnsweredByA++
-						} else {
-							rep.AnsweredByB++
-							if !killedAt.IsZero() {
-								if _, ok := firstByB[sid]; !ok {
-									firstByB[sid] = time.Now()
-								}
-							}
-						}
-						mu.Unlock()
-					case target == a && (r.err != nil || r.status >= 500) && killing.Load():
-						mu.Lock()
-						rep.FailedByKill++
-						failed[text] = true
-						mu.Unlock()
-					default:
-						mu.Lock()
-						rep.OtherFailures++
-						failed[text] = true
-						if len(rep.Failures) < 20 {
-							rep.Failures = append(rep.Failures, fmt.Sprintf("%s on %s: status %d %s %v", text, target.name, r.status, r.code, r.err))
-						}
-						mu.Unlock()
-					}
-					break
-				}
-			}
+			s.client(c)
 		}()
 	}
-
 	// The control: an unfenced writer.
 	if cfg.Control {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t := time.NewTicker(250 * time.Millisecond)
-			defer t.Stop()
-			for n := 0; ; n++ {
-				select {
-				case <-runCtx.Done():
-					return
-				case <-t.C:
-				}
-				sid := sids[n%len(sids)]
-				if _, err := st.Append(ctx, sid, store.Message{Role: store.RoleUser, Content: fmt.Sprintf("unfenced %d", n)}); err == nil {
-					mu.Lock()
-					rep.UnfencedWrites++
-					mu.Unlock()
-				}
-			}
+			s.unfenced()
 		}()
 	}
+	orphaned, err := s.kill()
+	if err != nil {
+		return nil, err
+	}
+	wg.Wait()
 
-	// The kill, mid-turn: wait until A holds a lease, then SIGKILL it.
-	var orphaned []store.HeldLease
+	s.staleWrites(orphaned)
+	s.takeovers(orphaned)
+	if err := s.readBack(); err != nil {
+		return nil, err
+	}
+	s.verdicts()
+	rep.OK = len(rep.Failures) == 0
+	if !rep.OK {
+		rep.ServerStderrTail = s.b.stderr.String()
+	}
+	rep.TotalS = round3(time.Since(start).Seconds())
+	if !rep.OK {
+		return rep, fmt.Errorf("%w: %s", ErrVerify, strings.Join(rep.Failures, "; "))
+	}
+	return rep, nil
+}
+
+// soak is the state the two-replica soak's phases share.
+type soak struct {
+	ctx    context.Context
+	runCtx context.Context // ends when the clients stop sending turns
+	cfg    ReplicasConfig
+	rep    *ReplicasReport
+	st     *postgres.DB
+	a, b   *replica
+	hc     *http.Client
+	sids   []string // the shared conversations
+
+	// The fake model knows each replica by its API key. At the kill it holds A's calls, so A is
+	// killed mid-turn: holding the lease, waiting for the model.
+	holdA       atomic.Bool
+	heldInModel atomic.Int64
+	released    chan struct{}
+
+	mu       sync.Mutex
+	sent     map[string]string    // text → the conversation it was sent to
+	answered map[string]bool      // text → answered 200
+	failed   map[string]bool      // text → cut short by the kill (may be stored, once)
+	firstByB map[string]time.Time // conversation → B's first answer after the kill
+	killedAt time.Time
+	killing  atomic.Bool // set just before the SIGKILL: A's failures from then on are the kill's
+	aDead    chan struct{}
+}
+
+// soakDatabase is cfg.URL, or else a cluster started for the run; cleanup stops it.
+func soakDatabase(ctx context.Context, cfg ReplicasConfig) (url string, cleanup func(), err error) {
+	if cfg.URL != "" {
+		return cfg.URL, func() {}, nil
+	}
+	// Its own scratch directory: the server runs as postgres, which must reach it.
+	dir, err := scratchDir("", "spool-bench-replicas-pg-")
+	if err != nil {
+		return "", nil, err
+	}
+	c, err := startCluster(ctx, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return c.url, func() {
+		c.stop()
+		os.RemoveAll(dir)
+	}, nil
+}
+
+// startModel serves the fake model, holding replica A's calls once holdA is set until
+// released is closed or A dies.
+func (s *soak) startModel() *httptest.Server {
+	fm := fake.New(fake.Config{Latency: s.cfg.ModelLatency}).Handler()
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.holdA.Load() && r.Header.Get("Authorization") == "Bearer key-replica-a" {
+			s.heldInModel.Add(1)
+			_, _ = io.Copy(io.Discard, r.Body) // read whole, so the server notices the caller's death
+			select {
+			case <-r.Context().Done(): // A dies with the call open
+			case <-s.released:
+			}
+			return
+		}
+		fm.ServeHTTP(w, r)
+	}))
+}
+
+// startReplicas starts replicas A and B on the model at modelURL and the database at url.
+func (s *soak) startReplicas(modelURL, url string) error {
+	cfg := s.cfg
+	renew := max(cfg.TTL/3, 100*time.Millisecond)
+	config := fmt.Sprintf("provider:\n  name: openai\n  model: fake-model\n  base_url: %s/v1\n  api_key_env: UPSTREAM_KEY\n"+
+		"database:\n  url: %s\n"+
+		"serve:\n  busy_wait: 0s\n  retry_after: 20ms\n  max_concurrent: %d\n"+
+		"leases:\n  ttl: %s\n  renew_every: %s\n  wait: 2m\n", modelURL, url, 2*cfg.Clients, cfg.TTL, renew)
+	a, err := startReplica(s.ctx, cfg, "replica-a", config)
+	if err != nil {
+		return err
+	}
+	b, err := startReplica(s.ctx, cfg, "replica-b", config)
+	if err != nil {
+		a.stop()
+		return err
+	}
+	s.a, s.b = a, b
+	return nil
+}
+
+// openConversations opens one conversation each, alternately on A and B.
+func (s *soak) openConversations() error {
+	s.sids = make([]string, s.cfg.Conversations)
+	for i := range s.sids {
+		text := fmt.Sprintf("open %d", i)
+		r := postTurn(s.ctx, s.hc, []*replica{s.a, s.b}[i%2].url, "", text, "")
+		if r.err != nil || r.status != 200 || r.session == "" {
+			return fmt.Errorf("open conversation %d: status %d %v", i, r.status, r.err)
+		}
+		s.sids[i] = r.session
+		s.sent[text] = r.session
+	}
+	return nil
+}
+
+// client c sends turns until runCtx ends, alternating replicas, the odd clients asking to queue.
+func (s *soak) client(c int) {
+	busy := ""
+	if c%2 == 1 {
+		busy = "queue"
+	}
+	for n := 0; s.runCtx.Err() == nil; n++ {
+		sid := s.sids[(c+n)%len(s.sids)]
+		text := fmt.Sprintf("client %d turn %d", c, n)
+		s.mu.Lock()
+		s.sent[text] = sid
+		s.mu.Unlock()
+		s.turn(c, n, sid, text, busy)
+	}
+}
+
+// turn sends client c's turn n until it is answered or fails, retrying a 409 after its
+// Retry-After, and counts how it ended.
+func (s *soak) turn(c, n int, sid, text, busy string) {
+	rep := s.rep
+	for {
+		target := []*replica{s.a, s.b}[(c+n)%2]
+		select {
+		case <-s.aDead:
+			target = s.b
+		default:
+		}
+		r := postTurn(s.ctx, s.hc, target.url, sid, text, busy)
+		switch {
+		case r.err == nil && r.status == http.StatusConflict && r.code == "session_busy":
+			s.mu.Lock()
+			rep.Busy++
+			s.mu.Unlock()
+			if s.runCtx.Err() != nil {
+				s.mu.Lock()
+				delete(s.sent, text) // never ran: nothing of it may be stored
+				s.mu.Unlock()
+				return
+			}
+			time.Sleep(max(r.retryAfter, 20*time.Millisecond))
+			continue
+		case r.err == nil && r.status == 200 && strings.Contains(r.answer, text):
+			s.mu.Lock()
+			rep.Answered++
+			s.answered[text] = true
+			if target == s.a {
+				rep.AnsweredByA++
+			} else {
+				rep.AnsweredByB++
+				if !s.killedAt.IsZero() {
+					if _, ok := s.firstByB[sid]; !ok {
+						s.firstByB[sid] = time.Now()
+					}
+				}
+			}
+			s.mu.Unlock()
+		case target == s.a && (r.err != nil || r.status >= 500) && s.killing.Load():
+			s.mu.Lock()
+			rep.FailedByKill++
+			s.failed[text] = true
+			s.mu.Unlock()
+		default:
+			s.mu.Lock()
+			rep.OtherFailures++
+			s.failed[text] = true
+			if len(rep.Failures) < 20 {
+				rep.Failures = append(rep.Failures, fmt.Sprintf("%s on %s: status %d %s %v", text, target.name, r.status, r.code, r.err))
+			}
+			s.mu.Unlock()
+		}
+		return
+	}
+}
+
+// unfenced appends a lone user message to a conversation every 250 ms without a lease, until
+// runCtx ends.
+func (s *soak) unfenced() {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for n := 0; ; n++ {
+		select {
+		case <-s.runCtx.Done():
+			return
+		case <-t.C:
+		}
+		sid := s.sids[n%len(s.sids)]
+		if _, err := s.st.Append(s.ctx, sid, store.Message{Role: store.RoleUser, Content: fmt.Sprintf("unfenced %d", n)}); err == nil {
+			s.mu.Lock()
+			s.rep.UnfencedWrites++
+			s.mu.Unlock()
+		}
+	}
+}
+
+// kill waits until KillAt, then until A holds a call in the model (mid-turn), SIGKILLs A and
+// returns the leases it still holds.
+func (s *soak) kill() ([]store.HeldLease, error) {
+	cfg, rep := s.cfg, s.rep
 	select {
 	case <-time.After(cfg.KillAt):
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	case <-s.ctx.Done():
+		return nil, s.ctx.Err()
 	}
-	aPID := a.cmd.Process.Pid
+	aPID := s.a.cmd.Process.Pid
 	heldByA := func() ([]store.HeldLease, error) {
-		ls, err := st.HeldLeases(ctx)
+		ls, err := s.st.HeldLeases(s.ctx)
 		var out []store.HeldLease
 		for _, l := range ls {
 			if h, err := store.ParseHolder(l.Holder); err == nil && h.PID == aPID && h.Host == "replica-a" {
@@ -453,40 +545,44 @@ func Replicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasReport, error) 
 		}
 		return out, err
 	}
-	holdA.Store(true)
-	for deadline := time.Now().Add(30 * time.Second); heldInModel.Load() == 0 && time.Now().Before(deadline); {
+	s.holdA.Store(true)
+	for deadline := time.Now().Add(30 * time.Second); s.heldInModel.Load() == 0 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond) // a benchmark's wait for the first held call, bounded
 	}
-	killing.Store(true)
-	if err := a.cmd.Process.Kill(); err != nil {
+	s.killing.Store(true)
+	if err := s.a.cmd.Process.Kill(); err != nil {
 		return nil, fmt.Errorf("kill replica A: %w", err)
 	}
-	mu.Lock()
-	killedAt = time.Now()
-	mu.Unlock()
-	<-a.done
-	close(aDead)
+	s.mu.Lock()
+	s.killedAt = time.Now()
+	s.mu.Unlock()
+	<-s.a.done
+	close(s.aDead)
 	// A transaction A had already sent still commits after its death (a turn's last write
 	// releases its lease), so the leases are read once the server has had time to finish
 	// them: whatever A holds then stays held until its TTL runs out (A renewed at most
 	// TTL/3 before the kill, so nothing has expired yet).
 	time.Sleep(min(time.Second, cfg.TTL/3))
-	if orphaned, err = heldByA(); err != nil {
+	orphaned, err := heldByA()
+	if err != nil {
 		return nil, err
 	}
 	rep.KilledMidTurn = len(orphaned)
 	for _, l := range orphaned {
-		rep.LeaseLeftS = append(rep.LeaseLeftS, round3(l.ExpiresAt.Sub(killedAt).Seconds()))
+		rep.LeaseLeftS = append(rep.LeaseLeftS, round3(l.ExpiresAt.Sub(s.killedAt).Seconds()))
 	}
 	fmt.Fprintf(cfg.Log, "replicas: A killed at %.1fs holding %d leases\n", cfg.KillAt.Seconds(), len(orphaned))
+	return orphaned, nil
+}
 
-	wg.Wait()
-
-	// Stale writes: A's leases, after B took their conversations over, must be refused.
+// staleWrites tries a write with each of A's leases, after B took their conversations over:
+// each must be refused.
+func (s *soak) staleWrites(orphaned []store.HeldLease) {
+	rep := s.rep
 	for _, l := range orphaned {
 		rep.StaleAttempted++
 		lease := store.Lease{ConversationID: l.ConversationID, Holder: l.Holder, Generation: l.Generation}
-		_, err := st.Append(ctx, l.ConversationID, store.Message{Role: store.RoleAssistant, Content: "stale write of replica A"},
+		_, err := s.st.Append(s.ctx, l.ConversationID, store.Message{Role: store.RoleAssistant, Content: "stale write of replica A"},
 			store.WithLease(lease))
 		if err == nil {
 			rep.StaleAccepted++
@@ -494,27 +590,36 @@ func Replicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasReport, error) 
 			rep.Failures = append(rep.Failures, fmt.Sprintf("stale write on %s: %v (want lease lost)", l.ConversationID, err))
 		}
 	}
+}
+
+// takeovers records, for each conversation A held at the kill, how long until B answered it.
+func (s *soak) takeovers(orphaned []store.HeldLease) {
+	rep := s.rep
 	for _, l := range orphaned {
-		t, ok := firstByB[l.ConversationID]
+		t, ok := s.firstByB[l.ConversationID]
 		if !ok {
 			rep.Failures = append(rep.Failures, fmt.Sprintf("conversation %s (A's lease at the kill) never answered by B", l.ConversationID))
 			rep.TakeoverMaxS = -1
 			continue
 		}
-		s := round3(t.Sub(killedAt).Seconds())
-		rep.TakeoverS = append(rep.TakeoverS, s)
+		sec := round3(t.Sub(s.killedAt).Seconds())
+		rep.TakeoverS = append(rep.TakeoverS, sec)
 		if rep.TakeoverMaxS >= 0 {
-			rep.TakeoverMaxS = max(rep.TakeoverMaxS, s)
+			rep.TakeoverMaxS = max(rep.TakeoverMaxS, sec)
 		}
 	}
 	sort.Float64s(rep.TakeoverS)
+}
 
-	// Read back and check.
+// readBack reads every conversation back and counts stored, lost, duplicated, foreign,
+// interleaved turns and orphan user messages.
+func (s *soak) readBack() error {
+	rep := s.rep
 	seen := map[string]int{}
-	for _, sid := range sids {
-		ms, err := st.Conversation(ctx, sid, store.ViewAll)
+	for _, sid := range s.sids {
+		ms, err := s.st.Conversation(s.ctx, sid, store.ViewAll)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for i := 0; i < len(ms); i++ {
 			m := ms[i]
@@ -523,7 +628,7 @@ func Replicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasReport, error) 
 				continue
 			}
 			seen[m.Content]++
-			if got, ok := sent[m.Content]; !ok || got != sid {
+			if got, ok := s.sent[m.Content]; !ok || got != sid {
 				rep.Foreign++
 			}
 			whole := i+1 < len(ms) && ms[i+1].Role == store.RoleAssistant && strings.Contains(ms[i+1].Content, m.Content)
@@ -531,9 +636,9 @@ func Replicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasReport, error) 
 			case whole:
 				rep.StoredTurns++
 				i++
-			case answered[m.Content]:
+			case s.answered[m.Content]:
 				rep.Lost++ // the client saw the answer; the store does not hold it after the question
-			case failed[m.Content]:
+			case s.failed[m.Content]:
 				rep.OrphanMessages++ // the kill cut this turn short after its user message
 			default:
 				rep.Interleaved++
@@ -545,13 +650,18 @@ func Replicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasReport, error) 
 			rep.Duplicated += n - 1
 		}
 	}
-	for text := range answered {
+	for text := range s.answered {
 		if seen[text] == 0 {
 			rep.Lost++
 		}
 	}
+	return nil
+}
 
-	limit := cfg.TTL.Seconds() + 1
+// verdicts adds to rep.Failures each verdict the run failed.
+func (s *soak) verdicts() {
+	rep := s.rep
+	limit := s.cfg.TTL.Seconds() + 1
 	check := func(ok bool, format string, args ...any) {
 		if !ok {
 			rep.Failures = append(rep.Failures, fmt.Sprintf(format, args...))
@@ -566,13 +676,4 @@ func Replicas(ctx context.Context, cfg ReplicasConfig) (*ReplicasReport, error) 
 	check(rep.KilledMidTurn > 0, "replica A held no lease when it was killed")
 	check(rep.TakeoverMaxS >= 0 && rep.TakeoverMaxS <= limit, "takeover took %.3fs, more than TTL + 1 s (%.1fs)", rep.TakeoverMaxS, limit)
 	check(rep.AnsweredByB > 0 && rep.AnsweredByA > 0, "both replicas must answer (A %d, B %d)", rep.AnsweredByA, rep.AnsweredByB)
-	rep.OK = len(rep.Failures) == 0
-	if !rep.OK {
-		rep.ServerStderrTail = b.stderr.String()
-	}
-	rep.TotalS = round3(time.Since(start).Seconds())
-	if !rep.OK {
-		return rep, fmt.Errorf("%w: %s", ErrVerify, strings.Join(rep.Failures, "; "))
-	}
-	return rep, nil
 }
