@@ -131,7 +131,9 @@ func joinNonEmpty(a, b string) string {
 
 // Run runs one turn of s with the user's input: it returns when the model answers without
 // calling a tool (or the turn's model calls run out). Everything said is stored as it
-// happens, also when Run fails; the Result then still says what was done.
+// happens, also when Run fails; the Result then still says what was done. When the turn
+// continues the conversation in a new session (a rotating compaction), s moves to it, so one
+// *Session must not be shared by goroutines running turns at once: give each its own handle.
 func (a *Agent) Run(ctx context.Context, s *Session, input string) (res Result, err error) {
 	ctx = withSession(ctx, s.id)
 	if t, ok := a.obs.(TurnObserver); ok {
