@@ -154,14 +154,7 @@ func (c *chat) approve(ctx context.Context, req tools.ApprovalRequest) error {
 		fmt.Fprintln(c.a.stderr, colorDiff(c.a.colour(), visible(req.Diff)))
 	}
 	question := fmt.Sprintf("%s [y/N/a=always %s this session]", visible(req.Question()), scopeText)
-	var line string
-	var err error
-	if c.ui != nil {
-		line, err = c.ui.ask(ctx, question)
-	} else {
-		fmt.Fprint(c.a.stderr, question+" ")
-		line, err = c.in.read(ctx)
-	}
+	line, err := c.askLine(ctx, question)
 	if err != nil {
 		fmt.Fprintln(c.a.stderr)
 		if ctx.Err() != nil {
@@ -865,4 +858,14 @@ func (c *chat) pickSession(ctx context.Context) error {
 	c.sid = id
 	c.recap(ctx)
 	return nil
+}
+
+// askLine asks the user question and reads one line: on the chat's screen when it has one,
+// otherwise on stderr and the chat's input.
+func (c *chat) askLine(ctx context.Context, question string) (string, error) {
+	if c.ui != nil {
+		return c.ui.ask(ctx, question)
+	}
+	fmt.Fprint(c.a.stderr, question+" ")
+	return c.in.read(ctx)
 }

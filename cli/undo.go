@@ -168,14 +168,7 @@ func (c *chat) confirm(ctx context.Context, question string) (bool, error) {
 		fmt.Fprintln(c.a.stdout, "(no terminal to ask; start spool chat with --yes to restore without asking)")
 		return false, nil
 	}
-	var line string
-	var err error
-	if c.ui != nil {
-		line, err = c.ui.ask(ctx, question)
-	} else {
-		fmt.Fprint(c.a.stderr, question+" ")
-		line, err = c.in.read(ctx)
-	}
+	line, err := c.askLine(ctx, question)
 	if err != nil && err != io.EOF {
 		return false, err
 	}
