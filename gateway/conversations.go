@@ -91,7 +91,7 @@ func (g *Gateway) DeleteConversation(ctx context.Context, principal, id string) 
 		return err
 	}
 	defer g.releaseSlot(tip, sl)
-	return g.DropConversation(ctx, principal, id)
+	return g.deleteSession(ctx, id)
 }
 
 // DropConversation is DeleteConversation for a turn's own OnDone (an unstored response drops
@@ -101,6 +101,11 @@ func (g *Gateway) DropConversation(ctx context.Context, principal, id string) er
 	if _, err := g.owned(ctx, principal, id); err != nil {
 		return err
 	}
+	return g.deleteSession(ctx, id)
+}
+
+// deleteSession deletes id, a live turn lease on its conversation being *BusyError.
+func (g *Gateway) deleteSession(ctx context.Context, id string) error {
 	if err := g.st.DeleteSession(ctx, id); errors.Is(err, store.ErrLeaseHeld) {
 		return &BusyError{SessionID: id, RetryAfter: g.cfg.RetryAfter}
 	} else if err != nil {

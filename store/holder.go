@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Holder identifies who holds a lock or lease: process, host, process start time and a random
@@ -154,4 +155,10 @@ func processStart(pid int) string {
 		return ""
 	}
 	return fields[19]
+}
+
+// LeaseLive reports whether a lease row (its holder, "" when released, and its expiry) still
+// binds others at now: held, not expired, and its holder not provably dead.
+func LeaseLive(holder string, expires, now time.Time) bool {
+	return holder != "" && expires.After(now) && !HolderProvablyDead(holder)
 }

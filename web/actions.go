@@ -70,12 +70,11 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, v viewer)
 	if r.PostFormValue("confirm") != sess.ID {
 		return errStatus(http.StatusBadRequest, "not deleted: confirm by submitting the session id")
 	}
-	if live, err := s.leaseOf(ctx, sess.ID); err != nil {
-		return err
-	} else if live != nil {
-		return errStatus(http.StatusConflict, "not deleted: a turn is running (lease held by %s)", live.Holder)
-	}
-	if err := s.st.DeleteSession(ctx, sess.ID); err != nil {
+	// The store refuses under a running turn's lease, in the same transaction as the delete.
+	var held *store.LeaseHeldError
+	if err := s.st.DeleteSession(ctx, sess.ID); errors.As(err, &held) {
+		return errStatus(http.StatusConflict, "not deleted: a turn is running (lease held by %s)", held.Holder)
+	} else if err != nil {
 		return fmt.Errorf("delete %s: %w", sess.ID, err)
 	}
 	http.Redirect(w, r, s.opts.Prefix+"/", http.StatusSeeOther)

@@ -467,14 +467,15 @@ func refuseRunningTurn(ctx context.Context, tx pgx.Tx, id string) error {
 	}
 	var holder *string
 	var expires *int64
-	err = tx.QueryRow(ctx, "SELECT holder, expires_at FROM turn_leases WHERE conversation_id = $1 FOR UPDATE", conv).Scan(&holder, &expires)
-	if errors.Is(err, pgx.ErrNoRows) || err == nil && (holder == nil || expires == nil || *expires <= micros(time.Now()) || store.HolderProvablyDead(*holder)) {
+	switch err := tx.QueryRow(ctx, "SELECT holder, expires_at FROM turn_leases WHERE conversation_id = $1 FOR UPDATE", conv).Scan(&holder, &expires); {
+	case errors.Is(err, pgx.ErrNoRows):
 		return nil
-	}
-	if err != nil {
+	case err != nil:
 		return err
+	case holder != nil && expires != nil && store.LeaseLive(*holder, fromMicros(*expires), time.Now()):
+		return &store.LeaseHeldError{ConversationID: conv, Holder: *holder, ExpiresAt: fromMicros(*expires)}
 	}
-	return &store.LeaseHeldError{ConversationID: conv, Holder: *holder, ExpiresAt: fromMicros(*expires)}
+	return nil
 }
 
 func deleteSessionTx(ctx context.Context, tx pgx.Tx, id string) error {

@@ -473,15 +473,17 @@ func refuseRunningTurn(ctx context.Context, tx *sql.Tx, id string) error {
 		return err
 	}
 	var holder sql.NullString
+	var gen int64
 	var expires sql.NullInt64
-	err = tx.QueryRowContext(ctx, "SELECT holder, expires_at FROM turn_leases WHERE conversation_id = ?", conv).Scan(&holder, &expires)
-	if errors.Is(err, sql.ErrNoRows) || err == nil && (!holder.Valid || expires.Int64 <= micros(time.Now()) || store.HolderProvablyDead(holder.String)) {
+	switch err := tx.QueryRowContext(ctx, leaseGetSQL, conv).Scan(&holder, &gen, &expires); {
+	case errors.Is(err, sql.ErrNoRows):
 		return nil
-	}
-	if err != nil {
+	case err != nil:
 		return err
+	case store.LeaseLive(holder.String, fromMicros(expires.Int64), time.Now()):
+		return &store.LeaseHeldError{ConversationID: conv, Holder: holder.String, ExpiresAt: fromMicros(expires.Int64)}
 	}
-	return &store.LeaseHeldError{ConversationID: conv, Holder: holder.String, ExpiresAt: fromMicros(expires.Int64)}
+	return nil
 }
 
 // deleteSessionTx deletes id with its delegate children; other children are orphaned, and a
