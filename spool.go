@@ -44,7 +44,7 @@ func AssistantMessage(text string) Message { return Message{Role: RoleAssistant,
 // DB is an open session store. It is safe for concurrent use, also by several processes (and,
 // on PostgreSQL, several hosts) on the same database.
 type DB struct {
-	st  store.Store
+	st  store.Backend
 	log *slog.Logger
 }
 
@@ -71,7 +71,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 		o.log = slog.Default()
 	}
 	var (
-		st  store.Store
+		st  store.Backend
 		err error
 	)
 	switch {
@@ -96,9 +96,9 @@ func (db *DB) Close() error {
 	return nil
 }
 
-// Store is the underlying store.Store, for what this package does not cover (listing
+// Store is the underlying store.Backend, for what this package does not cover (listing
 // sessions, usage, routes, leases).
-func (db *DB) Store() store.Store { return db.st }
+func (db *DB) Store() store.Backend { return db.st }
 
 // NewSession starts a session; title may be empty (titles are unique: a title in use is an
 // error of ClassInvalid).

@@ -77,7 +77,7 @@ type Config struct {
 
 // Deps are an agent's collaborators.
 type Deps struct {
-	Store  store.Store
+	Store  store.Backend
 	Client provider.Client
 	// Tools may be nil: the model is then offered no tools.
 	Tools Tools
@@ -102,7 +102,7 @@ type Deps struct {
 // Agent runs turns. It is safe for concurrent use; turns of one conversation take turns through
 // the lease, also across processes.
 type Agent struct {
-	st    store.Store
+	st    store.Backend
 	tools Tools
 	cfg   Config
 	now   func() time.Time

@@ -302,7 +302,7 @@ func TestConcurrentRunsTakeTurns(t *testing.T) {
 
 // leaseStealingStore fails every renewal, as a store that cannot vouch for the lease would.
 type leaseStealingStore struct {
-	store.Store
+	store.Backend
 }
 
 func (s leaseStealingStore) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {

@@ -31,7 +31,7 @@ func (c *timedClient) Chat(ctx context.Context, req provider.Request, onDelta fu
 
 // seedSession stores n messages of coding-session shape: user asks, tool calls, tool output,
 // answers.
-func seedSession(b *testing.B, st store.Store, n int) string {
+func seedSession(b *testing.B, st store.Backend, n int) string {
 	b.Helper()
 	ctx := context.Background()
 	s, err := st.CreateSession(ctx, store.NewSession{Model: "fake-model"})
@@ -99,7 +99,7 @@ func BenchmarkTurnOverhead(b *testing.B) {
 	}
 }
 
-func openStoreB(b *testing.B) store.Store {
+func openStoreB(b *testing.B) store.Backend {
 	b.Helper()
 	db, err := openSQLite(filepath.Join(b.TempDir(), "spool.db"))
 	if err != nil {
@@ -138,7 +138,7 @@ func BenchmarkResume(b *testing.B) {
 			}
 			sid := seedSession(b, seed, n)
 			model := fake.New(fake.Config{ContextWindow: 1 << 30})
-			newAgent := func(st store.Store, c provider.Client) *agent.Agent {
+			newAgent := func(st store.Backend, c provider.Client) *agent.Agent {
 				a, err := agent.New(agent.Deps{Store: st, Client: c, Tools: stdTools(), Config: agent.Config{
 					Model: "fake-model", ContextLength: 1 << 30, Prompt: promptEnv(),
 				}})

@@ -34,7 +34,7 @@ func delegateCall(goal, context string, tools ...string) string {
 }
 
 // delegateResults are the parent's delegate tool results, in the order they were stored.
-func delegateResults(t *testing.T, st store.Store, sid string) []agent.DelegateResult {
+func delegateResults(t *testing.T, st store.Backend, sid string) []agent.DelegateResult {
 	t.Helper()
 	var out []agent.DelegateResult
 	for _, m := range history(t, st, sid) {

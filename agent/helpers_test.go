@@ -108,7 +108,7 @@ func withCompression(window, trigger int) opt {
 	}
 }
 
-func newAgent(t *testing.T, st store.Store, client provider.Client, tools agent.Tools, opts ...opt) *agent.Agent {
+func newAgent(t *testing.T, st store.Backend, client provider.Client, tools agent.Tools, opts ...opt) *agent.Agent {
 	t.Helper()
 	d := agent.Deps{Store: st, Client: client, Config: agent.Config{
 		Model:  "fake-model",
@@ -144,7 +144,7 @@ func firstLine(s string) string {
 	return s
 }
 
-func history(t *testing.T, st store.Store, sid string) []store.Message {
+func history(t *testing.T, st store.Backend, sid string) []store.Message {
 	t.Helper()
 	ms, err := st.Conversation(context.Background(), sid, store.ViewActive)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 // recallWorld seeds past sessions for session_search: "deploy" mentions the frobnicator rollout
 // among other talk; "huge" is far larger than a summary's input bound; "current" calls.
 // matchID is the user's question about the rollout (the answer after it mentions it too).
-func recallWorld(t testing.TB, st store.Store) (matchID int64) {
+func recallWorld(t testing.TB, st store.Backend) (matchID int64) {
 	t.Helper()
 	ctx := context.Background()
 	base := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
@@ -68,7 +68,7 @@ type discovery struct {
 	}
 }
 
-func runRecall(t *testing.T, st store.Store, args string, sum recall.Summarizer) discovery {
+func runRecall(t *testing.T, st store.Backend, args string, sum recall.Summarizer) discovery {
 	t.Helper()
 	out := recall.Run(context.Background(), st, "current", json.RawMessage(args), sum)
 	var d discovery

@@ -98,7 +98,7 @@ func TestTitleFromFirstAsk(t *testing.T) {
 // holder, who names the session: the turn asking for a title has lost its lease without knowing
 // it yet (its next renewal would tell it).
 type leaseThief struct {
-	store.Store
+	store.Backend
 	t      *testing.T
 	stolen bool
 	sid    string
@@ -125,7 +125,7 @@ func (s *leaseThief) NextTitle(ctx context.Context, userID, base string) (string
 			s.t.Error(err)
 		}
 	}
-	return s.Store.NextTitle(ctx, userID, base)
+	return s.Backend.NextTitle(ctx, userID, base)
 }
 
 // TestAutoTitleFenced: a turn that lost its lease does not write its automatic title over the
@@ -133,7 +133,7 @@ func (s *leaseThief) NextTitle(ctx context.Context, userID, base string) (string
 func TestAutoTitleFenced(t *testing.T) {
 	t.Parallel()
 	inner, _ := newStore(t)
-	st := &leaseThief{Store: inner, t: t}
+	st := &leaseThief{Backend: inner, t: t}
 	ag := newAgent(t, st, fake.New(fake.Config{}), nil)
 	_, err := ag.Run(context.Background(), "", "fix the parser", agent.RunOptions{})
 	if !st.stolen {

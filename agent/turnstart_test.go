@@ -14,18 +14,18 @@ import (
 
 // writeCountingStore counts the lease writes a turn makes.
 type writeCountingStore struct {
-	store.Store
+	store.Backend
 	acquires, begins, started, commits atomic.Int64
 }
 
 func (s *writeCountingStore) AcquireLease(ctx context.Context, id, h string, ttl time.Duration) (store.Lease, error) {
 	s.acquires.Add(1)
-	return s.Store.AcquireLease(ctx, id, h, ttl)
+	return s.Backend.AcquireLease(ctx, id, h, ttl)
 }
 
 func (s *writeCountingStore) BeginTurn(ctx context.Context, id, h string, ttl time.Duration, st store.TurnStart) (store.Lease, []int64, error) {
 	s.begins.Add(1)
-	l, ids, err := s.Store.BeginTurn(ctx, id, h, ttl, st)
+	l, ids, err := s.Backend.BeginTurn(ctx, id, h, ttl, st)
 	if len(ids) > 0 {
 		s.started.Add(1)
 	}
@@ -34,7 +34,7 @@ func (s *writeCountingStore) BeginTurn(ctx context.Context, id, h string, ttl ti
 
 func (s *writeCountingStore) CommitTurn(ctx context.Context, id string, l store.Lease, w store.TurnWrite) ([]int64, error) {
 	s.commits.Add(1)
-	return s.Store.CommitTurn(ctx, id, l, w)
+	return s.Backend.CommitTurn(ctx, id, l, w)
 }
 
 // A turn on an existing session stores its user message with the lease (one write) and its
@@ -43,7 +43,7 @@ func (s *writeCountingStore) CommitTurn(ctx context.Context, id string, l store.
 func TestTurnStoresItsMessageWithTheLease(t *testing.T) {
 	t.Parallel()
 	db, _ := newStore(t)
-	st := &writeCountingStore{Store: db}
+	st := &writeCountingStore{Backend: db}
 	a := newAgent(t, st, fake.New(fake.Config{}), stdTools())
 	sid := run(t, a, "", "first").SessionID
 	st.acquires.Store(0)
@@ -75,7 +75,7 @@ func TestTurnStoresItsMessageWithTheLease(t *testing.T) {
 func TestTurnStartOnAChangedHistory(t *testing.T) {
 	t.Parallel()
 	db, _ := newStore(t)
-	st := &writeCountingStore{Store: db}
+	st := &writeCountingStore{Backend: db}
 	a := newAgent(t, st, fake.New(fake.Config{}), stdTools())
 	sid := run(t, a, "", "first").SessionID
 	other, err := db.AcquireLease(context.Background(), sid, "other", time.Minute)

@@ -33,7 +33,7 @@ type app struct {
 	json bool   // --json
 
 	cfg    *config.Config
-	st     store.Store
+	st     store.Backend
 	closer io.Closer
 	exit   int // status for a command that succeeded but found problems (db check)
 
@@ -63,7 +63,7 @@ func (a *app) config() (config.Config, error) {
 
 // openStore opens the configured store once per invocation; it is the only place a command
 // gets one.
-func (a *app) openStore(ctx context.Context) (store.Store, error) {
+func (a *app) openStore(ctx context.Context) (store.Backend, error) {
 	if a.st != nil {
 		return a.st, nil
 	}
@@ -170,7 +170,7 @@ func (a *app) closeStore() error {
 }
 
 // resolve finds a session by id, title or unique id prefix, with errors fit for a person.
-func (a *app) resolve(ctx context.Context, st store.Store, ref string) (store.Session, error) {
+func (a *app) resolve(ctx context.Context, st store.Backend, ref string) (store.Session, error) {
 	if strings.TrimSpace(ref) == "" {
 		return store.Session{}, errors.New("empty session reference")
 	}

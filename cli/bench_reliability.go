@@ -578,7 +578,7 @@ func reliabilityWorker(ctx context.Context, argv []string, stdin io.Reader, stdo
 	open := func(path, sync string) (*sqlite.DB, error) {
 		return sqlite.Open(ctx, path, sqlite.Options{Synchronous: sync, Logger: storeLogger(os.Stderr)})
 	}
-	turn := func(st store.Store, sid, tag string) error {
+	turn := func(st store.Backend, sid, tag string) error {
 		call := "call-" + tag
 		_, err := st.AppendBatch(ctx, sid, []store.Message{
 			{Role: store.RoleUser, Content: tag + " ask " + strings.Repeat("x", 500)},

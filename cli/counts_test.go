@@ -19,7 +19,7 @@ func seedCompacted(t *testing.T, home string) string {
 	t.Helper()
 	ctx := context.Background()
 	var sid string
-	withStore(t, home, func(st store.Store) {
+	withStore(t, home, func(st store.Backend) {
 		s := check(st.CreateSession(ctx, store.NewSession{Source: "cli", Model: "fake-model", Title: "long one"}))(t)
 		sid = s.ID
 		at := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)

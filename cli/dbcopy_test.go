@@ -41,7 +41,7 @@ func (r copyReport) rows(table string) int64 {
 func filledHome(t *testing.T) (home string, ids []string) {
 	t.Helper()
 	home = t.TempDir()
-	withStore(t, home, func(st store.Store) { ids = storetest.Fill(t, st) })
+	withStore(t, home, func(st store.Backend) { ids = storetest.Fill(t, st) })
 	return home, ids
 }
 

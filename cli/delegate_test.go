@@ -35,7 +35,7 @@ func delegateLine(t *testing.T, args map[string]any) string {
 func delegations(t *testing.T, home, sid string) []delegateOut {
 	t.Helper()
 	var out []delegateOut
-	withStore(t, home, func(st store.Store) {
+	withStore(t, home, func(st store.Backend) {
 		ms := check(st.Conversation(context.Background(), sid, store.ViewActive))(t)
 		for _, m := range ms {
 			if m.Role == store.RoleTool && m.ToolName == "delegate" {
@@ -68,7 +68,7 @@ func TestDelegateCLI(t *testing.T) {
 	if !strings.Contains(ds[1].Answer, "not approved") {
 		t.Fatalf("a child of spool run without --yes ran a command: %+v", ds[1])
 	}
-	withStore(t, home, func(st store.Store) {
+	withStore(t, home, func(st store.Backend) {
 		ms := check(st.Conversation(context.Background(), ds[1].SessionID, store.ViewActive))(t)
 		if len(ms) != 4 || ms[2].Role != store.RoleTool || !strings.Contains(ms[2].Content, "pass --yes") {
 			t.Fatalf("the child's terminal result: %+v", ms)
@@ -140,7 +140,7 @@ func TestDelegateCLI(t *testing.T) {
 	}{{`{"query":"missing"}`, false}, {`{"query":"missing","subagents":true}`, true}} {
 		sid := ask(c.args)
 		found := false
-		withStore(t, home, func(st store.Store) {
+		withStore(t, home, func(st store.Backend) {
 			for _, m := range check(st.Conversation(context.Background(), sid, store.ViewActive))(t) {
 				if m.Role != store.RoleTool {
 					continue
@@ -224,7 +224,7 @@ func TestDelegateInterrupted(t *testing.T) {
 		t.Fatalf("spool run ended with %v, want exit 130\n%s", err, stderr.String())
 	}
 	var parent, child string
-	withStore(t, home, func(st store.Store) {
+	withStore(t, home, func(st store.Backend) {
 		ls := check(st.ListSessions(context.Background(), store.ListOptions{IncludeChildren: true}))(t)
 		for _, l := range ls {
 			if l.Relation == store.RelationDelegate {

@@ -232,7 +232,7 @@ func TestStoredControlBytesAreEscaped(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	hostile := "\x1b]0;pwned\x07\x1b[2J\x1b[31mred\r\x00\u202eevil"
-	withStore(t, home, func(st store.Store) {
+	withStore(t, home, func(st store.Backend) {
 		ctx := context.Background()
 		check(st.CreateSession(ctx, store.NewSession{ID: "20261130_000000_esc000", Model: "m\x1b[1m"}))(t)
 		check(st.AppendBatch(ctx, "20261130_000000_esc000", []store.Message{

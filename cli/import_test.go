@@ -38,7 +38,7 @@ func TestImportHermes(t *testing.T) {
 	if again.Sessions != 0 || again.Messages != 0 || again.Routes != 0 || len(again.Skipped) != 10 {
 		t.Errorf("second import = %+v", again)
 	}
-	withStore(t, home, func(st store.Store) {
+	withStore(t, home, func(st store.Backend) {
 		ls, err := st.ListSessions(context.Background(), store.ListOptions{})
 		if err != nil || len(ls) != 7 {
 			t.Errorf("listed %d sessions (%v), want 7: the chain once", len(ls), err)
@@ -86,7 +86,7 @@ func TestImportHermesBadInput(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want one line with %q", r.code, r.stderr, tc.want)
 			}
 			if _, err := os.Stat(filepath.Join(home, "spool.db")); err == nil {
-				withStore(t, home, func(st store.Store) {
+				withStore(t, home, func(st store.Backend) {
 					if stats, _ := st.Stats(context.Background()); stats.Sessions != 0 {
 						t.Errorf("stored %d sessions", stats.Sessions)
 					}

@@ -90,7 +90,7 @@ func decode[T any](t *testing.T, r result) T {
 
 // withStore opens the home's database through the store API, runs fn and closes it again, so
 // the spool processes find it as a user would.
-func withStore(t *testing.T, home string, fn func(st store.Store)) {
+func withStore(t *testing.T, home string, fn func(st store.Backend)) {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(home, "spool.db"), sqlite.Options{})
 	if err != nil {
@@ -130,7 +130,7 @@ var (
 // compression continuation, an api session and an ended session from long ago.
 func seed(t *testing.T, home string) {
 	t.Helper()
-	withStore(t, home, func(st store.Store) {
+	withStore(t, home, func(st store.Backend) {
 		ctx := context.Background()
 		at := func(s int) time.Time { return seedTime.Add(time.Duration(s) * time.Second) }
 		check(st.CreateSession(ctx, store.NewSession{ID: idRoot, Title: "Parser fix", Model: "m-1", StartedAt: seedTime}))(t)
@@ -164,7 +164,7 @@ func seed(t *testing.T, home string) {
 func snapshot(t *testing.T, home string) string {
 	t.Helper()
 	var b strings.Builder
-	withStore(t, home, func(st store.Store) {
+	withStore(t, home, func(st store.Backend) {
 		ctx := context.Background()
 		ls := check(st.ListSessions(ctx, store.ListOptions{IncludeChildren: true}))(t)
 		for _, l := range ls {

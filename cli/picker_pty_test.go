@@ -19,7 +19,7 @@ func TestChatResumePickerOldBranch(t *testing.T) {
 	url := startFakeLLM(t)
 	home := t.TempDir()
 	now := time.Now()
-	withStore(t, home, func(st store.Store) {
+	withStore(t, home, func(st store.Backend) {
 		mk := func(ns store.NewSession) {
 			t.Helper()
 			if _, err := st.CreateSession(context.Background(), ns); err != nil {

@@ -240,7 +240,7 @@ var (
 )
 
 // approver decides commands, writes when confirmWrites, and file access outside the workspace.
-func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approver, confirmWrites bool, hints compress.Hints) (*agent.Agent, store.Store, string, error) {
+func (a *app) newAgent(ctx context.Context, f modelFlags, approver tools.Approver, confirmWrites bool, hints compress.Hints) (*agent.Agent, store.Backend, string, error) {
 	cfg, err := a.config()
 	if err != nil {
 		return nil, nil, "", err
@@ -380,7 +380,7 @@ func leaseOptions(cfg config.Config) turn.Options {
 // sessionAgent finds the session f names (--resume, --continue; "" for a new one) and builds the
 // agent for it: a model the session was switched to (/model) and the context window it runs
 // with apply unless the flags say otherwise.
-func (a *app) sessionAgent(ctx context.Context, f modelFlags, approver tools.Approver, confirmWrites bool, hints compress.Hints) (*agent.Agent, store.Store, string, string, error) {
+func (a *app) sessionAgent(ctx context.Context, f modelFlags, approver tools.Approver, confirmWrites bool, hints compress.Hints) (*agent.Agent, store.Backend, string, string, error) {
 	st, err := a.openStore(ctx)
 	if err != nil {
 		return nil, nil, "", "", err
@@ -412,7 +412,7 @@ func (a *app) sessionAgent(ctx context.Context, f modelFlags, approver tools.App
 }
 
 // sessionRef resolves --resume / --continue to a session id ("" for a new session).
-func (a *app) sessionRef(ctx context.Context, st store.Store, f modelFlags) (string, error) {
+func (a *app) sessionRef(ctx context.Context, st store.Backend, f modelFlags) (string, error) {
 	switch {
 	case f.resume != "" && f.cont:
 		return "", &usageError{errors.New("--resume and --continue exclude each other")}
@@ -650,7 +650,7 @@ func (a *app) printFailure(format, class string, err error) {
 type runOutput struct {
 	ctx      context.Context
 	a        *app
-	st       store.Store
+	st       store.Backend
 	format   string
 	mu       sync.Mutex
 	enc      *json.Encoder
@@ -658,7 +658,7 @@ type runOutput struct {
 	verbose  bool // text format: tool results in full
 }
 
-func newRunOutput(ctx context.Context, a *app, st store.Store, format string) *runOutput {
+func newRunOutput(ctx context.Context, a *app, st store.Backend, format string) *runOutput {
 	return &runOutput{ctx: ctx, a: a, st: st, format: format, enc: json.NewEncoder(a.stdout)}
 }
 

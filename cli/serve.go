@@ -258,7 +258,7 @@ func (a *app) serve(ctx context.Context, f modelFlags, listen string) error {
 
 // serveGateway makes the gateway of spool serve: the model client and its fallbacks, the
 // store, spool's own tools for API sessions, and the turn and queue agents.
-func (a *app) serveGateway(ctx context.Context, cfg config.Config, f modelFlags, keys gateway.Keys, logger *slog.Logger) (g *gateway.Gateway, st store.Store, model, notice string, err error) {
+func (a *app) serveGateway(ctx context.Context, cfg config.Config, f modelFlags, keys gateway.Keys, logger *slog.Logger) (g *gateway.Gateway, st store.Backend, model, notice string, err error) {
 	sc := cfg.Serve
 	client, summary, name, model, notice, err := a.client(cfg, f)
 	if err != nil {
@@ -337,7 +337,7 @@ func (a *app) serveGateway(ctx context.Context, cfg config.Config, f modelFlags,
 
 // serveUI makes the session browser mounted at /ui and its sign-in; loginToken is the one-time
 // sign-in link's token when there are no API keys.
-func serveUI(st store.Store, keys gateway.Keys, limiter *gateway.KeyLimiter) (ui *web.Server, mounts map[string]http.Handler, loginToken string) {
+func serveUI(st store.Backend, keys gateway.Keys, limiter *gateway.KeyLimiter) (ui *web.Server, mounts map[string]http.Handler, loginToken string) {
 	signOut, loginToken, signinTTL := "", "", signin.DefaultTTL
 	if keys.Enabled() {
 		signOut = "/ui/logout"

@@ -16,7 +16,7 @@ func TestShowKeepsIdenticalMessages(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	ts := time.Now().Add(-time.Hour).Truncate(time.Second)
-	withStore(t, home, func(st store.Store) {
+	withStore(t, home, func(st store.Backend) {
 		ctx := context.Background()
 		check(st.CreateSession(ctx, store.NewSession{ID: "20261130_100000_aaaaaa"}))(t)
 		for range 2 {
@@ -43,7 +43,7 @@ func TestShowKeepsIdenticalMessages(t *testing.T) {
 func TestShowBindings(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	withStore(t, home, func(st store.Store) {
+	withStore(t, home, func(st store.Backend) {
 		ctx := context.Background()
 		check(st.CreateSession(ctx, store.NewSession{ID: "20261130_100000_bbbbbb"}))(t)
 		check(st.CreateSession(ctx, store.NewSession{ID: "20261130_100000_cccccc"}))(t)

@@ -16,7 +16,7 @@ import (
 	"github.com/spoolhq/spool/turn"
 )
 
-// Store is what the gateway uses of store.Store.
+// Store is what the gateway uses of store.Backend.
 type Store interface {
 	GetSession(ctx context.Context, id string) (store.Session, error)
 	CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error)

@@ -37,7 +37,7 @@ func (h *heldRunner) Run(ctx context.Context, sid, input string, opts agent.RunO
 	return agent.Result{SessionID: sid, Reply: "re: " + input}, nil
 }
 
-func newTestGateway(t *testing.T, cfg Config) (*Gateway, *heldRunner, store.Store) {
+func newTestGateway(t *testing.T, cfg Config) (*Gateway, *heldRunner, store.Backend) {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "spool.db"), sqlite.Options{})
 	if err != nil {

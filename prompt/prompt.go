@@ -146,7 +146,7 @@ func Rebuild(prev string, env Env) (p Prompt, changed bool, err error) {
 	return p, true, nil
 }
 
-// Persister is the part of store.Store that keeps frozen prompts.
+// Persister is the part of store.Backend that keeps frozen prompts.
 type Persister interface {
 	SetSystemPrompt(ctx context.Context, sessionID, prompt string) (hash string, err error)
 	SystemPrompt(ctx context.Context, sessionID string) (string, error)

@@ -20,7 +20,7 @@ var bg = context.Background()
 
 // world is a store seeded with the sessions every test reads; it is never written after setup.
 type world struct {
-	st store.Store
+	st store.Backend
 	// ids of interesting messages
 	deployAsk     int64 // in "alpha": the user's question about the frobnicator
 	alphaIDs      []int64

@@ -6,7 +6,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// Store is the read-only part of store.Store that recall uses; every store.Store satisfies it.
+// Store is the read-only part of store.Backend that recall uses; every store.Backend satisfies it.
 type Store interface {
 	GetSession(ctx context.Context, id string) (store.Session, error)
 	ResolveSession(ctx context.Context, ref string) (store.Session, error)
@@ -18,4 +18,4 @@ type Store interface {
 	ListSessions(ctx context.Context, o store.ListOptions) ([]store.SessionListing, error)
 }
 
-var _ Store = store.Store(nil)
+var _ Store = store.Backend(nil)

@@ -12,7 +12,7 @@ import (
 // A session's messages are appended, loaded in order, and found by full-text search.
 func Example() {
 	ctx := context.Background()
-	var st store.Store
+	var st store.Backend
 	db, err := sqlite.Open(ctx, sqlite.Memory, sqlite.Options{}) // or postgres.Open with a URL
 	if err != nil {
 		log.Fatal(err)

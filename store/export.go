@@ -25,7 +25,7 @@ import (
 // dropped silently.
 const ExportVersion = 1
 
-// ExportSource is the part of Store that Export reads; every Store satisfies it.
+// ExportSource is what Export reads; every Backend satisfies it.
 type ExportSource interface {
 	GetSession(ctx context.Context, id string) (Session, error)
 	ListSessions(ctx context.Context, o ListOptions) ([]SessionListing, error)
@@ -34,7 +34,15 @@ type ExportSource interface {
 	Conversation(ctx context.Context, sessionID string, v View) ([]Message, error)
 }
 
-var _ ExportSource = Store(nil)
+var _ ExportSource = Backend(nil)
+
+// ImportTarget is what Import writes through; every Backend satisfies it.
+type ImportTarget interface {
+	GetSession(ctx context.Context, id string) (Session, error)
+	ImportSession(ctx context.Context, s Session, prompt string, ms []Message) error
+}
+
+var _ ImportTarget = Backend(nil)
 
 // maxExportLine bounds one line of an import file, so garbage cannot exhaust memory.
 const maxExportLine = 256 << 20
@@ -306,13 +314,13 @@ func (e *ImportLineError) Is(target error) bool { return target == ErrInvalid }
 // whole file is validated before anything is written (format, ids, titles, relations): a bad
 // line returns an *ImportLineError naming it and the store is left untouched. A store that is a
 // BundleImporter stores the whole file in one transaction, so a write that still fails stores
-// nothing either; other stores get one Store.ImportSession per session. Sessions whose id
+// nothing either; other stores get one ImportSession per session. Sessions whose id
 // already exists are skipped and listed, never overwritten. progress, when non-nil, is called
 // with the number of lines imported so far.
 //
 // When r can seek (a file) it is read twice, holding one session at a time in memory;
 // any other reader is buffered whole.
-func Import(ctx context.Context, st Store, r io.Reader, progress func(n int)) (ImportResult, error) {
+func Import(ctx context.Context, st ImportTarget, r io.Reader, progress func(n int)) (ImportResult, error) {
 	rs, ok := r.(io.ReadSeeker)
 	var start int64
 	if ok {

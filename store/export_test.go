@@ -17,7 +17,7 @@ import (
 	"github.com/spoolhq/spool/store/sqlite"
 )
 
-func openDB(t *testing.T) store.Store {
+func openDB(t *testing.T) store.Backend {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "spool.db"), sqlite.Options{})
 	if err != nil {
@@ -42,7 +42,7 @@ var t0 = time.Date(2026, 11, 20, 9, 30, 0, 123456000, time.UTC)
 
 // seedTree builds root → (branch child, compression continuation → grandchild) plus an unrelated
 // session, with every message field in use and rows archived by compaction. It returns the ids.
-func seedTree(t *testing.T, st store.Store) (root, branch, cont, grand, other string) {
+func seedTree(t *testing.T, st store.Backend) (root, branch, cont, grand, other string) {
 	t.Helper()
 	ctx := context.Background()
 	root, branch, cont, grand, other = "s-root", "s-branch", "s-cont", "s-grand", "s-other"
@@ -107,7 +107,7 @@ func normSession(s store.Session) store.Session {
 	return s
 }
 
-func exportString(t *testing.T, st store.Store, ids []string, tree bool) string {
+func exportString(t *testing.T, st store.Backend, ids []string, tree bool) string {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := store.Export(context.Background(), st, &buf, ids, tree, nil); err != nil {

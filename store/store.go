@@ -5,9 +5,27 @@ import (
 	"time"
 )
 
-// Store is the contract every backend implements. Every method is safe for concurrent use, and
-// every write is one transaction: it lands whole or not at all.
-type Store interface {
+// Backend is one value that provides every domain: what opens and owns a database (the CLI's
+// root, spool.Open, dbcopy, the benchmarks) holds a Backend and closes it. Everything else takes
+// only the domains it uses, declared where it is used. Every method is safe for concurrent use,
+// and every write is one transaction: it lands whole or not at all.
+type Backend interface {
+	Sessions
+	Transcript
+	Searcher
+	Leaser
+	Compactor
+	PlatformState
+	APIState
+	Accounting
+	Admin
+	Close() error
+}
+
+// Sessions is the session domain: creating, finding, naming, listing and deleting sessions and
+// keeping their system prompts. It is the first half of the base tier (storetest.Base): every
+// backend provides it.
+type Sessions interface {
 	// CreateSession creates a session, or returns the existing one unchanged when ns.ID already
 	// exists (ensure semantics: an earlier writer's values are never overwritten).
 	CreateSession(ctx context.Context, ns NewSession) (Session, error)
@@ -36,28 +54,23 @@ type Store interface {
 	// DeleteSession removes a session and its messages; its children lose their parent link,
 	// delegate children are deleted with it.
 	DeleteSession(ctx context.Context, id string) error
-
 	// SetSystemPrompt stores the prompt once by sha256 and points the session at it.
 	SetSystemPrompt(ctx context.Context, id, prompt string) (hash string, err error)
 	// SystemPrompt returns the session's stored prompt ("" when none was set).
 	SystemPrompt(ctx context.Context, id string) (string, error)
-	// RecordRequest stores one model call's accounting and adds its usage to the session.
-	RecordRequest(ctx context.Context, id string, r RequestRecord) error
-	// Requests lists a session's recorded model calls, newest first (limit 0: all).
-	Requests(ctx context.Context, id string, limit int) ([]RequestRecord, error)
+	// ListSessions lists sessions newest activity first.
+	ListSessions(ctx context.Context, o ListOptions) ([]SessionListing, error)
+}
 
+// Transcript is a session's history and lineage: appending messages, loading what the model sees
+// or the whole transcript (paged or not), hiding and undoing rows, and walking parents, children
+// and compression chains. It is the second half of the base tier. Writes take WithLease to be
+// fenced by a turn lease (see Leaser); a backend without leases still stores them unfenced.
+type Transcript interface {
 	// Append stores one message as an active row and returns its id.
 	Append(ctx context.Context, sessionID string, m Message, opts ...WriteOption) (int64, error)
 	// AppendBatch stores messages in order in one transaction and returns their ids.
 	AppendBatch(ctx context.Context, sessionID string, ms []Message, opts ...WriteOption) ([]int64, error)
-	// CommitTurn stores one step of a turn in one transaction fenced by l: l must still be the
-	// conversation's current lease (else ErrLeaseLost and nothing lands; an expired lease nobody
-	// took is renewed, as for any fenced write). In it, w.Messages are appended in order as
-	// AppendBatch appends them, each of w.Requests is recorded as RecordRequest records it,
-	// w.Patch is applied as UpdateSession applies it, and with w.Release the lease is given up
-	// last, as ReleaseLease gives it up (its waiters are woken after the commit). It returns the
-	// messages' ids. A TurnWrite with nothing in it and no Release writes nothing.
-	CommitTurn(ctx context.Context, sessionID string, l Lease, w TurnWrite) ([]int64, error)
 	// UndoLastExchange hides the last real user message and everything after it (superseded
 	// rows: not shown, not searched, not sent to the model) and returns how many rows it hid.
 	// It fails with ErrNotFound when the active history has no user message to undo.
@@ -75,7 +88,6 @@ type Store interface {
 	// Unlike Conversation with ViewDisplay it does not fold archived copies of re-inserted head
 	// messages: a window shows the rows as stored.
 	ConversationPage(ctx context.Context, sessionID string, q PageQuery) ([]Message, error)
-
 	// Children lists direct children of a session, oldest first.
 	Children(ctx context.Context, id string) ([]Session, error)
 	// Root walks parents while the parent ended with compression; it stops at forks.
@@ -86,17 +98,20 @@ type Store interface {
 	ResumeTarget(ctx context.Context, id string) (string, error)
 	// Branch copies the active history of parentID into a new child session in one transaction.
 	Branch(ctx context.Context, parentID string, child NewSession) (Session, error)
+}
 
-	// ArchiveAndCompact replaces the active history in place and returns the new active count.
-	ArchiveAndCompact(ctx context.Context, req CompactRequest, opts ...WriteOption) (int, error)
-	// RotateCompaction ends the parent with "compression" and creates its continuation.
-	RotateCompaction(ctx context.Context, req RotateRequest, opts ...WriteOption) (Session, error)
-	// AcquireCompressionLock takes the session's compression lock for ttl when it is free or stale.
-	AcquireCompressionLock(ctx context.Context, sessionID, holder string, ttl time.Duration) (bool, error)
-	// RefreshCompressionLock extends a lock this holder still owns, even an expired one.
-	RefreshCompressionLock(ctx context.Context, sessionID, holder string, ttl time.Duration) (bool, error)
-	ReleaseCompressionLock(ctx context.Context, sessionID, holder string) error
+// Searcher is full-text search over every session's messages, with filters and ranking. It is
+// the third part of the base tier.
+type Searcher interface {
+	// Search runs a full-text query over user, assistant and tool text, archived rows included.
+	Search(ctx context.Context, q SearchQuery) ([]SearchHit, error)
+}
 
+// Leaser is the turn lease of a conversation, with fencing generations: one holder at a time
+// writes a conversation's history. BeginTurn and CommitTurn live here rather than in Transcript
+// because both take or need a Lease: they are the turn's writes, and a backend without leases
+// has no turn to commit.
+type Leaser interface {
 	// AcquireLease takes the turn lease of the conversation sessionID belongs to, for ttl. A
 	// free, expired or provably dead holder's lease is taken with the next generation; a live
 	// foreign one returns *LeaseHeldError. The same holder acquiring again extends its lease.
@@ -117,17 +132,33 @@ type Store interface {
 	ReleaseLease(ctx context.Context, l Lease) error
 	// HeldLeases lists the turn leases held right now (a holder, not expired), oldest first.
 	HeldLeases(ctx context.Context) ([]HeldLease, error)
+	// CommitTurn stores one step of a turn in one transaction fenced by l: l must still be the
+	// conversation's current lease (else ErrLeaseLost and nothing lands; an expired lease nobody
+	// took is renewed, as for any fenced write). In it, w.Messages are appended in order as
+	// AppendBatch appends them, each of w.Requests is recorded as RecordRequest records it,
+	// w.Patch is applied as UpdateSession applies it, and with w.Release the lease is given up
+	// last, as ReleaseLease gives it up (its waiters are woken after the commit). It returns the
+	// messages' ids. A TurnWrite with nothing in it and no Release writes nothing.
+	CommitTurn(ctx context.Context, sessionID string, l Lease, w TurnWrite) ([]int64, error)
+}
 
-	// ListSessions lists sessions newest activity first.
-	ListSessions(ctx context.Context, o ListOptions) ([]SessionListing, error)
-	// Search runs a full-text query over user, assistant and tool text, archived rows included.
-	Search(ctx context.Context, q SearchQuery) ([]SearchHit, error)
-	// UsageByDay sums recorded model calls per UTC day and model, oldest day first, then model.
-	UsageByDay(ctx context.Context, q UsageQuery) ([]UsageRow, error)
+// Compactor persists compaction: archive-and-compact in place, rotation to a continuation
+// session, and the per-session compression lock that keeps two compressors apart.
+type Compactor interface {
+	// ArchiveAndCompact replaces the active history in place and returns the new active count.
+	ArchiveAndCompact(ctx context.Context, req CompactRequest, opts ...WriteOption) (int, error)
+	// RotateCompaction ends the parent with "compression" and creates its continuation.
+	RotateCompaction(ctx context.Context, req RotateRequest, opts ...WriteOption) (Session, error)
+	// AcquireCompressionLock takes the session's compression lock for ttl when it is free or stale.
+	AcquireCompressionLock(ctx context.Context, sessionID, holder string, ttl time.Duration) (bool, error)
+	// RefreshCompressionLock extends a lock this holder still owns, even an expired one.
+	RefreshCompressionLock(ctx context.Context, sessionID, holder string, ttl time.Duration) (bool, error)
+	ReleaseCompressionLock(ctx context.Context, sessionID, holder string) error
+}
 
-	// ImportSession inserts a whole session with its messages as exported (ids of messages are
-	// reassigned, order kept). An existing id returns ErrExists and changes nothing.
-	ImportSession(ctx context.Context, s Session, prompt string, ms []Message) error
+// PlatformState is what chat platforms keep between processes: routes (session keys to
+// sessions), the inbox of inbound events, per-channel read cursors and the send ledger.
+type PlatformState interface {
 	// PutRoute stores the routing entry of r.Key, replacing an earlier one. The session must
 	// exist (ErrNotFound otherwise); deleting the session deletes its routes.
 	PutRoute(ctx context.Context, r Route) error
@@ -135,12 +166,10 @@ type Store interface {
 	GetRoute(ctx context.Context, key string) (Route, error)
 	// RoutesTo lists the routes pointing at a session (its chat bindings), by key.
 	RoutesTo(ctx context.Context, sessionID string) ([]Route, error)
-
 	// ClaimRoute stores r unless r.Key already has a route; then it returns that route and
 	// false, unchanged. Two concurrent claims of one key: exactly one gets true (single-flight
 	// of a chat's first session across processes).
 	ClaimRoute(ctx context.Context, r Route) (Route, bool, error)
-
 	// RecordInbound inserts e as a pending inbox event claimed by e.Holder until
 	// e.ClaimedUntil, unless (Platform, EventID) is known; then it returns the stored event and
 	// false, unchanged. Finished events older than InboundRetention are swept a few at a time.
@@ -162,7 +191,11 @@ type Store interface {
 	PutSend(ctx context.Context, e SendEntry) error
 	// Sends lists a turn's ledger entries by chunk.
 	Sends(ctx context.Context, turnID string) ([]SendEntry, error)
+}
 
+// APIState is what the HTTP API keeps between requests: idempotency keys and their stored
+// outcomes.
+type APIState interface {
 	// ClaimIdempotencyKey inserts c.Entry as a pending claim (Status 0) unless a live entry for
 	// (Scope, Key) exists; then it returns that entry and false, unchanged. Two concurrent
 	// claims of one key: exactly one gets true.
@@ -172,7 +205,25 @@ type Store interface {
 	// ReleaseIdempotencyKey deletes a pending claim (the request did nothing worth replaying,
 	// so a retry runs again); a finished entry is left alone.
 	ReleaseIdempotencyKey(ctx context.Context, scope, key string) error
+}
 
+// Accounting is the usage accounting of model calls: one record per call, a session's records, and the
+// sums per day and model.
+type Accounting interface {
+	// RecordRequest stores one model call's accounting and adds its usage to the session.
+	RecordRequest(ctx context.Context, id string, r RequestRecord) error
+	// Requests lists a session's recorded model calls, newest first (limit 0: all).
+	Requests(ctx context.Context, id string, limit int) ([]RequestRecord, error)
+	// UsageByDay sums recorded model calls per UTC day and model, oldest day first, then model.
+	UsageByDay(ctx context.Context, q UsageQuery) ([]UsageRow, error)
+}
+
+// Admin is maintenance of the whole database: importing exported sessions, pruning idle ones,
+// statistics and integrity checks.
+type Admin interface {
+	// ImportSession inserts a whole session with its messages as exported (ids of messages are
+	// reassigned, order kept). An existing id returns ErrExists and changes nothing.
+	ImportSession(ctx context.Context, s Session, prompt string, ms []Message) error
 	// Prune deletes the sessions idle since before cutoff, ended or not, and returns how many.
 	// Idle means the session's last activity (newest message, else its start) and its
 	// compression chain's newest activity are both before cutoff; a conversation whose turn
@@ -181,7 +232,6 @@ type Store interface {
 	Stats(ctx context.Context) (Stats, error)
 	// Check verifies the database's integrity and returns a description of each problem.
 	Check(ctx context.Context) ([]string, error)
-	Close() error
 }
 
 // TurnWrite is what one CommitTurn stores: a turn's messages with the accounting of the model

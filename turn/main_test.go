@@ -253,7 +253,7 @@ func turnSteps(name string, k int) []store.Message {
 // playTurn is one turn as an agent runs it: reload, then flush each step as it is produced. The
 // reloaded history must end with a whole turn: a turn that began while another was still
 // writing would see a half turn here.
-func playTurn(ctx context.Context, db store.Store, t *turn.Turn, name string, k int, pause time.Duration) error {
+func playTurn(ctx context.Context, db store.Backend, t *turn.Turn, name string, k int, pause time.Duration) error {
 	hist, err := db.Conversation(ctx, t.SessionID(), store.ViewActive)
 	if err != nil {
 		return err
@@ -296,7 +296,7 @@ func reopen(t *testing.T, path string) *sqlite.DB {
 	return db
 }
 
-func conversation(t *testing.T, db store.Store, v store.View) []store.Message {
+func conversation(t *testing.T, db store.Backend, v store.View) []store.Message {
 	t.Helper()
 	ms, err := db.Conversation(context.Background(), "conv", v)
 	if err != nil {

@@ -82,7 +82,7 @@ func TestKilledHolderIsReplacedAtOnce(t *testing.T) {
 
 // playTurnAfterCut runs a whole turn without playTurn's whole-history check (the history ends
 // with the dead turn's cut).
-func playTurnAfterCut(tn *turn.Turn, db store.Store, name string) error {
+func playTurnAfterCut(tn *turn.Turn, db store.Backend, name string) error {
 	tn.Add(turnSteps(name, 0)...)
 	if err := tn.Flush(bg); err != nil {
 		return err

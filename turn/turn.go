@@ -11,7 +11,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// Store is the part of store.Store a turn uses. A backend that also implements
+// Store is the part of store.Backend a turn uses. A backend that also implements
 // store.LeaseWatcher wakes waiters at once when a lease is released.
 type Store interface {
 	AcquireLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (store.Lease, error)

@@ -40,7 +40,7 @@ type fixture struct {
 	summary  int64
 }
 
-func mustAppend(t testing.TB, st store.Store, sid string, ms ...store.Message) []int64 {
+func mustAppend(t testing.TB, st store.Backend, sid string, ms ...store.Message) []int64 {
 	t.Helper()
 	ids, err := st.AppendBatch(bg, sid, ms)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 	"github.com/spoolhq/spool/web/signin"
 )
 
-// Store is the part of store.Store the browser uses; every store.Store satisfies it.
+// Store is the part of store.Backend the browser uses; every store.Backend satisfies it.
 type Store interface {
 	GetSession(ctx context.Context, id string) (store.Session, error)
 	ListSessions(ctx context.Context, o store.ListOptions) ([]store.SessionListing, error)
@@ -43,7 +43,7 @@ type Store interface {
 	CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error)
 }
 
-var _ Store = store.Store(nil)
+var _ Store = store.Backend(nil)
 
 // Principal is whom a request acts for.
 type Principal struct {

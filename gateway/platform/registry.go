@@ -40,7 +40,7 @@ type Env struct {
 	Cursors Cursors
 }
 
-// Cursors are the store's per-channel read cursors (store.Store has both methods).
+// Cursors are the store's per-channel read cursors (store.Backend has both methods).
 type Cursors interface {
 	AdvanceReadCursor(ctx context.Context, c store.ReadCursor) error
 	ReadCursors(ctx context.Context, platform, bot string) ([]store.ReadCursor, error)

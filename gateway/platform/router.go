@@ -15,7 +15,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// Store is what the Router uses of store.Store.
+// Store is what the Router uses of store.Backend.
 type Store interface {
 	recall.Store
 	CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error)
@@ -37,7 +37,7 @@ type Store interface {
 	Sends(ctx context.Context, turnID string) ([]store.SendEntry, error)
 }
 
-var _ Store = store.Store(nil)
+var _ Store = store.Backend(nil)
 
 // Turns runs turns and session operations with the gateway's slots (a *gateway.Gateway).
 type Turns interface {

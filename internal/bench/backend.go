@@ -6,7 +6,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// Store is the part of store.Store the workloads call.
+// Store is the part of store.Backend the workloads call.
 type Store interface {
 	CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error)
 	GetSession(ctx context.Context, id string) (store.Session, error)

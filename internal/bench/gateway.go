@@ -245,7 +245,7 @@ func (r *timedRunner) pop(sid string) *turnTimes {
 
 // countingStore counts the store's writes and times the turn's writes and reads.
 type countingStore struct {
-	store.Store
+	store.Backend
 	writes atomic.Int64
 	delay  time.Duration // added to every write (GatewayConfig.writeDelay)
 }
@@ -274,45 +274,45 @@ func (c *countingStore) timed(ctx context.Context, part func(*turnTimes) *atomic
 }
 
 func (c *countingStore) WatchLease(id string) (store.LeaseWatch, error) {
-	if w, ok := c.Store.(store.LeaseWatcher); ok {
+	if w, ok := c.Backend.(store.LeaseWatcher); ok {
 		return w.WatchLease(id)
 	}
 	return nil, errors.New("no lease watch")
 }
 func (c *countingStore) CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error) {
 	defer c.write(ctx)()
-	return c.Store.CreateSession(ctx, ns)
+	return c.Backend.CreateSession(ctx, ns)
 }
 func (c *countingStore) UpdateSession(ctx context.Context, id string, p store.SessionPatch) error {
 	defer c.write(ctx)()
-	return c.Store.UpdateSession(ctx, id, p)
+	return c.Backend.UpdateSession(ctx, id, p)
 }
 func (c *countingStore) SetSystemPrompt(ctx context.Context, id, p string) (string, error) {
 	defer c.write(ctx)()
-	return c.Store.SetSystemPrompt(ctx, id, p)
+	return c.Backend.SetSystemPrompt(ctx, id, p)
 }
 func (c *countingStore) SetTitle(ctx context.Context, id, title string, opts ...store.WriteOption) error {
 	defer c.write(ctx)()
-	return c.Store.SetTitle(ctx, id, title, opts...)
+	return c.Backend.SetTitle(ctx, id, title, opts...)
 }
 func (c *countingStore) RecordRequest(ctx context.Context, id string, r store.RequestRecord) error {
 	defer c.write(ctx)()
-	return c.Store.RecordRequest(ctx, id, r)
+	return c.Backend.RecordRequest(ctx, id, r)
 }
 func (c *countingStore) Append(ctx context.Context, id string, m store.Message, o ...store.WriteOption) (int64, error) {
 	defer c.write(ctx)()
-	return c.Store.Append(ctx, id, m, o...)
+	return c.Backend.Append(ctx, id, m, o...)
 }
 func (c *countingStore) AppendBatch(ctx context.Context, id string, ms []store.Message, o ...store.WriteOption) ([]int64, error) {
 	defer c.write(ctx)()
-	return c.Store.AppendBatch(ctx, id, ms, o...)
+	return c.Backend.AppendBatch(ctx, id, ms, o...)
 }
 func (c *countingStore) CommitTurn(ctx context.Context, id string, l store.Lease, w store.TurnWrite) ([]int64, error) {
 	if w.Empty() && !w.Release {
-		return c.Store.CommitTurn(ctx, id, l, w) // writes nothing
+		return c.Backend.CommitTurn(ctx, id, l, w) // writes nothing
 	}
 	defer c.write(ctx)() // one transaction, whatever it carries
-	return c.Store.CommitTurn(ctx, id, l, w)
+	return c.Backend.CommitTurn(ctx, id, l, w)
 }
 func (c *countingStore) AcquireLease(ctx context.Context, id, h string, ttl time.Duration) (store.Lease, error) {
 	c.writes.Add(1)
@@ -322,7 +322,7 @@ func (c *countingStore) AcquireLease(ctx context.Context, id, h string, ttl time
 	if c.delay > 0 {
 		time.Sleep(c.delay)
 	}
-	return c.Store.AcquireLease(ctx, id, h, ttl)
+	return c.Backend.AcquireLease(ctx, id, h, ttl)
 }
 func (c *countingStore) BeginTurn(ctx context.Context, id, h string, ttl time.Duration, s store.TurnStart) (store.Lease, []int64, error) {
 	c.writes.Add(1) // one transaction: the lease and the turn's first messages
@@ -332,39 +332,39 @@ func (c *countingStore) BeginTurn(ctx context.Context, id, h string, ttl time.Du
 	if c.delay > 0 {
 		time.Sleep(c.delay)
 	}
-	return c.Store.BeginTurn(ctx, id, h, ttl, s)
+	return c.Backend.BeginTurn(ctx, id, h, ttl, s)
 }
 func (c *countingStore) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
 	defer c.write(ctx)()
-	return c.Store.RenewLease(ctx, l, ttl)
+	return c.Backend.RenewLease(ctx, l, ttl)
 }
 func (c *countingStore) ReleaseLease(ctx context.Context, l store.Lease) error {
 	defer c.write(ctx)()
-	return c.Store.ReleaseLease(ctx, l)
+	return c.Backend.ReleaseLease(ctx, l)
 }
 func (c *countingStore) PutRoute(ctx context.Context, r store.Route) error {
 	defer c.write(ctx)()
-	return c.Store.PutRoute(ctx, r)
+	return c.Backend.PutRoute(ctx, r)
 }
 func (c *countingStore) GetSession(ctx context.Context, id string) (store.Session, error) {
 	defer c.read(ctx)()
-	return c.Store.GetSession(ctx, id)
+	return c.Backend.GetSession(ctx, id)
 }
 func (c *countingStore) ResumeTarget(ctx context.Context, id string) (string, error) {
 	defer c.read(ctx)()
-	return c.Store.ResumeTarget(ctx, id)
+	return c.Backend.ResumeTarget(ctx, id)
 }
 func (c *countingStore) Conversation(ctx context.Context, id string, v store.View) ([]store.Message, error) {
 	defer c.read(ctx)()
-	return c.Store.Conversation(ctx, id, v)
+	return c.Backend.Conversation(ctx, id, v)
 }
 func (c *countingStore) SystemPrompt(ctx context.Context, id string) (string, error) {
 	defer c.read(ctx)()
-	return c.Store.SystemPrompt(ctx, id)
+	return c.Backend.SystemPrompt(ctx, id)
 }
 func (c *countingStore) Requests(ctx context.Context, id string, limit int) ([]store.RequestRecord, error) {
 	defer c.read(ctx)()
-	return c.Store.Requests(ctx, id, limit)
+	return c.Backend.Requests(ctx, id, limit)
 }
 
 // processCPU is the CPU time this process has used (user and system), 0 when unknown.
@@ -386,7 +386,7 @@ func Gateway(ctx context.Context, cfg GatewayConfig) (GatewayReport, error) {
 		return rep, err
 	}
 	defer db.Close()
-	st := &countingStore{Store: db, delay: cfg.writeDelay}
+	st := &countingStore{Backend: db, delay: cfg.writeDelay}
 	r, g, srv, err := startGateway(ctx, cfg, st)
 	if err != nil {
 		return rep, err
@@ -661,7 +661,7 @@ func (r *gatewayRun) ttfb() Latency {
 
 // check counts in rep the turns each session's stored conversation interleaved, duplicated
 // or lost, against the user messages sent to it.
-func (r *gatewayRun) check(rep *GatewayReport, db store.Store) {
+func (r *gatewayRun) check(rep *GatewayReport, db store.Backend) {
 	r.sent.Range(func(k, v any) bool {
 		sid := k.(string)
 		want := *v.(*[]string)
@@ -698,7 +698,7 @@ func (r *gatewayRun) check(rep *GatewayReport, db store.Store) {
 
 // storeBound measures W1 (one transaction per message) on w1 and from it the turns a second
 // the store allows at the distinct phase's writes per turn.
-func storeBound(ctx context.Context, w1 store.Store, rep *GatewayReport) error {
+func storeBound(ctx context.Context, w1 store.Backend, rep *GatewayReport) error {
 	s, err := w1.CreateSession(ctx, store.NewSession{})
 	if err != nil {
 		return err

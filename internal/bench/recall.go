@@ -246,7 +246,7 @@ func Recall(ctx context.Context, cfg RecallConfig) (*RecallReport, error) {
 
 // openRecallStore opens the store the benchmark runs in: the PostgreSQL database of
 // cfg.PostgresURL, else a SQLite file in a scratch directory removed on close.
-func openRecallStore(ctx context.Context, cfg RecallConfig) (store.Store, string, func(), error) {
+func openRecallStore(ctx context.Context, cfg RecallConfig) (store.Backend, string, func(), error) {
 	if cfg.PostgresURL != "" {
 		db, err := postgres.Open(ctx, cfg.PostgresURL, postgres.Options{MaxConns: 4})
 		if err != nil {
@@ -271,7 +271,7 @@ const fillerBatch = 1000
 
 // writeFiller writes cfg.Filler messages of the standard workload (W1 over 200 sessions),
 // session by session in batches, and adds each to the BM25 baselines' index.
-func writeFiller(ctx context.Context, st store.Store, cfg RecallConfig, idx *bm25Index) error {
+func writeFiller(ctx context.Context, st store.Backend, cfg RecallConfig, idx *bm25Index) error {
 	v, err := DefaultVocab()
 	if err != nil {
 		return err

@@ -74,7 +74,7 @@ var recallFacts = []recallFact{
 // drawn turn, and compacts each session halfway (the first half is archived, still searchable).
 // It returns every message as the BM25 baselines index it and the questions with their
 // evidence ids.
-func generateRecall(ctx context.Context, st store.Store, cfg RecallConfig) ([]recallDoc, []recallQuestion, error) {
+func generateRecall(ctx context.Context, st store.Backend, cfg RecallConfig) ([]recallDoc, []recallQuestion, error) {
 	rng := NewRng(cfg.Seed)
 	var docs []recallDoc
 	var questions []recallQuestion

@@ -490,7 +490,7 @@ func requestText(req provider.Request) string {
 // message holding the text and session_search(session_id, around_message_id=N) returns that
 // message as its anchor, or holds the fact's key and session_search(query=key) returns a
 // message holding the text among its top 3 results; lost otherwise.
-func scoreRetention(ctx context.Context, db store.Store, sid string, probe provider.Request, facts []Fact, asks []UserAsk, out *RetentionRun) error {
+func scoreRetention(ctx context.Context, db store.Backend, sid string, probe provider.Request, facts []Fact, asks []UserAsk, out *RetentionRun) error {
 	text := requestText(probe)
 	all, err := db.Conversation(ctx, sid, store.ViewAll)
 	if err != nil {

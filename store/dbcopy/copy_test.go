@@ -17,7 +17,7 @@ import (
 var bg = context.Background()
 
 type backend interface {
-	store.Store
+	store.Backend
 	dbcopy.Source
 	dbcopy.Target
 }

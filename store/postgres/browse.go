@@ -13,7 +13,7 @@ import (
 
 const defaultPageLimit = 200
 
-// ConversationPage implements store.Store.
+// ConversationPage implements store.Transcript.
 func (db *DB) ConversationPage(ctx context.Context, sessionID string, q store.PageQuery) ([]store.Message, error) {
 	var vis string
 	switch q.View {
@@ -60,7 +60,7 @@ func (db *DB) ConversationPage(ctx context.Context, sessionID string, q store.Pa
 	return ms, nil
 }
 
-// HeldLeases implements store.Store.
+// HeldLeases implements store.Leaser.
 func (db *DB) HeldLeases(ctx context.Context) ([]store.HeldLease, error) {
 	rows, err := db.pool.Query(ctx, `SELECT conversation_id, holder, generation, coalesce(acquired_at, 0), expires_at
 		FROM turn_leases WHERE holder IS NOT NULL AND expires_at > `+nowUS+` ORDER BY acquired_at, conversation_id`)
@@ -82,7 +82,7 @@ func (db *DB) HeldLeases(ctx context.Context) ([]store.HeldLease, error) {
 
 const microsPerDay = int64(24 * time.Hour / time.Microsecond)
 
-// UsageByDay implements store.Store.
+// UsageByDay implements store.Accounting.
 func (db *DB) UsageByDay(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error) {
 	var since int64 = -1 << 62
 	if !q.Since.IsZero() {

@@ -14,7 +14,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// ArchiveAndCompact implements store.Store; see store.CompactRequest for the protocol.
+// ArchiveAndCompact implements store.Compactor; see store.CompactRequest for the protocol.
 func (db *DB) ArchiveAndCompact(ctx context.Context, req store.CompactRequest, opts ...store.WriteOption) (int, error) {
 	w := store.ApplyWriteOptions(opts)
 	sid := req.SessionID
@@ -107,7 +107,7 @@ func (db *DB) ArchiveAndCompact(ctx context.Context, req store.CompactRequest, o
 	return active, nil
 }
 
-// RotateCompaction implements store.Store.
+// RotateCompaction implements store.Compactor.
 func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opts ...store.WriteOption) (store.Session, error) {
 	w := store.ApplyWriteOptions(opts)
 	pid := req.ParentID
@@ -283,7 +283,7 @@ func checkCompressionLock(ctx context.Context, tx pgx.Tx, sid, holder string) er
 	return nil
 }
 
-// AcquireCompressionLock implements store.Store.
+// AcquireCompressionLock implements store.Compactor.
 func (db *DB) AcquireCompressionLock(ctx context.Context, sid, holder string, ttl time.Duration) (bool, error) {
 	if holder == "" {
 		return false, store.Invalid("holder", "empty")
@@ -320,7 +320,7 @@ func (db *DB) AcquireCompressionLock(ctx context.Context, sid, holder string, tt
 	return got, nil
 }
 
-// RefreshCompressionLock implements store.Store.
+// RefreshCompressionLock implements store.Compactor.
 func (db *DB) RefreshCompressionLock(ctx context.Context, sid, holder string, ttl time.Duration) (bool, error) {
 	ttlUS := int64(max(ttl, 100*time.Millisecond) / time.Microsecond)
 	tag, err := db.pool.Exec(ctx, "UPDATE compression_locks SET expires_at = "+nowUS+" + $1 WHERE session_id = $2 AND holder = $3",
@@ -331,7 +331,7 @@ func (db *DB) RefreshCompressionLock(ctx context.Context, sid, holder string, tt
 	return tag.RowsAffected() == 1, nil
 }
 
-// ReleaseCompressionLock implements store.Store.
+// ReleaseCompressionLock implements store.Compactor.
 func (db *DB) ReleaseCompressionLock(ctx context.Context, sid, holder string) error {
 	if _, err := db.pool.Exec(ctx, "DELETE FROM compression_locks WHERE session_id = $1 AND holder = $2", sid, store.CleanIdent(holder)); err != nil {
 		return fmt.Errorf("release compression lock on %s: %w", sid, err)

@@ -45,7 +45,7 @@ type Options struct {
 	onPass     func(lo, found int64)
 }
 
-// DB is a store.Store on one PostgreSQL database.
+// DB is a store.Backend on one PostgreSQL database.
 type DB struct {
 	pool *pgxpool.Pool
 	url  string
@@ -58,7 +58,19 @@ type DB struct {
 	words wordStats // the word index's statistics, for sizing a ranked search's first range
 }
 
-var _ store.Store = (*DB)(nil)
+// DB provides every domain of the store contract.
+var (
+	_ store.Sessions      = (*DB)(nil)
+	_ store.Transcript    = (*DB)(nil)
+	_ store.Searcher      = (*DB)(nil)
+	_ store.Leaser        = (*DB)(nil)
+	_ store.Compactor     = (*DB)(nil)
+	_ store.PlatformState = (*DB)(nil)
+	_ store.APIState      = (*DB)(nil)
+	_ store.Accounting    = (*DB)(nil)
+	_ store.Admin         = (*DB)(nil)
+	_ store.Backend       = (*DB)(nil)
+)
 
 // IsURL reports whether s names a PostgreSQL database (postgres:// or postgresql://).
 func IsURL(s string) bool {

@@ -1,4 +1,4 @@
-// Package postgres is spool's multi-host store.Store backend: one PostgreSQL database shared by
+// Package postgres is spool's multi-host store.Backend: one PostgreSQL database shared by
 // any number of processes on any number of hosts, through pgx/v5's pgxpool. It passes the same
 // conformance suite as store/sqlite (store/storetest) and keeps its contract:
 //

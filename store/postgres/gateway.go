@@ -12,7 +12,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// PutRoute implements store.Store.
+// PutRoute implements store.PlatformState.
 func (db *DB) PutRoute(ctx context.Context, r store.Route) error {
 	if err := r.Validate(); err != nil {
 		return fmt.Errorf("put route %q: %w", r.Key, err)
@@ -37,7 +37,7 @@ func (db *DB) PutRoute(ctx context.Context, r store.Route) error {
 	return nil
 }
 
-// GetRoute implements store.Store.
+// GetRoute implements store.PlatformState.
 func (db *DB) GetRoute(ctx context.Context, key string) (store.Route, error) {
 	r := store.Route{Key: key}
 	var origin *string
@@ -57,7 +57,7 @@ func (db *DB) GetRoute(ctx context.Context, key string) (store.Route, error) {
 	return r, nil
 }
 
-// RoutesTo implements store.Store.
+// RoutesTo implements store.PlatformState.
 func (db *DB) RoutesTo(ctx context.Context, sessionID string) ([]store.Route, error) {
 	rows, err := db.pool.Query(ctx, `SELECT session_key, suspended, resume_pending, origin, updated_at
 		FROM routes WHERE session_id = $1 ORDER BY session_key COLLATE "C"`, cleanNUL(sessionID))
@@ -85,7 +85,7 @@ func (db *DB) RoutesTo(ctx context.Context, sessionID string) ([]store.Route, er
 	return out, nil
 }
 
-// ClaimIdempotencyKey implements store.Store. Concurrent claims of one key meet on its primary
+// ClaimIdempotencyKey implements store.APIState. Concurrent claims of one key meet on its primary
 // key: exactly one insert wins.
 func (db *DB) ClaimIdempotencyKey(ctx context.Context, c store.IdempotencyClaim) (store.IdempotencyEntry, bool, error) {
 	e := c.Entry
@@ -134,7 +134,7 @@ func (db *DB) ClaimIdempotencyKey(ctx context.Context, c store.IdempotencyClaim)
 	return got, claimed, nil
 }
 
-// CompleteIdempotencyKey implements store.Store.
+// CompleteIdempotencyKey implements store.APIState.
 func (db *DB) CompleteIdempotencyKey(ctx context.Context, scope, key string, status int, response []byte) error {
 	if status <= 0 {
 		return fmt.Errorf("complete idempotency key: %w", store.Invalid("status", "%d is not an HTTP status", status))
@@ -153,7 +153,7 @@ func (db *DB) CompleteIdempotencyKey(ctx context.Context, scope, key string, sta
 	return nil
 }
 
-// ReleaseIdempotencyKey implements store.Store.
+// ReleaseIdempotencyKey implements store.APIState.
 func (db *DB) ReleaseIdempotencyKey(ctx context.Context, scope, key string) error {
 	if _, err := db.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND status = 0`,
 		cleanNUL(scope), cleanNUL(key)); err != nil {

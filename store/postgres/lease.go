@@ -30,7 +30,7 @@ const takeLeaseSQL = `WITH now AS (SELECT ` + nowUS + ` AS us)
 	WHERE l.holder IS NULL OR l.expires_at <= excluded.acquired_at OR l.holder = excluded.holder
 	RETURNING conversation_id, generation, expires_at`
 
-// AcquireLease implements store.Store.
+// AcquireLease implements store.Leaser.
 func (db *DB) AcquireLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (store.Lease, error) {
 	if holder == "" {
 		return store.Lease{}, store.Invalid("holder", "empty")
@@ -99,7 +99,7 @@ func (db *DB) takeLease(ctx context.Context, tx pgx.Tx, sessionID, holder string
 	}
 }
 
-// RenewLease implements store.Store.
+// RenewLease implements store.Leaser.
 func (db *DB) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
 	ttlUS := int64(max(ttl, 100*time.Millisecond) / time.Microsecond)
 	renewed := l
@@ -117,7 +117,7 @@ func (db *DB) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) 
 	return renewed, nil
 }
 
-// ReleaseLease implements store.Store. A release that frees the lease is announced on
+// ReleaseLease implements store.Leaser. A release that frees the lease is announced on
 // leaseChannel in the same transaction (delivered at commit).
 func (db *DB) ReleaseLease(ctx context.Context, l store.Lease) error {
 	err := db.write(ctx, leaseBudget, func(tx pgx.Tx) error {

@@ -14,7 +14,7 @@ import (
 
 const chainWalkCap = 1000
 
-// Children implements store.Store.
+// Children implements store.Transcript.
 func (db *DB) Children(ctx context.Context, id string) ([]store.Session, error) {
 	if _, err := getSession(ctx, db.pool, id); err != nil {
 		return nil, fmt.Errorf("children: %w", err)
@@ -30,7 +30,7 @@ func (db *DB) Children(ctx context.Context, id string) ([]store.Session, error) 
 	return out, nil
 }
 
-// Root implements store.Store.
+// Root implements store.Transcript.
 func (db *DB) Root(ctx context.Context, id string) (string, error) {
 	return rootOf(ctx, db.pool, id)
 }
@@ -44,7 +44,7 @@ func rootOf(ctx context.Context, q querier, id string) (string, error) {
 	return root, err
 }
 
-// Chain implements store.Store.
+// Chain implements store.Transcript.
 func (db *DB) Chain(ctx context.Context, id string) ([]store.Session, error) {
 	chain, err := chainOf(ctx, db.pool, id)
 	if err != nil {
@@ -87,7 +87,7 @@ func chainOf(ctx context.Context, q querier, id string) ([]store.Session, error)
 	return chain, nil
 }
 
-// ResumeTarget implements store.Store.
+// ResumeTarget implements store.Transcript.
 func (db *DB) ResumeTarget(ctx context.Context, id string) (string, error) {
 	chain, err := chainOf(ctx, db.pool, id)
 	if err != nil {
@@ -96,7 +96,7 @@ func (db *DB) ResumeTarget(ctx context.Context, id string) (string, error) {
 	return chain[len(chain)-1].ID, nil
 }
 
-// Branch implements store.Store.
+// Branch implements store.Transcript.
 func (db *DB) Branch(ctx context.Context, parentID string, child store.NewSession) (store.Session, error) {
 	child.ParentID = parentID
 	child.Relation = store.RelationBranch

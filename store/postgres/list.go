@@ -9,7 +9,7 @@ import (
 	"github.com/spoolhq/spool/store/fts"
 )
 
-// ListSessions implements store.Store. A compression chain lists once, as its root, with its
+// ListSessions implements store.Sessions. A compression chain lists once, as its root, with its
 // newest activity and its live tip.
 func (db *DB) ListSessions(ctx context.Context, o store.ListOptions) ([]store.SessionListing, error) {
 	if o.Trees {

@@ -10,7 +10,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// ImportSession implements store.Store.
+// ImportSession implements store.Admin.
 func (db *DB) ImportSession(ctx context.Context, s store.Session, prompt string, ms []store.Message) error {
 	ns := store.NewSession{ID: s.ID, Source: s.Source, UserID: s.UserID, SessionKey: s.SessionKey, Title: s.Title,
 		Model: s.Model, ModelConfig: s.ModelConfig, ParentID: s.ParentID, Relation: s.Relation,
@@ -101,7 +101,7 @@ func freeTitle(ctx context.Context, tx pgx.Tx, userID, title string) (string, er
 	}
 }
 
-// Prune implements store.Store: sessions idle since cutoff (their own and their chain root's last
+// Prune implements store.Admin: sessions idle since cutoff (their own and their chain root's last
 // activity), ended or not, except conversations whose turn lease is held now.
 func (db *DB) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 	ids, err := column[string](ctx, db.pool, `SELECT s.id FROM sessions s JOIN sessions r ON r.id = s.root_id
@@ -128,7 +128,7 @@ func (db *DB) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 	return deleted, nil
 }
 
-// Stats implements store.Store. Bytes is the size of the whole database.
+// Stats implements store.Admin. Bytes is the size of the whole database.
 func (db *DB) Stats(ctx context.Context) (store.Stats, error) {
 	st := store.Stats{BySource: map[string]int{}}
 	q := db.pool
@@ -165,7 +165,7 @@ func (db *DB) Stats(ctx context.Context) (store.Stats, error) {
 	return st, nil
 }
 
-// Check implements store.Store: the schema version, invalid indexes, the ctype pg_trgm needs
+// Check implements store.Admin: the schema version, invalid indexes, the ctype pg_trgm needs
 // for CJK, the index columns of a sample of rows against what the writer computes, and every
 // session's counters against its rows. PostgreSQL enforces the foreign keys itself.
 func (db *DB) Check(ctx context.Context) ([]string, error) {

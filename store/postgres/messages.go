@@ -13,7 +13,7 @@ import (
 	"github.com/spoolhq/spool/store/fts"
 )
 
-// Append implements store.Store.
+// Append implements store.Transcript.
 func (db *DB) Append(ctx context.Context, sessionID string, m store.Message, opts ...store.WriteOption) (int64, error) {
 	ids, err := db.appendMessages(ctx, sessionID, []store.Message{m}, store.ApplyWriteOptions(opts))
 	if err != nil {
@@ -22,7 +22,7 @@ func (db *DB) Append(ctx context.Context, sessionID string, m store.Message, opt
 	return ids[0], nil
 }
 
-// AppendBatch implements store.Store.
+// AppendBatch implements store.Transcript.
 func (db *DB) AppendBatch(ctx context.Context, sessionID string, ms []store.Message, opts ...store.WriteOption) ([]int64, error) {
 	if len(ms) == 0 {
 		return nil, nil
@@ -240,7 +240,7 @@ func checkLease(ctx context.Context, tx pgx.Tx, root string, l *store.Lease) err
 	return renewExpired(ctx, tx, root)
 }
 
-// Conversation implements store.Store.
+// Conversation implements store.Transcript.
 func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) ([]store.Message, error) {
 	var where string
 	switch v {
@@ -274,7 +274,7 @@ func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) 
 	return ms, nil
 }
 
-// UndoLastExchange implements store.Store.
+// UndoLastExchange implements store.Transcript.
 func (db *DB) UndoLastExchange(ctx context.Context, sessionID string, opts ...store.WriteOption) (int, error) {
 	w := store.ApplyWriteOptions(opts)
 	var n int
@@ -304,7 +304,7 @@ func (db *DB) UndoLastExchange(ctx context.Context, sessionID string, opts ...st
 	return n, nil
 }
 
-// HideMessage implements store.Store.
+// HideMessage implements store.Transcript.
 func (db *DB) HideMessage(ctx context.Context, sessionID string, id int64, opts ...store.WriteOption) (int, error) {
 	w := store.ApplyWriteOptions(opts)
 	var n int

@@ -60,7 +60,7 @@ func TestSearchParityWithSQLite(t *testing.T) {
 		{Role: store.RoleAssistant, Content: "Décidé: deployments are retried by the café's runner", ToolCalls: []store.ToolCall{
 			{ID: "c3", Type: "function", Function: store.ToolFunction{Name: "run_tests", Arguments: `{"cmd":"go test ./migrations/..."}`}}}},
 	}
-	for _, st := range []store.Store{pg, lite} {
+	for _, st := range []store.Backend{pg, lite} {
 		if _, err := st.CreateSession(bg, store.NewSession{ID: "p"}); err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func TestSearchParityWithSQLite(t *testing.T) {
 		"run_tests", "runners", "cafe", "décidé", `"tests passed"`, `"test passed"`, "test*", "tests AND retrying",
 		"retrying NOT café", "passing OR servers", "the of and", "src/main.py read", "restarted servers",
 	}
-	contentsOf := func(st store.Store, q string) []string {
+	contentsOf := func(st store.Backend, q string) []string {
 		hits, err := st.Search(bg, store.SearchQuery{Text: q, Limit: 100, NoContext: true})
 		if err != nil {
 			t.Fatalf("search %q: %v", q, err)

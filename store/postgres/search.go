@@ -25,7 +25,7 @@ const (
 	rankWindow = 1000
 )
 
-// Search implements store.Store with store/sqlite's semantics: the same sanitizer, the same
+// Search implements store.Searcher with store/sqlite's semantics: the same sanitizer, the same
 // tokens (see index.go), the same CJK routing (substrings of three or more characters through
 // the trigram index, shorter ones by a scan of the CJK rows; OR and NOT as groups), whole tool
 // bodies for tool searches, compaction copies listed on their original, the same filters,

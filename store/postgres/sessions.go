@@ -15,7 +15,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// CreateSession implements store.Store.
+// CreateSession implements store.Sessions.
 func (db *DB) CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error) {
 	if ns.Source == "" {
 		ns.Source = "cli"
@@ -161,7 +161,7 @@ func titleHolder(ctx context.Context, q querier, userID, title string) (string, 
 	return id, err
 }
 
-// GetSession implements store.Store.
+// GetSession implements store.Sessions.
 func (db *DB) GetSession(ctx context.Context, id string) (store.Session, error) {
 	s, err := getSession(ctx, db.pool, id)
 	if err != nil {
@@ -184,12 +184,12 @@ func likeEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
-// ResolveSession implements store.Store.
+// ResolveSession implements store.Sessions.
 func (db *DB) ResolveSession(ctx context.Context, ref string) (store.Session, error) {
 	return db.resolveSession(ctx, nil, ref)
 }
 
-// ResolveSessionOf implements store.Store.
+// ResolveSessionOf implements store.Sessions.
 func (db *DB) ResolveSessionOf(ctx context.Context, userID, ref string) (store.Session, error) {
 	return db.resolveSession(ctx, &userID, ref)
 }
@@ -254,7 +254,7 @@ func resolveTitle(ctx context.Context, q querier, owner *string, ref string) (st
 	return id, err
 }
 
-// UpdateSession implements store.Store.
+// UpdateSession implements store.Sessions.
 func (db *DB) UpdateSession(ctx context.Context, id string, p store.SessionPatch) error {
 	sets, args, err := patchSets(p)
 	if err != nil {
@@ -339,7 +339,7 @@ func existsOr(ctx context.Context, q querier, id string) error {
 	return err
 }
 
-// EndSession implements store.Store.
+// EndSession implements store.Sessions.
 func (db *DB) EndSession(ctx context.Context, id, reason string) error {
 	if reason == "" {
 		return fmt.Errorf("end session %s: %w", id, store.Invalid("reason", "must not be empty"))
@@ -349,13 +349,13 @@ func (db *DB) EndSession(ctx context.Context, id, reason string) error {
 		micros(time.Now()), store.CleanIdent(reason), id)
 }
 
-// ReopenSession implements store.Store.
+// ReopenSession implements store.Sessions.
 func (db *DB) ReopenSession(ctx context.Context, id string) error {
 	return db.updateOne(ctx, "reopen session", id,
 		"UPDATE sessions SET ended_at = NULL, end_reason = '' WHERE id = $1", id)
 }
 
-// SetTitle implements store.Store.
+// SetTitle implements store.Sessions.
 func (db *DB) SetTitle(ctx context.Context, id, title string, opts ...store.WriteOption) error {
 	t, err := store.CleanTitle(title)
 	if err != nil {
@@ -401,7 +401,7 @@ func (db *DB) SetTitle(ctx context.Context, id, title string, opts ...store.Writ
 	return nil
 }
 
-// NextTitle implements store.Store.
+// NextTitle implements store.Sessions.
 func (db *DB) NextTitle(ctx context.Context, userID, base string) (string, error) {
 	return nextTitle(ctx, db.pool, userID, base)
 }
@@ -440,7 +440,7 @@ func nextTitle(ctx context.Context, q querier, userID, base string) (string, err
 	return next, nil
 }
 
-// DeleteSession implements store.Store.
+// DeleteSession implements store.Sessions.
 func (db *DB) DeleteSession(ctx context.Context, id string) error {
 	err := db.write(ctx, routineBudget, func(tx pgx.Tx) error {
 		if err := existsOr(ctx, tx, id); err != nil {
@@ -534,7 +534,7 @@ func deleteSessionTx(ctx context.Context, tx pgx.Tx, id string) error {
 	return nil
 }
 
-// SetSystemPrompt implements store.Store.
+// SetSystemPrompt implements store.Sessions.
 func (db *DB) SetSystemPrompt(ctx context.Context, id, prompt string) (string, error) {
 	prompt = cleanNUL(store.CleanText(prompt))
 	hash := store.PromptHash(prompt)
@@ -561,7 +561,7 @@ func setPromptTx(ctx context.Context, tx pgx.Tx, id, prompt, hash string) error 
 	return nil
 }
 
-// SystemPrompt implements store.Store.
+// SystemPrompt implements store.Sessions.
 func (db *DB) SystemPrompt(ctx context.Context, id string) (string, error) {
 	var prompt *string
 	err := db.pool.QueryRow(ctx, `SELECT p.prompt FROM sessions s
@@ -578,7 +578,7 @@ func (db *DB) SystemPrompt(ctx context.Context, id string) (string, error) {
 	return *prompt, nil
 }
 
-// RecordRequest implements store.Store.
+// RecordRequest implements store.Accounting.
 func (db *DB) RecordRequest(ctx context.Context, id string, r store.RequestRecord) error {
 	e, err := encodeRequest(r)
 	if err != nil {
@@ -643,7 +643,7 @@ func (e encodedRequest) rowArgs(id string) []any {
 		u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, e.brk, max(r.Latency.Microseconds(), 0), store.CleanIdent(r.Fallback)}
 }
 
-// Requests implements store.Store.
+// Requests implements store.Accounting.
 func (db *DB) Requests(ctx context.Context, id string, limit int) ([]store.RequestRecord, error) {
 	var lim *int
 	if limit > 0 {

@@ -17,7 +17,7 @@ const releaseNotifySQL = `WITH r AS (UPDATE turn_leases SET holder = NULL, expir
 	WHERE conversation_id = $1 AND holder = $2 AND generation = $3 RETURNING conversation_id)
 	SELECT pg_notify($4, $5) FROM r`
 
-// CommitTurn implements store.Store in one round trip: the messages' statements as
+// CommitTurn implements store.Leaser in one round trip: the messages' statements as
 // AppendBatch pipelines them, the request records, the patch and the release, all in one
 // pipelined batch, which PostgreSQL runs as one implicit transaction. The first statement always
 // locks the session's row and spool_fence then locks the lease row (the order of every other

@@ -19,7 +19,7 @@ const turnStartSQL = `SELECT message_count, ended_at IS NOT NULL AND end_reason 
 	coalesce((SELECT max(id) FROM messages WHERE session_id = $1 AND active), 0)
 	FROM sessions WHERE id = $1 FOR UPDATE`
 
-// BeginTurn implements store.Store in one transaction: the session row is locked and its
+// BeginTurn implements store.Leaser in one transaction: the session row is locked and its
 // history's tail read, the lease is taken as AcquireLease takes it, and when the tail is still
 // s's the messages are appended by appendRowsTx (counters, the root's activity, the rows, in one
 // round trip). No fence call is needed: the lease row was taken in

@@ -15,7 +15,7 @@ import (
 
 const defaultPageLimit = 200
 
-// ConversationPage implements store.Store. Each visibility is read as its own range of the
+// ConversationPage implements store.Transcript. Each visibility is read as its own range of the
 // (session_id, active, id) index, already in id order, and the ranges are merged: one query with
 // "active = 1 OR compacted = 1" would read and sort every row of the session for each page.
 func (db *DB) ConversationPage(ctx context.Context, sessionID string, q store.PageQuery) ([]store.Message, error) {
@@ -88,7 +88,7 @@ func (db *DB) ConversationPage(ctx context.Context, sessionID string, q store.Pa
 	return ms, nil
 }
 
-// HeldLeases implements store.Store.
+// HeldLeases implements store.Leaser.
 func (db *DB) HeldLeases(ctx context.Context) ([]store.HeldLease, error) {
 	var out []store.HeldLease
 	err := db.readRows(ctx, `SELECT conversation_id, holder, generation, coalesce(acquired_at, 0), expires_at
@@ -111,7 +111,7 @@ func (db *DB) HeldLeases(ctx context.Context) ([]store.HeldLease, error) {
 
 const microsPerDay = int64(24 * time.Hour / time.Microsecond)
 
-// UsageByDay implements store.Store.
+// UsageByDay implements store.Accounting.
 func (db *DB) UsageByDay(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error) {
 	var since int64 = -1 << 62
 	if !q.Since.IsZero() {

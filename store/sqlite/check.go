@@ -9,7 +9,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// Check implements store.Store: SQLite's integrity and foreign-key checks, both full-text
+// Check implements store.Admin: SQLite's integrity and foreign-key checks, both full-text
 // indexes against their content, and every session's counters against its rows.
 //
 // It works while other processes write: the reads run on the reader pool (a snapshot, never

@@ -13,7 +13,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// ArchiveAndCompact implements store.Store; see store.CompactRequest for the protocol.
+// ArchiveAndCompact implements store.Compactor; see store.CompactRequest for the protocol.
 func (db *DB) ArchiveAndCompact(ctx context.Context, req store.CompactRequest, opts ...store.WriteOption) (int, error) {
 	w := store.ApplyWriteOptions(opts)
 	sid := req.SessionID
@@ -102,7 +102,7 @@ func (db *DB) ArchiveAndCompact(ctx context.Context, req store.CompactRequest, o
 	return active, nil
 }
 
-// RotateCompaction implements store.Store.
+// RotateCompaction implements store.Compactor.
 func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opts ...store.WriteOption) (store.Session, error) {
 	w := store.ApplyWriteOptions(opts)
 	pid := req.ParentID
@@ -278,7 +278,7 @@ func checkCompressionLock(ctx context.Context, tx *sql.Tx, sid, holder string) e
 	return nil
 }
 
-// AcquireCompressionLock implements store.Store.
+// AcquireCompressionLock implements store.Compactor.
 func (db *DB) AcquireCompressionLock(ctx context.Context, sid, holder string, ttl time.Duration) (bool, error) {
 	if holder == "" {
 		return false, store.Invalid("holder", "empty")
@@ -320,7 +320,7 @@ func (db *DB) AcquireCompressionLock(ctx context.Context, sid, holder string, tt
 	return got, nil
 }
 
-// RefreshCompressionLock implements store.Store.
+// RefreshCompressionLock implements store.Compactor.
 func (db *DB) RefreshCompressionLock(ctx context.Context, sid, holder string, ttl time.Duration) (bool, error) {
 	ttl = max(ttl, 100*time.Millisecond)
 	var ok bool
@@ -340,7 +340,7 @@ func (db *DB) RefreshCompressionLock(ctx context.Context, sid, holder string, tt
 	return ok, nil
 }
 
-// ReleaseCompressionLock implements store.Store.
+// ReleaseCompressionLock implements store.Compactor.
 func (db *DB) ReleaseCompressionLock(ctx context.Context, sid, holder string) error {
 	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, "DELETE FROM compression_locks WHERE session_id = ? AND holder = ?", sid, holder)

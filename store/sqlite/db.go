@@ -42,7 +42,7 @@ type Options struct {
 	manualCheckpoints bool
 }
 
-// DB is a store.Store on one SQLite file.
+// DB is a store.Backend on one SQLite file.
 type DB struct {
 	path        string
 	w           *sql.DB // exactly one connection: writes serialize in-process, BEGIN IMMEDIATE across processes
@@ -82,7 +82,19 @@ type DB struct {
 // new, empty database (another handle, another process, cannot reach it).
 const Memory = ":memory:"
 
-var _ store.Store = (*DB)(nil)
+// DB provides every domain of the store contract.
+var (
+	_ store.Sessions      = (*DB)(nil)
+	_ store.Transcript    = (*DB)(nil)
+	_ store.Searcher      = (*DB)(nil)
+	_ store.Leaser        = (*DB)(nil)
+	_ store.Compactor     = (*DB)(nil)
+	_ store.PlatformState = (*DB)(nil)
+	_ store.APIState      = (*DB)(nil)
+	_ store.Accounting    = (*DB)(nil)
+	_ store.Admin         = (*DB)(nil)
+	_ store.Backend       = (*DB)(nil)
+)
 
 const (
 	writeBusyTimeoutMS = 5    // SQLite's own busy handler: short, the jittered retry does the waiting

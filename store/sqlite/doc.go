@@ -1,4 +1,4 @@
-// Package sqlite is spool's embedded store.Store backend: one SQLite file in WAL mode, written
+// Package sqlite is spool's embedded store.Backend: one SQLite file in WAL mode, written
 // through a single connection with BEGIN IMMEDIATE and a jittered retry on a time budget, read
 // through a bounded pool. It is safe for several OS processes on one host: their writers queue
 // on a kernel lock (flock on <db>-writer) before taking SQLite's, and lease releases wake

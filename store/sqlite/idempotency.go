@@ -10,7 +10,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// ClaimIdempotencyKey implements store.Store.
+// ClaimIdempotencyKey implements store.APIState.
 func (db *DB) ClaimIdempotencyKey(ctx context.Context, c store.IdempotencyClaim) (store.IdempotencyEntry, bool, error) {
 	e := c.Entry
 	if e.Key == "" {
@@ -59,7 +59,7 @@ func (db *DB) ClaimIdempotencyKey(ctx context.Context, c store.IdempotencyClaim)
 	return got, claimed, nil
 }
 
-// CompleteIdempotencyKey implements store.Store.
+// CompleteIdempotencyKey implements store.APIState.
 func (db *DB) CompleteIdempotencyKey(ctx context.Context, scope, key string, status int, response []byte) error {
 	if status <= 0 {
 		return fmt.Errorf("complete idempotency key: %w", store.Invalid("status", "%d is not an HTTP status", status))
@@ -84,7 +84,7 @@ func (db *DB) CompleteIdempotencyKey(ctx context.Context, scope, key string, sta
 	return nil
 }
 
-// ReleaseIdempotencyKey implements store.Store.
+// ReleaseIdempotencyKey implements store.APIState.
 func (db *DB) ReleaseIdempotencyKey(ctx context.Context, scope, key string) error {
 	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND status = 0`, scope, key)

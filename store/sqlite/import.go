@@ -8,7 +8,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// ImportSession implements store.Store.
+// ImportSession implements store.Admin.
 func (db *DB) ImportSession(ctx context.Context, s store.Session, prompt string, ms []store.Message) error {
 	err := db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error {
 		if err := db.importTx(ctx, tx, s, prompt, ms); err != nil {

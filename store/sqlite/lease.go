@@ -19,7 +19,7 @@ import (
 // cannot take it in that time fails with the store's *store.WriteTimeoutError.
 const leaseBudget = 5 * time.Second
 
-// AcquireLease implements store.Store.
+// AcquireLease implements store.Leaser.
 func (db *DB) AcquireLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (store.Lease, error) {
 	if holder == "" {
 		return store.Lease{}, store.Invalid("holder", "empty")
@@ -68,7 +68,7 @@ func (db *DB) takeLease(ctx context.Context, q cachedTx, conv, holder string, tt
 	return l, err
 }
 
-// BeginTurn implements store.Store: one write (a job of the group writer) reads the session's
+// BeginTurn implements store.Leaser: one write (a job of the group writer) reads the session's
 // root and the tail of its active history (turnStartSQL), takes the lease as AcquireLease does
 // and, when the tail is still s's, appends s.Messages as CommitTurn does (commitMerged, whose
 // fence check finds the lease just taken).
@@ -115,7 +115,7 @@ func (db *DB) BeginTurn(ctx context.Context, sessionID, holder string, ttl time.
 	return l, ids, nil
 }
 
-// RenewLease implements store.Store.
+// RenewLease implements store.Leaser.
 func (db *DB) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
 	ttl = max(ttl, 100*time.Millisecond)
 	renewed := l
@@ -136,7 +136,7 @@ func (db *DB) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) 
 	return renewed, nil
 }
 
-// ReleaseLease implements store.Store.
+// ReleaseLease implements store.Leaser.
 func (db *DB) ReleaseLease(ctx context.Context, l store.Lease) error {
 	var released bool
 	err := db.writeGrouped(ctx, leaseBudget, func(ctx context.Context, tx *sql.Tx) error {

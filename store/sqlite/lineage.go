@@ -13,7 +13,7 @@ import (
 
 const chainWalkCap = 1000
 
-// Children implements store.Store.
+// Children implements store.Transcript.
 func (db *DB) Children(ctx context.Context, id string) ([]store.Session, error) {
 	q := db.read()
 	if _, err := getSession(ctx, q, id); err != nil {
@@ -43,7 +43,7 @@ func loadSessions(ctx context.Context, q querier, query string, args ...any) ([]
 	return out, rows.Err()
 }
 
-// Root implements store.Store. The root is kept on every row (root_id), set when a compression
+// Root implements store.Transcript. The root is kept on every row (root_id), set when a compression
 // continuation is created and repaired when a chain member is deleted.
 func (db *DB) Root(ctx context.Context, id string) (string, error) {
 	return rootOf(ctx, db.read(), id)
@@ -58,7 +58,7 @@ func rootOf(ctx context.Context, q querier, id string) (string, error) {
 	return root, err
 }
 
-// Chain implements store.Store.
+// Chain implements store.Transcript.
 func (db *DB) Chain(ctx context.Context, id string) ([]store.Session, error) {
 	chain, err := chainOf(ctx, db.read(), id)
 	if err != nil {
@@ -108,7 +108,7 @@ const resumeFastSQL = `SELECT s.root_id, EXISTS (SELECT 1 FROM sessions c
 	WHERE c.parent_session_id = s.root_id AND c.relation = 'compression')
 	OR NOT EXISTS (SELECT 1 FROM sessions r WHERE r.id = s.root_id) FROM sessions s WHERE s.id = ?`
 
-// ResumeTarget implements store.Store.
+// ResumeTarget implements store.Transcript.
 func (db *DB) ResumeTarget(ctx context.Context, id string) (string, error) {
 	// Every gateway turn asks: one read instead of chainOf's three when nothing was rotated.
 	var root string
@@ -130,7 +130,7 @@ func (db *DB) ResumeTarget(ctx context.Context, id string) (string, error) {
 	return chain[len(chain)-1].ID, nil
 }
 
-// Branch implements store.Store.
+// Branch implements store.Transcript.
 func (db *DB) Branch(ctx context.Context, parentID string, child store.NewSession) (store.Session, error) {
 	child.ParentID = parentID
 	child.Relation = store.RelationBranch

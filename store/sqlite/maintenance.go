@@ -26,7 +26,7 @@ func freeTitle(ctx context.Context, tx *sql.Tx, userID, title string) (string, e
 	}
 }
 
-// Prune implements store.Store. A session is idle when its own last activity (its newest
+// Prune implements store.Admin. A session is idle when its own last activity (its newest
 // message, else its start) and its compression chain's newest activity (kept on the chain root)
 // are both before cutoff; CLI sessions never end, so an end stamp is not required. A
 // conversation whose turn lease is held is being used and is kept.
@@ -55,7 +55,7 @@ func (db *DB) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 	return deleted, nil
 }
 
-// Stats implements store.Store.
+// Stats implements store.Admin.
 func (db *DB) Stats(ctx context.Context) (store.Stats, error) {
 	st := store.Stats{BySource: map[string]int{}}
 	q := db.read()

@@ -12,7 +12,7 @@ import (
 	"github.com/spoolhq/spool/store/fts"
 )
 
-// Append implements store.Store.
+// Append implements store.Transcript.
 func (db *DB) Append(ctx context.Context, sessionID string, m store.Message, opts ...store.WriteOption) (int64, error) {
 	ids, err := db.appendMessages(ctx, sessionID, []store.Message{m}, store.ApplyWriteOptions(opts))
 	if err != nil {
@@ -21,7 +21,7 @@ func (db *DB) Append(ctx context.Context, sessionID string, m store.Message, opt
 	return ids[0], nil
 }
 
-// AppendBatch implements store.Store.
+// AppendBatch implements store.Transcript.
 func (db *DB) AppendBatch(ctx context.Context, sessionID string, ms []store.Message, opts ...store.WriteOption) ([]int64, error) {
 	if len(ms) == 0 {
 		return nil, nil
@@ -211,7 +211,7 @@ func (db *DB) insertMessages(ctx context.Context, tx *sql.Tx, sessionID string, 
 	return nil
 }
 
-// Conversation implements store.Store.
+// Conversation implements store.Transcript.
 func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) ([]store.Message, error) {
 	var where string
 	switch v {
@@ -326,7 +326,7 @@ func (db *DB) loadMessagesSQL(ctx context.Context, sessionID, where string) ([]s
 const displayWhere = `(m.active = 1 OR m.compacted = 1) AND NOT EXISTS (SELECT 1 FROM messages c
 	WHERE c.copy_of = coalesce(m.copy_of, m.id) AND c.id > m.id AND (c.active = 1 OR c.compacted = 1))`
 
-// UndoLastExchange implements store.Store.
+// UndoLastExchange implements store.Transcript.
 func (db *DB) UndoLastExchange(ctx context.Context, sessionID string, opts ...store.WriteOption) (int, error) {
 	w := store.ApplyWriteOptions(opts)
 	var n int
@@ -356,7 +356,7 @@ func (db *DB) UndoLastExchange(ctx context.Context, sessionID string, opts ...st
 	return n, nil
 }
 
-// HideMessage implements store.Store.
+// HideMessage implements store.Transcript.
 func (db *DB) HideMessage(ctx context.Context, sessionID string, id int64, opts ...store.WriteOption) (int, error) {
 	w := store.ApplyWriteOptions(opts)
 	var n int

@@ -11,7 +11,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// ClaimRoute implements store.Store.
+// ClaimRoute implements store.PlatformState.
 func (db *DB) ClaimRoute(ctx context.Context, r store.Route) (store.Route, bool, error) {
 	if err := r.Validate(); err != nil {
 		return store.Route{}, false, fmt.Errorf("claim route %q: %w", r.Key, err)
@@ -67,7 +67,7 @@ func scanInbound(sc interface{ Scan(...any) error }) (store.InboundEvent, error)
 	return e, nil
 }
 
-// RecordInbound implements store.Store.
+// RecordInbound implements store.PlatformState.
 func (db *DB) RecordInbound(ctx context.Context, e store.InboundEvent) (store.InboundEvent, bool, error) {
 	if err := e.Validate(); err != nil {
 		return store.InboundEvent{}, false, fmt.Errorf("record inbound event: %w", err)
@@ -125,7 +125,7 @@ func claimMicros(t time.Time) int64 {
 	return micros(t)
 }
 
-// ClaimInbound implements store.Store.
+// ClaimInbound implements store.PlatformState.
 func (db *DB) ClaimInbound(ctx context.Context, platform, eventID, holder string, ttl time.Duration) (store.InboundEvent, bool, error) {
 	if holder == "" {
 		return store.InboundEvent{}, false, fmt.Errorf("claim inbound event: %w", store.Invalid("holder", "empty"))
@@ -163,7 +163,7 @@ func (db *DB) ClaimInbound(ctx context.Context, platform, eventID, holder string
 	return got, claimed, nil
 }
 
-// UpdateInbound implements store.Store.
+// UpdateInbound implements store.PlatformState.
 func (db *DB) UpdateInbound(ctx context.Context, u store.InboundUpdate) error {
 	if !u.State.Valid() && !(u.Release && u.State == "") {
 		return fmt.Errorf("update inbound event: %w", store.Invalid("state", "%q is not a state", u.State))
@@ -196,7 +196,7 @@ func (db *DB) UpdateInbound(ctx context.Context, u store.InboundUpdate) error {
 	return nil
 }
 
-// UnfinishedInbound implements store.Store.
+// UnfinishedInbound implements store.PlatformState.
 func (db *DB) UnfinishedInbound(ctx context.Context, platform string, limit int) ([]store.InboundEvent, error) {
 	if limit <= 0 {
 		limit = 100
@@ -221,7 +221,7 @@ func (db *DB) UnfinishedInbound(ctx context.Context, platform string, limit int)
 	return out, nil
 }
 
-// PutSend implements store.Store.
+// PutSend implements store.PlatformState.
 func (db *DB) PutSend(ctx context.Context, e store.SendEntry) error {
 	if err := e.Validate(); err != nil {
 		return fmt.Errorf("put send entry: %w", err)
@@ -241,7 +241,7 @@ func (db *DB) PutSend(ctx context.Context, e store.SendEntry) error {
 	return nil
 }
 
-// Sends implements store.Store.
+// Sends implements store.PlatformState.
 func (db *DB) Sends(ctx context.Context, turnID string) ([]store.SendEntry, error) {
 	rows, err := db.read().QueryContext(ctx, `SELECT turn_id, chunk, message_id, text_hash, updated_at FROM platform_sends
 		WHERE turn_id = ? ORDER BY chunk`, turnID)
@@ -265,7 +265,7 @@ func (db *DB) Sends(ctx context.Context, turnID string) ([]store.SendEntry, erro
 	return out, nil
 }
 
-// AdvanceReadCursor implements store.Store.
+// AdvanceReadCursor implements store.PlatformState.
 func (db *DB) AdvanceReadCursor(ctx context.Context, c store.ReadCursor) error {
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("advance read cursor: %w", err)
@@ -287,7 +287,7 @@ func (db *DB) AdvanceReadCursor(ctx context.Context, c store.ReadCursor) error {
 	return nil
 }
 
-// ReadCursors implements store.Store.
+// ReadCursors implements store.PlatformState.
 func (db *DB) ReadCursors(ctx context.Context, platform, bot string) ([]store.ReadCursor, error) {
 	rows, err := db.read().QueryContext(ctx, `SELECT platform, bot, channel, last_id, updated_at FROM platform_cursors
 		WHERE platform = ? AND bot = ? ORDER BY updated_at DESC, channel`, platform, bot)

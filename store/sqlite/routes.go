@@ -10,7 +10,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// PutRoute implements store.Store.
+// PutRoute implements store.PlatformState.
 func (db *DB) PutRoute(ctx context.Context, r store.Route) error {
 	if err := r.Validate(); err != nil {
 		return fmt.Errorf("put route %q: %w", r.Key, err)
@@ -35,7 +35,7 @@ func (db *DB) PutRoute(ctx context.Context, r store.Route) error {
 	return nil
 }
 
-// GetRoute implements store.Store.
+// GetRoute implements store.PlatformState.
 func (db *DB) GetRoute(ctx context.Context, key string) (store.Route, error) {
 	r := store.Route{Key: key}
 	var origin sql.NullString
@@ -57,7 +57,7 @@ func (db *DB) GetRoute(ctx context.Context, key string) (store.Route, error) {
 	return r, nil
 }
 
-// RoutesTo implements store.Store.
+// RoutesTo implements store.PlatformState.
 func (db *DB) RoutesTo(ctx context.Context, sessionID string) ([]store.Route, error) {
 	rows, err := db.read().QueryContext(ctx, `SELECT session_key, suspended, resume_pending, origin, updated_at
 		FROM routes WHERE session_id = ? ORDER BY session_key`, sessionID)

@@ -18,7 +18,7 @@ const (
 	contextChars       = 200
 )
 
-// Search implements store.Store. User text never reaches the engine raw: it is sanitized, so no
+// Search implements store.Searcher. User text never reaches the engine raw: it is sanitized, so no
 // input causes a syntax error. Queries with CJK text use the trigram index (runs of three or more
 // characters) or a scan of the CJK-flagged rows (shorter runs).
 func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.SearchHit, error) {

@@ -20,7 +20,7 @@ func notFound(kind, ref string) error {
 	return fmt.Errorf("%s %q: %w", kind, ref, store.ErrNotFound)
 }
 
-// CreateSession implements store.Store.
+// CreateSession implements store.Sessions.
 func (db *DB) CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error) {
 	if ns.Source == "" {
 		ns.Source = "cli"
@@ -146,7 +146,7 @@ func titleHolder(ctx context.Context, tx *sql.Tx, userID, title string) (string,
 	return id, err
 }
 
-// GetSession implements store.Store.
+// GetSession implements store.Sessions.
 func (db *DB) GetSession(ctx context.Context, id string) (store.Session, error) {
 	var s store.Session
 	found, err := db.readRow(ctx, getSessionSQL, []any{id}, func(r rowScanner) (err error) {
@@ -179,12 +179,12 @@ func getSession(ctx context.Context, q querier, id string) (store.Session, error
 
 var titleNumber = regexp.MustCompile(`^(.*) #(\d+)$`)
 
-// ResolveSession implements store.Store.
+// ResolveSession implements store.Sessions.
 func (db *DB) ResolveSession(ctx context.Context, ref string) (store.Session, error) {
 	return db.resolveSession(ctx, nil, ref)
 }
 
-// ResolveSessionOf implements store.Store.
+// ResolveSessionOf implements store.Sessions.
 func (db *DB) ResolveSessionOf(ctx context.Context, userID, ref string) (store.Session, error) {
 	return db.resolveSession(ctx, &userID, ref)
 }
@@ -262,7 +262,7 @@ func globEscape(s string) string {
 	return b.String()
 }
 
-// UpdateSession implements store.Store.
+// UpdateSession implements store.Sessions.
 func (db *DB) UpdateSession(ctx context.Context, id string, p store.SessionPatch) error {
 	sets, args, err := patchSets(p)
 	if err != nil {
@@ -342,7 +342,7 @@ func existsOr(ctx context.Context, tx *sql.Tx, id string) error {
 	return err
 }
 
-// EndSession implements store.Store.
+// EndSession implements store.Sessions.
 func (db *DB) EndSession(ctx context.Context, id, reason string) error {
 	if reason == "" {
 		return fmt.Errorf("end session %s: %w", id, store.Invalid("reason", "must not be empty"))
@@ -352,13 +352,13 @@ func (db *DB) EndSession(ctx context.Context, id, reason string) error {
 		micros(time.Now()), reason, id)
 }
 
-// ReopenSession implements store.Store.
+// ReopenSession implements store.Sessions.
 func (db *DB) ReopenSession(ctx context.Context, id string) error {
 	return db.updateOne(ctx, "reopen session", id,
 		"UPDATE sessions SET ended_at = NULL, end_reason = '' WHERE id = ?", id)
 }
 
-// SetTitle implements store.Store.
+// SetTitle implements store.Sessions.
 func (db *DB) SetTitle(ctx context.Context, id, title string, opts ...store.WriteOption) error {
 	t, err := store.CleanTitle(title)
 	if err != nil {
@@ -404,7 +404,7 @@ func (db *DB) SetTitle(ctx context.Context, id, title string, opts ...store.Writ
 	return nil
 }
 
-// NextTitle implements store.Store.
+// NextTitle implements store.Sessions.
 func (db *DB) NextTitle(ctx context.Context, userID, base string) (string, error) {
 	t, err := store.CleanTitle(base)
 	if err != nil {
@@ -448,7 +448,7 @@ func (db *DB) NextTitle(ctx context.Context, userID, base string) (string, error
 	return next, nil
 }
 
-// DeleteSession implements store.Store.
+// DeleteSession implements store.Sessions.
 func (db *DB) DeleteSession(ctx context.Context, id string) error {
 	err := db.write(ctx, routineBudget, func(tx *sql.Tx) error {
 		if err := existsOr(ctx, tx, id); err != nil {
@@ -546,7 +546,7 @@ func deleteSessionTx(ctx context.Context, tx *sql.Tx, id string) error {
 	return nil
 }
 
-// SetSystemPrompt implements store.Store.
+// SetSystemPrompt implements store.Sessions.
 func (db *DB) SetSystemPrompt(ctx context.Context, id, prompt string) (string, error) {
 	prompt = store.CleanText(prompt)
 	hash := store.PromptHash(prompt)
@@ -573,7 +573,7 @@ func setPromptTx(ctx context.Context, tx *sql.Tx, id, prompt, hash string) error
 	return nil
 }
 
-// SystemPrompt implements store.Store.
+// SystemPrompt implements store.Sessions.
 func (db *DB) SystemPrompt(ctx context.Context, id string) (string, error) {
 	var prompt sql.NullString
 	found, err := db.readRow(ctx, `SELECT p.prompt FROM sessions s
@@ -589,7 +589,7 @@ func (db *DB) SystemPrompt(ctx context.Context, id string) (string, error) {
 	return prompt.String, nil
 }
 
-// RecordRequest implements store.Store.
+// RecordRequest implements store.Accounting.
 func (db *DB) RecordRequest(ctx context.Context, id string, r store.RequestRecord) error {
 	rec, err := encodeRequest(r)
 	if err != nil {
@@ -645,7 +645,7 @@ func insertRequest(ctx context.Context, q cachedTx, id string, e encodedRequest)
 	return err
 }
 
-// Requests implements store.Store.
+// Requests implements store.Accounting.
 func (db *DB) Requests(ctx context.Context, id string, limit int) ([]store.RequestRecord, error) {
 	if limit <= 0 {
 		limit = -1

@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 	storetest.Main(m, openStore)
 }
 
-func openStore(ctx context.Context, dsn string) (store.Store, error) {
+func openStore(ctx context.Context, dsn string) (store.Backend, error) {
 	return Open(ctx, dsn, Options{Logger: discardLogger()})
 }
 

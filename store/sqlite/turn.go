@@ -10,7 +10,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// CommitTurn implements store.Store: one BEGIN IMMEDIATE transaction on the writer for the
+// CommitTurn implements store.Leaser: one BEGIN IMMEDIATE transaction on the writer for the
 // turn's messages, its request records, its session patch and the lease's release. The fence is
 // checked by the first part that writes (the writer holds SQLite's write lock for the whole
 // transaction, so nobody can take the lease between the check and the commit).

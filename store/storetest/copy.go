@@ -19,7 +19,7 @@ import (
 // rotation (a compression chain), a branch, a fork whose parent's id sorts after the child's,
 // usage records, routes, idempotency keys and a held turn lease. It returns the ids of the
 // sessions it made.
-func Fill(tb testing.TB, st store.Store) []string {
+func Fill(tb testing.TB, st store.Backend) []string {
 	tb.Helper()
 	ctx := context.Background()
 	must := func(err error) {
@@ -96,7 +96,7 @@ func Fill(tb testing.TB, st store.Store) []string {
 // metadata, prompt, every row (ids, order, timestamps, flags), usage records, children and
 // chain, the routes and idempotency keys Fill made, listing and statistics, and the same search
 // hits (as a set) for a set of queries (the target's index was rebuilt, not copied).
-func SameContents(tb testing.TB, want, got store.Store, ids []string) {
+func SameContents(tb testing.TB, want, got store.Backend, ids []string) {
 	tb.Helper()
 	ctx := context.Background()
 	check := func(what string, w, g any, werr, gerr error) {
@@ -140,7 +140,7 @@ func SameContents(tb testing.TB, want, got store.Store, ids []string) {
 	wrt, werr := want.GetRoute(ctx, "telegram:dm:42")
 	grt, gerr := got.GetRoute(ctx, "telegram:dm:42")
 	check("route", normRoute(wrt), normRoute(grt), werr, gerr)
-	for _, s := range []store.Store{want, got} {
+	for _, s := range []store.Backend{want, got} {
 		e, claimed, err := s.ClaimIdempotencyKey(ctx, store.IdempotencyClaim{Entry: store.IdempotencyEntry{Scope: "key-1", Key: "idem-a", RequestHash: "h1", CreatedAt: time.Now()}})
 		if err != nil || claimed || e.Status != 200 || string(e.Response) != "\x00\x01\x02\xff{" || e.RequestHash != "h1" {
 			tb.Errorf("idempotency entry: %+v claimed=%v err=%v, want the recorded 200 response", e, claimed, err)

@@ -13,7 +13,7 @@ type Harness struct {
 	// database URL). It must be usable from other processes.
 	NewDSN func(t *testing.T) string
 	// Open opens the database at dsn, creating the schema if needed.
-	Open func(ctx context.Context, dsn string) (store.Store, error)
+	Open func(ctx context.Context, dsn string) (store.Backend, error)
 	// Pending names the suite's tests this backend does not pass yet, each with the reason; they
 	// are skipped with it, so the gap shows in every run instead of failing it. A backend is
 	// conformant when Pending is empty.
@@ -21,14 +21,14 @@ type Harness struct {
 }
 
 // open returns a store on a fresh database, closed when the test ends.
-func (h Harness) open(t *testing.T) (store.Store, string) {
+func (h Harness) open(t *testing.T) (store.Backend, string) {
 	t.Helper()
 	dsn := h.NewDSN(t)
 	st := h.reopen(t, dsn)
 	return st, dsn
 }
 
-func (h Harness) reopen(t *testing.T, dsn string) store.Store {
+func (h Harness) reopen(t *testing.T, dsn string) store.Backend {
 	t.Helper()
 	st, err := h.Open(context.Background(), dsn)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 var historyOps = []string{"recreate", "append", "commit", "hide", "append", "undo", "append", "compact", "append", "recreate", "append"}
 
 // changeHistory makes one of historyOps on session sid.
-func changeHistory(ctx context.Context, st store.Store, op, sid string) error {
+func changeHistory(ctx context.Context, st store.Backend, op, sid string) error {
 	switch op {
 	case "append":
 		_, err := st.AppendBatch(ctx, sid, []store.Message{user("appended " + sid), assistant("answered")})

@@ -11,7 +11,7 @@ import (
 func testIdempotency(t *testing.T, h Harness) {
 	st, dsn := h.open(t)
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	claim := func(st store.Store, scope, key, hash string, at time.Time) (store.IdempotencyEntry, bool) {
+	claim := func(st store.Backend, scope, key, hash string, at time.Time) (store.IdempotencyEntry, bool) {
 		t.Helper()
 		e, ok, err := st.ClaimIdempotencyKey(bg, store.IdempotencyClaim{
 			Entry:        store.IdempotencyEntry{Scope: scope, Key: key, RequestHash: hash, CreatedAt: at},

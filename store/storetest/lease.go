@@ -22,7 +22,7 @@ func testLeases(t *testing.T, h Harness) {
 }
 
 // leaseExclusive: one holder at a time, and a holder re-acquiring its own lease gets it.
-func leaseExclusive(t *testing.T, st store.Store) store.Lease {
+func leaseExclusive(t *testing.T, st store.Backend) store.Lease {
 	a, err := st.AcquireLease(bg, "conv", "holder-a", time.Minute)
 	if err != nil || a.Generation != 1 || a.ConversationID != "conv" || a.Holder != "holder-a" {
 		t.Fatalf("first acquire: %+v %v", a, err)
@@ -41,7 +41,7 @@ func leaseExclusive(t *testing.T, st store.Store) store.Lease {
 
 // leaseFencedWrites: transcript writes under a released or superseded lease are refused; the
 // lease acquired after the release (b) is returned.
-func leaseFencedWrites(t *testing.T, st store.Store, a store.Lease) store.Lease {
+func leaseFencedWrites(t *testing.T, st store.Backend, a store.Lease) store.Lease {
 	// Fenced writes.
 	if _, err := st.Append(bg, "conv", user("by a"), store.WithLease(a)); err != nil {
 		t.Fatalf("fenced append with the current lease: %v", err)
@@ -64,7 +64,7 @@ func leaseFencedWrites(t *testing.T, st store.Store, a store.Lease) store.Lease 
 
 // leaseFencedRecords: usage and titles are fenced like the transcript, renewing or releasing a
 // superseded lease does not touch the current one, and no refused write landed.
-func leaseFencedRecords(t *testing.T, st store.Store, a, b store.Lease) {
+func leaseFencedRecords(t *testing.T, st store.Backend, a, b store.Lease) {
 	// Usage is fenced like the transcript: a stale holder adds no request row and no tokens.
 	before := mustSession(t, st, "conv").Usage
 	err := st.RecordRequest(bg, "conv", store.RequestRecord{Usage: store.Usage{InputTokens: 7, OutputTokens: 3}, Lease: &a})
@@ -105,7 +105,7 @@ func leaseFencedRecords(t *testing.T, st store.Store, a, b store.Lease) {
 
 // leaseExpiry: an expired lease nobody took still serves its owner; once taken, the old owner
 // is fenced out. The taker's lease (c) is returned.
-func leaseExpiry(t *testing.T, st store.Store) store.Lease {
+func leaseExpiry(t *testing.T, st store.Backend) store.Lease {
 	// Expired but not taken: the owner renews (and writes) without deadlocking on itself.
 	b, err := st.AcquireLease(bg, "conv", "holder-b", 100*time.Millisecond)
 	if err != nil {
@@ -131,7 +131,7 @@ func leaseExpiry(t *testing.T, st store.Store) store.Lease {
 
 // leaseDeadHolder: a provably dead holder on this host is replaced at once. The new lease of
 // conv2 is returned.
-func leaseDeadHolder(t *testing.T, st store.Store) store.Lease {
+func leaseDeadHolder(t *testing.T, st store.Backend) store.Lease {
 	// A provably dead holder on this host is replaced at once; generations never repeat.
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
@@ -152,7 +152,7 @@ func leaseDeadHolder(t *testing.T, st store.Store) store.Lease {
 
 // leaseOfConversation: a continuation shares its root's lease, a branch has its own, and bad
 // requests are refused.
-func leaseOfConversation(t *testing.T, st store.Store, c store.Lease) {
+func leaseOfConversation(t *testing.T, st store.Backend, c store.Lease) {
 	// The lease belongs to the conversation: a compression continuation shares its root's lease,
 	// a branch has its own.
 	if _, err := st.RotateCompaction(bg, store.RotateRequest{ParentID: "conv", Messages: []store.Message{user("cont")},
@@ -180,7 +180,7 @@ func leaseOfConversation(t *testing.T, st store.Store, c store.Lease) {
 }
 
 // leaseWakeUp: a release wakes a watcher of the lease (d2's) long before its poll interval.
-func leaseWakeUp(t *testing.T, st store.Store, d2 store.Lease) {
+func leaseWakeUp(t *testing.T, st store.Backend, d2 store.Lease) {
 	// Wake-up: a release wakes a watcher long before its poll interval.
 	w, ok := st.(store.LeaseWatcher)
 	if !ok {

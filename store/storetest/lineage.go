@@ -10,7 +10,7 @@ import (
 )
 
 // seedTurns appends n user/assistant exchanges, the second of each with a tool call and result.
-func seedTurns(t *testing.T, st store.Store, sid string, n int) []int64 {
+func seedTurns(t *testing.T, st store.Backend, sid string, n int) []int64 {
 	t.Helper()
 	var ids []int64
 	for i := 0; i < n; i++ {
@@ -266,7 +266,7 @@ func testChainActivity(t *testing.T, h Harness) {
 		Messages: []store.Message{{Role: store.RoleUser, Content: "[summary]", Summary: true, Timestamp: tip}}}); err != nil {
 		t.Fatal(err)
 	}
-	lastActive := func(st store.Store, id string) time.Time {
+	lastActive := func(st store.Backend, id string) time.Time {
 		t.Helper()
 		ls, err := st.ListSessions(bg, store.ListOptions{})
 		if err != nil {

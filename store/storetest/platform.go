@@ -20,7 +20,7 @@ func testClaimRoute(t *testing.T, h Harness) {
 		mustCreate(t, st, store.NewSession{ID: sid("cr", i), Source: "telegram"})
 	}
 	const key = "agent:main:telegram:dm:42"
-	handles := make([]store.Store, n)
+	handles := make([]store.Backend, n)
 	for i := range handles {
 		handles[i] = h.reopen(t, dsn)
 	}
@@ -198,7 +198,7 @@ func testReadCursors(t *testing.T, h Harness) {
 		t.Fatalf("no cursors yet: %+v, %v", cs, err)
 	}
 	t0 := time.Now().Add(-time.Hour)
-	adv := func(s store.Store, bot, ch, id string, at time.Time) {
+	adv := func(s store.Backend, bot, ch, id string, at time.Time) {
 		t.Helper()
 		if err := s.AdvanceReadCursor(bg, store.ReadCursor{Platform: "discord", Bot: bot, Channel: ch, LastID: id, UpdatedAt: at}); err != nil {
 			t.Fatalf("advance %s/%s to %s: %v", bot, ch, id, err)
@@ -217,7 +217,7 @@ func testReadCursors(t *testing.T, h Harness) {
 		{Platform: "discord", Bot: "bot1", Channel: "500", LastID: "1000"},
 		{Platform: "discord", Bot: "bot1", Channel: "700", LastID: "7"},
 	}
-	check := func(s store.Store, what string) {
+	check := func(s store.Backend, what string) {
 		t.Helper()
 		got, err := s.ReadCursors(bg, "discord", "bot1")
 		if err != nil {
@@ -249,7 +249,7 @@ func testReadCursors(t *testing.T, h Harness) {
 	// two processes advancing one cursor at once: the largest id stays
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	for i, s := range []store.Store{st, other} {
+	for i, s := range []store.Backend{st, other} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -19,7 +19,7 @@ const childEnv = "SPOOL_STORETEST_CHILD"
 
 // Main is the TestMain of a backend's test package: in a child process started by the suite it
 // runs the child's role against open and exits; otherwise it runs the tests.
-func Main(m *testing.M, open func(ctx context.Context, dsn string) (store.Store, error)) {
+func Main(m *testing.M, open func(ctx context.Context, dsn string) (store.Backend, error)) {
 	if role := os.Getenv(childEnv); role != "" {
 		if err := runChild(role, open); err != nil {
 			fmt.Fprintln(os.Stderr, "storetest child:", err)
@@ -47,7 +47,7 @@ func startChild(t *testing.T, role, dsn string, args ...string) (*exec.Cmd, *buf
 	return cmd, bufio.NewScanner(out)
 }
 
-func runChild(role string, open func(ctx context.Context, dsn string) (store.Store, error)) error {
+func runChild(role string, open func(ctx context.Context, dsn string) (store.Backend, error)) error {
 	ctx := context.Background()
 	st, err := open(ctx, os.Getenv("SPOOL_STORETEST_DSN"))
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // Search correctness beyond the basics: whole tool bodies, CJK operators, timestamp
 // order, tool names on hits, compaction copies and summaries, the tool-call envelope.
 
-func searchIDs(t *testing.T, st store.Store, q store.SearchQuery) []int64 {
+func searchIDs(t *testing.T, st store.Backend, q store.SearchQuery) []int64 {
 	t.Helper()
 	hits, err := st.Search(bg, q)
 	if err != nil {

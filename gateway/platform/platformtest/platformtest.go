@@ -41,7 +41,7 @@ type Options struct {
 
 // Env is a running router and what it runs on.
 type Env struct {
-	Store   store.Store
+	Store   store.Backend
 	Model   *fake.Model
 	Gateway *gateway.Gateway
 	Router  *platform.Router
