@@ -27,6 +27,6 @@
 // searchable by Search and Recall. Recall leaves out the calling session's active messages,
 // because the model already sees them. A framework that shortens its own context without
 // committing the compaction through spool (Session.Compact, or a plan committed with
-// store.Backend.ArchiveAndCompact) therefore hides the dropped messages from recall: spool still
+// store.Compactor.ArchiveAndCompact) therefore hides the dropped messages from recall: spool still
 // believes the model sees them. Session.Compact and Agent.Run always commit.
 package spool

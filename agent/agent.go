@@ -75,9 +75,23 @@ type Config struct {
 	FallbackCooldown time.Duration
 }
 
+// Store is what an agent uses of a backend: sessions, their transcripts, the turn lease and
+// compaction (through package turn) and the accounting of model calls. It never searches
+// (recall takes its own recall.Store), nor touches platform, API or maintenance state. Every
+// store.Backend satisfies it.
+type Store interface {
+	store.Sessions
+	store.Transcript
+	store.Leaser
+	store.Compactor
+	store.Accounting
+}
+
+var _ Store = store.Backend(nil)
+
 // Deps are an agent's collaborators.
 type Deps struct {
-	Store  store.Backend
+	Store  Store
 	Client provider.Client
 	// Tools may be nil: the model is then offered no tools.
 	Tools Tools
@@ -102,7 +116,7 @@ type Deps struct {
 // Agent runs turns. It is safe for concurrent use; turns of one conversation take turns through
 // the lease, also across processes.
 type Agent struct {
-	st    store.Backend
+	st    Store
 	tools Tools
 	cfg   Config
 	now   func() time.Time

@@ -170,7 +170,7 @@ func (a *app) closeStore() error {
 }
 
 // resolve finds a session by id, title or unique id prefix, with errors fit for a person.
-func (a *app) resolve(ctx context.Context, st store.Backend, ref string) (store.Session, error) {
+func (a *app) resolve(ctx context.Context, st store.Sessions, ref string) (store.Session, error) {
 	if strings.TrimSpace(ref) == "" {
 		return store.Session{}, errors.New("empty session reference")
 	}

@@ -50,7 +50,7 @@ const chatHelp = `Commands:
 type chat struct {
 	a   *app
 	ag  *agent.Agent
-	st  store.Backend
+	st  chatStore
 	sid string
 	in  lineSource
 	tty bool

@@ -106,7 +106,7 @@ type handoffResult struct {
 // there through the platform's adapter (only its outbound side: no intake is started, so a
 // running spool serve keeps its poller).
 // notice (the offline model's, say) is printed once the target is known to be good.
-func (a *app) handoff(ctx context.Context, cfg config.Config, st store.Backend, runner gateway.Runner, model string, window int, sessionID, to, user, notice string) (handoffResult, error) {
+func (a *app) handoff(ctx context.Context, cfg config.Config, st handoffStore, runner gateway.Runner, model string, window int, sessionID, to, user, notice string) (handoffResult, error) {
 	name, chat, thread, err := platform.ParseTarget(to)
 	if err != nil {
 		return handoffResult{}, err

@@ -29,7 +29,7 @@ type platforms struct {
 
 // setupPlatforms builds every configured platform's adapter (its secrets read from the
 // environment variables the config names) and the router. None configured: nil.
-func setupPlatforms(cfg config.Config, st store.Backend, g *gateway.Gateway, model string, window int, log *slog.Logger) (*platforms, error) {
+func setupPlatforms(cfg config.Config, st platformStore, g *gateway.Gateway, model string, window int, log *slog.Logger) (*platforms, error) {
 	pc := cfg.Platforms
 	var adapters []platform.Adapter
 	policies := map[string]platform.Policy{}
@@ -89,7 +89,7 @@ func policyOf(pc config.Platforms, c config.Platform) platform.Policy {
 
 // buildAdapter builds one configured platform's adapter, its secrets read from the
 // environment variables the config names (spool serve, spool handoff).
-func buildAdapter(name string, c config.Platform, st store.Backend, holder string, log *slog.Logger) (platform.Adapter, error) {
+func buildAdapter(name string, c config.Platform, st platformStore, holder string, log *slog.Logger) (platform.Adapter, error) {
 	f, ok := platform.Lookup(name)
 	if !ok {
 		return nil, &usageError{fmt.Errorf("platforms.%s is configured, but this build has no %s adapter (built in: %v)", name, name, platform.Registered())}

@@ -412,7 +412,7 @@ func (a *app) sessionAgent(ctx context.Context, f modelFlags, approver tools.App
 }
 
 // sessionRef resolves --resume / --continue to a session id ("" for a new session).
-func (a *app) sessionRef(ctx context.Context, st store.Backend, f modelFlags) (string, error) {
+func (a *app) sessionRef(ctx context.Context, st store.Sessions, f modelFlags) (string, error) {
 	switch {
 	case f.resume != "" && f.cont:
 		return "", &usageError{errors.New("--resume and --continue exclude each other")}
@@ -650,7 +650,7 @@ func (a *app) printFailure(format, class string, err error) {
 type runOutput struct {
 	ctx      context.Context
 	a        *app
-	st       store.Backend
+	st       runStore
 	format   string
 	mu       sync.Mutex
 	enc      *json.Encoder
@@ -658,7 +658,7 @@ type runOutput struct {
 	verbose  bool // text format: tool results in full
 }
 
-func newRunOutput(ctx context.Context, a *app, st store.Backend, format string) *runOutput {
+func newRunOutput(ctx context.Context, a *app, st runStore, format string) *runOutput {
 	return &runOutput{ctx: ctx, a: a, st: st, format: format, enc: json.NewEncoder(a.stdout)}
 }
 

@@ -337,7 +337,7 @@ func (a *app) serveGateway(ctx context.Context, cfg config.Config, f modelFlags,
 
 // serveUI makes the session browser mounted at /ui and its sign-in; loginToken is the one-time
 // sign-in link's token when there are no API keys.
-func serveUI(st store.Backend, keys gateway.Keys, limiter *gateway.KeyLimiter) (ui *web.Server, mounts map[string]http.Handler, loginToken string) {
+func serveUI(st web.Store, keys gateway.Keys, limiter *gateway.KeyLimiter) (ui *web.Server, mounts map[string]http.Handler, loginToken string) {
 	signOut, loginToken, signinTTL := "", "", signin.DefaultTTL
 	if keys.Enabled() {
 		signOut = "/ui/logout"

@@ -70,7 +70,7 @@ func lastExchange(ms []store.Message) (ask string, writes []store.ToolCall) {
 
 // sessionChain is sid and the sessions it came from (compaction and branches copy calls into a
 // new session), nearest first.
-func sessionChain(ctx context.Context, st store.Backend, sid string) []string {
+func sessionChain(ctx context.Context, st store.Sessions, sid string) []string {
 	chain := []string{sid}
 	for len(chain) < 64 {
 		s, err := st.GetSession(ctx, chain[len(chain)-1])

@@ -5,4 +5,30 @@
 //
 // Transcripts are always ordered by message id, never by timestamp. Only active rows are what the
 // model sees; compaction archives rows (still searchable and displayable) instead of deleting them.
+//
+// # Contracts by domain
+//
+// The contract is cut into small interfaces, one per domain, each with its own conformance tier:
+//
+//   - Sessions: create, get, resolve, update, end and reopen, titles, system prompts, list, delete.
+//   - Transcript: append, load (what the model sees, the whole transcript, a page), hide and undo,
+//     lineage (children, root, chain, resume target) and branch.
+//   - Searcher: full-text search over every session.
+//   - Leaser: turn leases with fencing generations, and the turn's own writes (BeginTurn,
+//     CommitTurn).
+//   - Compactor: archive-and-compact, rotation, compression locks.
+//   - PlatformState: routes, inbox, read cursors, send ledger.
+//   - APIState: idempotency keys.
+//   - Accounting: model-call records and usage by day.
+//   - Admin: import, prune, stats, check.
+//
+// Sessions, Transcript and Searcher are the base a third-party backend can provide alone
+// (storetest.Base). Backend composes every domain with Close; only what opens and owns a
+// database holds one (the CLI's root, spool.Open, dbcopy, the benchmarks). Every other consumer
+// declares, where it is used, the domains or the few methods it needs.
+//
+// Two cuts differ from the obvious one, on purpose. BeginTurn and CommitTurn sit in Leaser, not
+// Transcript: both take or return a Lease, so a backend without leases (the base tier) has no
+// turn to begin or commit, while Transcript's writes stay usable unfenced. The accounting
+// domain is named Accounting because Usage is already the name of a token count.
 package store

@@ -11,19 +11,12 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-// Store is the part of store.Backend a turn uses. A backend that also implements
-// store.LeaseWatcher wakes waiters at once when a lease is released.
+// Store is what a turn uses of a backend: the turn lease (store.Leaser) and compaction's writes
+// and lock (store.Compactor). A backend that also implements store.LeaseWatcher wakes waiters at
+// once when a lease is released.
 type Store interface {
-	AcquireLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (store.Lease, error)
-	BeginTurn(ctx context.Context, sessionID, holder string, ttl time.Duration, s store.TurnStart) (store.Lease, []int64, error)
-	RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error)
-	ReleaseLease(ctx context.Context, l store.Lease) error
-	CommitTurn(ctx context.Context, sessionID string, l store.Lease, w store.TurnWrite) ([]int64, error)
-	ArchiveAndCompact(ctx context.Context, req store.CompactRequest, opts ...store.WriteOption) (int, error)
-	RotateCompaction(ctx context.Context, req store.RotateRequest, opts ...store.WriteOption) (store.Session, error)
-	AcquireCompressionLock(ctx context.Context, sessionID, holder string, ttl time.Duration) (bool, error)
-	RefreshCompressionLock(ctx context.Context, sessionID, holder string, ttl time.Duration) (bool, error)
-	ReleaseCompressionLock(ctx context.Context, sessionID, holder string) error
+	store.Leaser
+	store.Compactor
 }
 
 // Defaults of Options (the reference's turn lease figures).
