@@ -21,14 +21,19 @@ func openStore(ctx context.Context, dsn string) (store.Backend, error) {
 // TestConformance runs the whole store/storetest suite, process tests included, on a fresh
 // database per test.
 func TestConformance(t *testing.T) {
-	storetest.Run(t, storetest.Harness{
-		NewDSN: func(t *testing.T) string { return pgtest.NewDatabase(t) },
-		Open:   openStore,
-		// Some search-correctness and compaction-copy cases landed in store/sqlite and the
-		// suite first; this backend still has to follow (see store/sqlite/copies.go,
-		// search.go and migrations/0006_search_copies.sql for what SQLite does).
-		Pending: pending,
-	})
+	storetest.Run(t, dbHarness)
+}
+
+// dbHarness opens a fresh database per test.
+var dbHarness = storetest.Harness{
+	NewDSN:  func(t *testing.T) string { return pgtest.NewDatabase(t) },
+	Open:    openStore,
+	Pending: pending,
+}
+
+// TestConformanceControls: every tier fails on a backend broken in its domain.
+func TestConformanceControls(t *testing.T) {
+	storetest.Controls(t, dbHarness)
 }
 
 // pending lists the suite's tests this backend does not pass yet, with the reason: none.

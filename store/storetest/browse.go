@@ -10,7 +10,7 @@ import (
 
 // testListFilters covers the listing filters the session browser uses: model, cwd and the
 // title/first-prompt query.
-func testListFilters(t *testing.T, h Harness) {
+func testListFilters(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "f-a", Model: "gpt-x", Cwd: "/src/a", Title: "Fix the Parser", StartedAt: at(0)})
 	mustCreate(t, st, store.NewSession{ID: "f-b", Model: "claude-y", Cwd: "/src/b", StartedAt: at(10)})
@@ -50,7 +50,7 @@ func testListFilters(t *testing.T, h Harness) {
 // roots, each comes with its branches (at any depth, also those branched from a compression
 // continuation) even when they are older than the next roots, and a filter that matches only a
 // branch lists that branch under its root.
-func testListTrees(t *testing.T, h Harness) {
+func testListTrees(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "t-root", Title: "Alpha root", StartedAt: at(100)})
 	mustCreate(t, st, store.NewSession{ID: "t-br1", ParentID: "t-root", Relation: store.RelationBranch, StartedAt: at(10)})
@@ -119,7 +119,7 @@ func testListTrees(t *testing.T, h Harness) {
 	}
 }
 
-func testSearchByUser(t *testing.T, h Harness) {
+func testSearchByUser(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "su-1", UserID: "alice"})
 	mustCreate(t, st, store.NewSession{ID: "su-2", UserID: "bob"})
@@ -143,7 +143,7 @@ func testSearchByUser(t *testing.T, h Harness) {
 	}
 }
 
-func testConversationPage(t *testing.T, h Harness) {
+func testConversationPage(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "pg"})
 	ids := seedTurns(t, st, "pg", 5) // 20 rows
@@ -185,15 +185,17 @@ func testConversationPage(t *testing.T, h Harness) {
 	eq("default limit", page(store.PageQuery{View: store.ViewAll}), ids)
 
 	// Compaction: archived rows appear in the display view, not in the active one.
-	if _, err := st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "pg",
-		Messages: []store.Message{{Role: store.RoleUser, Content: "summary", Summary: true}}}); err != nil {
-		t.Fatal(err)
-	}
-	if got := page(store.PageQuery{View: store.ViewActive}); len(got) != 1 {
-		t.Fatalf("active page after compaction = %v, want the summary alone", got)
-	}
-	if got := page(store.PageQuery{View: store.ViewDisplay}); len(got) != 21 || got[0] != ids[0] {
-		t.Fatalf("display page after compaction = %v, want 20 archived rows and the summary", got)
+	if cp, ok := also[store.Compactor](st); ok {
+		if _, err := cp.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "pg",
+			Messages: []store.Message{{Role: store.RoleUser, Content: "summary", Summary: true}}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := page(store.PageQuery{View: store.ViewActive}); len(got) != 1 {
+			t.Fatalf("active page after compaction = %v, want the summary alone", got)
+		}
+		if got := page(store.PageQuery{View: store.ViewDisplay}); len(got) != 21 || got[0] != ids[0] {
+			t.Fatalf("display page after compaction = %v, want 20 archived rows and the summary", got)
+		}
 	}
 	_, err := st.ConversationPage(bg, "missing", store.PageQuery{})
 	wantErr(t, err, store.ErrNotFound, "page of a missing session")

@@ -10,7 +10,7 @@ import (
 )
 
 // seedTurns appends n user/assistant exchanges, the second of each with a tool call and result.
-func seedTurns(t *testing.T, st store.Backend, sid string, n int) []int64 {
+func seedTurns(t *testing.T, st store.Transcript, sid string, n int) []int64 {
 	t.Helper()
 	var ids []int64
 	for i := 0; i < n; i++ {
@@ -203,7 +203,7 @@ func testRotate(t *testing.T, h Harness) {
 	}
 }
 
-func testBranch(t *testing.T, h Harness) {
+func testBranch(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "main", Model: "m"})
 	if _, err := st.SetSystemPrompt(bg, "main", "P"); err != nil {

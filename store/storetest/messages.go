@@ -11,7 +11,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-func testMessageRoundTrip(t *testing.T, h Harness) {
+func testMessageRoundTrip(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "rt"})
 	ts := time.Date(2026, 11, 29, 15, 42, 33, 123456000, time.UTC)
@@ -88,7 +88,7 @@ func normalize(m store.Message) store.Message {
 	return m
 }
 
-func testTextCleaning(t *testing.T, h Harness) {
+func testTextCleaning(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "tc"})
 	bad := "ok \xff\xfe then a lone surrogate \xed\xa0\x80 end"
@@ -123,7 +123,7 @@ func testTextCleaning(t *testing.T, h Harness) {
 	expectCounts(t, st, "tc", 2, 1)
 }
 
-func testBatchAtomic(t *testing.T, h Harness) {
+func testBatchAtomic(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "b"})
 	mustAppend(t, st, "b", user("one"))
@@ -139,7 +139,7 @@ func testBatchAtomic(t *testing.T, h Harness) {
 	}
 }
 
-func testUndo(t *testing.T, h Harness) {
+func testUndo(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "u"})
 	_, err := st.UndoLastExchange(bg, "u")

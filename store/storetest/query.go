@@ -9,7 +9,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-func testList(t *testing.T, h Harness) {
+func testList(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	long := strings.Repeat("ab", 40) + "\nsecond line"
 	mk := func(id, source, userID string, start int) {
@@ -68,7 +68,7 @@ func testList(t *testing.T, h Harness) {
 	}
 }
 
-func testSearch(t *testing.T, h Harness) {
+func testSearch(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "s1", Source: "cli", Model: "gpt"})
 	mustCreate(t, st, store.NewSession{ID: "s2", Source: "telegram"})
@@ -174,7 +174,7 @@ func testSearch(t *testing.T, h Harness) {
 }
 
 // testSearchSelectiveFilter: a filter that matches only low-ranked rows still finds them.
-func testSearchSelectiveFilter(t *testing.T, h Harness) {
+func testSearchSelectiveFilter(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "many", Source: "cli"})
 	mustCreate(t, st, store.NewSession{ID: "few", Source: "cron"})
@@ -219,7 +219,7 @@ func testSearchSelectiveFilter(t *testing.T, h Harness) {
 	}
 }
 
-func testSearchNeverErrors(t *testing.T, h Harness) {
+func testSearchNeverErrors(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "n"})
 	mustAppend(t, st, "n", user("alpha beta gamma c++ foo(bar) {x} NEAR"))
@@ -239,7 +239,7 @@ func testSearchNeverErrors(t *testing.T, h Harness) {
 	}
 }
 
-func testSearchCJK(t *testing.T, h Harness) {
+func testSearchCJK(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "cjk"})
 	mustAppend(t, st, "cjk",

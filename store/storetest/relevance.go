@@ -13,7 +13,7 @@ import (
 // identifiers and quoted phrases are matched as written and rank above loose words, and
 // explicit syntax (AND, OR, NOT, quotes, prefix*) keeps its meaning. Each case names the exact
 // set of rows found and, where relevance decides it, the row ranked first.
-func testSearchRelevance(t *testing.T, h Harness) {
+func testSearchRelevance(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "work"})
 	texts := []string{

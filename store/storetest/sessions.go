@@ -10,7 +10,7 @@ import (
 	"github.com/spoolhq/spool/store"
 )
 
-func testSessions(t *testing.T, h Harness) {
+func testSessions(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 
 	// Defaults: id, source, start time.
@@ -85,7 +85,7 @@ func testSessions(t *testing.T, h Harness) {
 	wantErr(t, st.UpdateSession(bg, "s-a", store.SessionPatch{ModelConfig: json.RawMessage(`nope`)}), store.ErrInvalid, "update bad config")
 }
 
-func testTitles(t *testing.T, h Harness) {
+func testTitles(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "t1", StartedAt: at(0)})
 	mustCreate(t, st, store.NewSession{ID: "t2", StartedAt: at(1)})
@@ -139,7 +139,7 @@ func testTitles(t *testing.T, h Harness) {
 	}
 }
 
-func testResolve(t *testing.T, h Harness) {
+func testResolve(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	for _, id := range []string{"20261101_120000_aaaaaa", "20261101_120000_aaabbb", "20261102_090000_cccccc"} {
 		mustCreate(t, st, store.NewSession{ID: id})
@@ -239,7 +239,7 @@ func testPromptAndUsage(t *testing.T, h Harness) {
 
 // A session created with its first messages stores both in one transaction: the messages are
 // there with the counters and preview, and a create that cannot store them stores nothing.
-func testSessionWithFirstMessages(t *testing.T, h Harness) {
+func testSessionWithFirstMessages(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	first := []store.Message{
 		{Role: store.RoleUser, Content: "the first ask", Timestamp: at(1)},
@@ -280,7 +280,7 @@ func testSessionWithFirstMessages(t *testing.T, h Harness) {
 // testTitlesPerPrincipal: a title is unique among one principal's (user_id's) sessions only:
 // another principal's title neither blocks a rename nor numbers a new title, and resolving for
 // one principal never finds, names or numbers another's session.
-func testTitlesPerPrincipal(t *testing.T, h Harness) {
+func testTitlesPerPrincipal(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	const secret = "Alice secret chat ZEBRA42"
 	mustCreate(t, st, store.NewSession{ID: "pa-1", UserID: "alice", Title: secret, StartedAt: at(0)})
