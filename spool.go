@@ -9,8 +9,10 @@ import (
 	"github.com/spoolhq/spool/store/sqlite"
 )
 
-// Memory is the DSN of a database that lives until Close: every Open of it is a new, empty
-// store nobody else reaches (tests, examples, short-lived programs).
+// Memory is the DSN of a database in memory that lives until Close: every Open of it is a new,
+// empty store nobody else reaches, and no file is created anywhere (tests, examples,
+// short-lived programs). Memory followed by a name (":memory:chat") is shared by every handle
+// of this process that opens the same name while one of them is open.
 const Memory = sqlite.Memory
 
 // The types a program handles, re-exported from the packages that own them.
@@ -88,7 +90,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 	return &DB{st: st, log: o.log}, nil
 }
 
-// Close closes the store; a Memory database is removed.
+// Close closes the store; a Memory database is gone with its last handle.
 func (db *DB) Close() error {
 	if c, ok := db.st.(interface{ Close() error }); ok {
 		return wrap("close", "", c.Close())

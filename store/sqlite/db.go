@@ -73,13 +73,16 @@ type DB struct {
 	damaged   atomic.Pointer[store.DamagedError]
 	closeOnce sync.Once
 	closeErr  error
-	// scratch is the private directory of a Memory database, removed on Close ("" otherwise).
-	scratch string
+	// mem is set on a Memory database: its connections, the one that keeps it alive, and its
+	// in-process lease bells (nil otherwise).
+	mem *memory
 }
 
-// Memory is the path that opens a database of its own, kept only while the handle is open:
-// its file lives in a private temporary directory that Close removes. Every Open of Memory is a
-// new, empty database (another handle, another process, cannot reach it).
+// Memory is the path that opens a database of its own in memory, kept only while the handle is
+// open: no file is created anywhere. Every Open of Memory is a new, empty database (another
+// handle, another process, cannot reach it). Memory followed by a name (":memory:chat") names
+// an in-memory database this process shares: every Open of the same name while a handle on it
+// is open reaches the same database; it is gone when the last handle closes.
 const Memory = ":memory:"
 
 // DB provides every domain of the store contract.
@@ -119,31 +122,11 @@ const (
 // Open opens (creating if needed) the database at path, applies the journal policy and runs
 // pending migrations. The path Memory opens a new database that Close removes.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
-	if path == Memory {
-		return openMemory(ctx, opts)
+	if err := opts.fill(); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if opts.Synchronous == "" {
-		opts.Synchronous = "NORMAL"
-	}
-	opts.Synchronous = strings.ToUpper(opts.Synchronous)
-	if opts.Synchronous != "NORMAL" && opts.Synchronous != "FULL" {
-		return nil, fmt.Errorf("open %s: synchronous must be NORMAL or FULL, not %q", path, opts.Synchronous)
-	}
-	opts.JournalMode = strings.ToLower(opts.JournalMode)
-	if opts.JournalMode == "" {
-		opts.JournalMode = "wal"
-	}
-	if opts.JournalMode != "wal" && opts.JournalMode != "delete" {
-		return nil, fmt.Errorf("open %s: journal mode must be wal or delete, not %q", path, opts.JournalMode)
-	}
-	if opts.ReadConns <= 0 {
-		opts.ReadConns = 4
-	}
-	if opts.WriteBudget <= 0 {
-		opts.WriteBudget = 60 * time.Second
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
+	if name, ok := strings.CutPrefix(path, Memory); ok {
+		return openMemory(ctx, name, opts)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -241,6 +224,34 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	db.group = startGroupWriter(db)
 	db.restrictModes() // a -wal or -shm this open created
 	return db, nil
+}
+
+// fill checks o and sets its defaults.
+func (o *Options) fill() error {
+	if o.Synchronous == "" {
+		o.Synchronous = "NORMAL"
+	}
+	o.Synchronous = strings.ToUpper(o.Synchronous)
+	if o.Synchronous != "NORMAL" && o.Synchronous != "FULL" {
+		return fmt.Errorf("synchronous must be NORMAL or FULL, not %q", o.Synchronous)
+	}
+	o.JournalMode = strings.ToLower(o.JournalMode)
+	if o.JournalMode == "" {
+		o.JournalMode = "wal"
+	}
+	if o.JournalMode != "wal" && o.JournalMode != "delete" {
+		return fmt.Errorf("journal mode must be wal or delete, not %q", o.JournalMode)
+	}
+	if o.ReadConns <= 0 {
+		o.ReadConns = 4
+	}
+	if o.WriteBudget <= 0 {
+		o.WriteBudget = 60 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
 }
 
 // openReadOnly opens a database this process cannot write: both pools read-only, no write gate,
@@ -468,26 +479,8 @@ func (db *DB) restrictModes() {
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.closeErr = db.close()
-		if db.scratch != "" {
-			db.closeErr = errors.Join(db.closeErr, os.RemoveAll(db.scratch))
-		}
 	})
 	return db.closeErr
-}
-
-// openMemory opens a fresh database in a private temporary directory, removed on Close.
-func openMemory(ctx context.Context, opts Options) (*DB, error) {
-	dir, err := os.MkdirTemp("", "spool-memory-")
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", Memory, err)
-	}
-	db, err := Open(ctx, filepath.Join(dir, "spool.db"), opts)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("open %s: %w", Memory, err)
-	}
-	db.scratch = dir
-	return db, nil
 }
 
 func (db *DB) close() error {
@@ -517,6 +510,9 @@ func (db *DB) close() error {
 		errs = append(errs, db.r.Close())
 	}
 	errs = append(errs, db.w.Close(), db.gate.close())
+	if db.mem != nil {
+		errs = append(errs, db.mem.close())
+	}
 	return errors.Join(errs...)
 }
 

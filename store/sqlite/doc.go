@@ -4,6 +4,12 @@
 // on a kernel lock (flock on <db>-writer) before taking SQLite's, and lease releases wake
 // waiters through inotify on files in <db>-leases.
 //
+// Open(Memory) (":memory:", or ":memory:NAME" for one shared by this process's handles of that
+// name) is the same store in memory, through SQLite's memdb VFS (memory.go): no file anywhere,
+// the rollback journal in memory instead of WAL, no write gate, no raw reader (database/sql
+// reads it), lease releases waking waiters through channels. It passes the conformance suite
+// but for the tests that need a second process.
+//
 // The default build uses modernc.org/sqlite (pure Go, CGO_ENABLED=0). Building with the tags
 // `sqlite_cgo sqlite_fts5` switches to github.com/mattn/go-sqlite3; the driver seam is the
 // driver_*.go files and nothing else differs.

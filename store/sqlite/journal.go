@@ -17,6 +17,9 @@ func (db *DB) applyJournalMode(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read journal mode: %w", err)
 	}
+	if db.mem != nil {
+		return current, nil // memdb keeps its rollback journal in memory; it has no WAL
+	}
 	if current == "wal" {
 		if db.opts.JournalMode == "delete" {
 			db.log.Error("spool: database is in WAL mode; refusing to switch a possibly live WAL database to delete. Stop every spool process first, then switch it offline.",

@@ -218,6 +218,10 @@ func (db *DB) leaseBell(conversationID string) string {
 // has nobody watching it and is left missing: a watcher creates the bell before it watches and
 // then tries the lease again, so a release it might miss is one that attempt sees.
 func (db *DB) ringLease(conversationID string) {
+	if db.mem != nil {
+		db.mem.bells.ring(conversationID)
+		return
+	}
 	now := time.Now()
 	_ = os.Chtimes(db.leaseBell(conversationID), now, now)
 }

@@ -19,6 +19,9 @@ var _ store.LeaseWatcher = (*DB)(nil)
 // WatchLease implements store.LeaseWatcher with inotify on the conversation's bell file: a
 // release in any process on this host wakes the waiter at once.
 func (db *DB) WatchLease(conversationID string) (store.LeaseWatch, error) {
+	if db.mem != nil {
+		return db.mem.watch(conversationID), nil
+	}
 	p := db.leaseBell(conversationID)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return nil, fmt.Errorf("watch lease: %w", err)

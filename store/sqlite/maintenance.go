@@ -90,12 +90,19 @@ func (db *DB) Stats(ctx context.Context) (store.Stats, error) {
 		}
 		st.BySource[src] = n
 	}
+	if err := rows.Err(); err != nil {
+		return st, fmt.Errorf("stats: %w", err)
+	}
+	if db.mem != nil {
+		err := db.r.QueryRowContext(ctx, "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()").Scan(&st.Bytes)
+		return st, err
+	}
 	for _, p := range []string{db.path, db.path + "-wal", db.path + "-shm"} {
 		if fi, err := os.Stat(p); err == nil {
 			st.Bytes += fi.Size()
 		}
 	}
-	return st, rows.Err()
+	return st, nil
 }
 
 // queryStrings is column for text that may be NULL (read as "").

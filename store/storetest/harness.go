@@ -27,6 +27,17 @@ type Harness struct {
 	// are skipped with it, so the gap shows in every run instead of failing it. A backend is
 	// conformant when Pending is empty.
 	Pending map[string]string
+	// OneProcess says the database is reachable from this process only (an in-memory
+	// database): the tests that start other processes on it are skipped, and changes "from
+	// another process" come from another handle of this one.
+	OneProcess bool
+}
+
+// processes skips t when the backend's database cannot be reached from another process.
+func (h Harness) processes(t *testing.T) {
+	if h.OneProcess {
+		t.Skip("the database lives in this process only")
+	}
 }
 
 // BaseHarness tells the base tier how to reach a backend that may provide only BaseBackend.

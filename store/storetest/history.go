@@ -85,14 +85,23 @@ func testHistoryStaysCurrent(t *testing.T, h Harness) {
 		}
 		return ms
 	}
-	for _, where := range []string{"this handle", "another process"} {
+	wheres := []string{"this handle", "another process"}
+	if h.OneProcess {
+		wheres[1] = "another handle"
+	}
+	for _, where := range wheres {
 		for i, op := range historyOps {
 			mustConversation(t, st, sid, store.ViewActive) // loaded before the change
-			if where == "this handle" {
+			switch where {
+			case "this handle":
 				if err := changeHistory(bg, st, op, sid); err != nil {
 					t.Fatalf("%s: step %d (%s): %v", where, i, op, err)
 				}
-			} else {
+			case "another handle":
+				if err := changeHistory(bg, h.reopen(t, dsn), op, sid); err != nil {
+					t.Fatalf("%s: step %d (%s): %v", where, i, op, err)
+				}
+			default:
 				cmd, sc := startChild(t, "history", dsn, op, sid)
 				for sc.Scan() {
 				}

@@ -103,6 +103,7 @@ func atoi(s string) int {
 }
 
 func testConcurrentProcesses(t *testing.T, h Harness) {
+	h.processes(t)
 	st, dsn := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "shared"})
 	const procs, per = 4, 100
@@ -145,6 +146,7 @@ func testConcurrentProcesses(t *testing.T, h Harness) {
 }
 
 func testKilledMidWrite(t *testing.T, h Harness) {
+	h.processes(t)
 	st, dsn := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "victim"})
 	// Two rounds: kill soon after start, and after a longer run.
