@@ -56,6 +56,10 @@ var pointerLabels = map[EntryKind]string{
 	EntryAsk: "user messages",
 }
 
+// constraintsLabel holds the pointers of the user's corrections and constraints (see
+// LedgerEntry.binding) whose lines no longer fit: these pointers go last of all.
+const constraintsLabel = "constraints"
+
 const (
 	// pathsLabel holds the pointers of side paths (see LedgerEntry.side); taskPathsLabel those
 	// of paths the user asked about that tools then read or wrote.
@@ -220,7 +224,14 @@ type LedgerEntry struct {
 	// covered marks an entry whose pointer would repeat another's (see markCovered): when its
 	// line no longer fits, it goes without a pointer.
 	covered bool
+	// binding marks a user decision that ClassifyDirective reads as a correction or a
+	// constraint: its line outweighs every other, and when it no longer fits its pointer stays
+	// under constraintsLabel, gone only when nothing else is left to drop.
+	binding bool
 }
+
+// bindingDropKey is the drop key of a binding pointer in trimSequence: above every other.
+const bindingDropKey = 1 << 20
 
 // Ledger is the mechanically extracted working set of a session.
 type Ledger struct {
@@ -246,6 +257,9 @@ func (e LedgerEntry) key() entryKey {
 func (e LedgerEntry) weight() int {
 	switch e.Kind {
 	case EntryDecision:
+		if e.binding {
+			return 10
+		}
 		if e.Pointer {
 			// The same words come back in many messages: a pointer to each would crowd out
 			// everything else, and the line is what counts.
@@ -311,6 +325,7 @@ func (l *Ledger) merge(other []LedgerEntry) {
 			cur.pathID = cur.pathID && e.pathID
 			cur.routine = cur.routine && e.routine
 			cur.side = cur.side || e.side
+			cur.binding = cur.binding || e.binding
 			if take {
 				cur.MsgID = e.MsgID
 				if e.Status != "" {
@@ -388,7 +403,12 @@ func (l *Ledger) bound(scale int) {
 			return cmp.Compare(b.MsgID, a.MsgID)
 		})
 		if c := maxPointers * scale; len(ptrs) > c {
-			ptrs = ptrs[:c]
+			// Binding pointers sort first (their weight) and are never cut here.
+			keep := c
+			for keep < len(ptrs) && ptrs[keep].binding {
+				keep++
+			}
+			ptrs = ptrs[:keep]
 		}
 		sortEntries(ptrs, func(a, b *LedgerEntry) int { return cmp.Compare(a.MsgID, b.MsgID) })
 		out = append(out, lines...)
@@ -490,6 +510,9 @@ func (l *Ledger) render(sessionID string, askBudget int) string {
 
 // pointerLabel is the label of e's pointer line.
 func (e LedgerEntry) pointerLabel() string {
+	if e.binding {
+		return constraintsLabel
+	}
 	if e.side && (e.Kind == EntryIdentifier || e.Kind == EntryRead || e.Kind == EntryWrote) {
 		return pathsLabel
 	}
@@ -512,6 +535,8 @@ var pointerLabelOrder = func() []string {
 			out = append(out, pathsLabel, taskPathsLabel)
 		case EntryError:
 			out = append(out, routineLabel)
+		case EntryDecision:
+			out = append(out, constraintsLabel)
 		}
 	}
 	return out
@@ -594,6 +619,19 @@ func (l *Ledger) renderWithin(sessionID string, askBudget, maxChars int) string 
 		}
 	}
 	// What is written ends in one newline, which is cut.
+	if size-1 > maxChars {
+		// The user's corrections and constraints keep their words within a share of the
+		// bound, newest first; older ones are merged into the constraints pointer line.
+		room := int(float64(maxChars) * bindingShare)
+		for _, i := range l.bindingLinesNewestFirst() {
+			if room -= len(lines[i]); room < 0 {
+				dropLine(i)
+				lines[i] = ""
+				l.Entries[i].toPointer()
+				addPtr(l.Entries[i])
+			}
+		}
+	}
 	if size-1 > maxChars {
 		for _, st := range l.trimSequence(gone) {
 			i := st.i
@@ -756,6 +794,22 @@ func (l *Ledger) formatLines(askBudget int) []string {
 	return lines
 }
 
+// bindingShare is the share of an oversized ledger's bound that the lines of the user's
+// corrections and constraints may take; the rest of them become pointers.
+const bindingShare = 0.3
+
+// bindingLinesNewestFirst are the indices of the binding lines, newest message first.
+func (l *Ledger) bindingLinesNewestFirst() []int {
+	var out []int
+	for i, e := range l.Entries {
+		if e.binding && !e.Pointer {
+			out = append(out, i)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b int) int { return cmp.Compare(l.Entries[b].MsgID, l.Entries[a].MsgID) })
+	return out
+}
+
 // trimStep is one step of shrinking an oversized ledger: entry i becomes a pointer (demote)
 // or its pointer goes.
 type trimStep struct {
@@ -816,6 +870,9 @@ func (l *Ledger) trimSequence(gone []bool) []trimStep {
 		p := e
 		p.Pointer = true
 		drop := 2*p.weight() + dropLag + newestBonus(rank[i])
+		if e.binding {
+			drop = bindingDropKey
+		}
 		if !e.Pointer {
 			demote := 2 * e.weight()
 			steps = append(steps, keyed{trimStep{i, true}, demote})
@@ -952,7 +1009,7 @@ func parseLedger(body string) Ledger {
 				rest = uq
 			}
 			if kind == EntryDecision {
-				e.relevance = 3
+				e.relevance, e.binding = 3, ClassifyDirective(rest).Binding()
 			}
 		}
 		if rest == "" {
@@ -975,8 +1032,10 @@ func parsePointerLine(line string) []LedgerEntry {
 	if !ok {
 		return nil
 	}
-	kind, path, routine, side := EntryKind(""), false, false, false
+	kind, path, routine, side, binding := EntryKind(""), false, false, false, false
 	switch lab {
+	case constraintsLabel:
+		kind, binding = EntryDecision, true
 	case pathsLabel:
 		kind, path, side = EntryIdentifier, true, true
 	case taskPathsLabel:
@@ -1003,7 +1062,7 @@ func parsePointerLine(line string) []LedgerEntry {
 			if err != nil {
 				continue
 			}
-			out = append(out, LedgerEntry{Kind: kind, MsgID: id, Pointer: true, relevance: rel, pathID: path, routine: routine, side: side})
+			out = append(out, LedgerEntry{Kind: kind, MsgID: id, Pointer: true, relevance: rel, pathID: path, routine: routine, side: side, binding: binding})
 		}
 	}
 	return out
@@ -1100,8 +1159,11 @@ func ledgerEntriesBefore(ms []store.Message, scans []msgScan, touchedLater map[s
 	userFacts := func(sc msgScan, id int64) {
 		add(EntryAsk, sc.text, id, 3)
 		addIDs(sc.ids, id, 3)
-		for _, d := range decisions(sc.text, 5) {
+		for _, d := range Directives(sc.text, 5) {
 			add(EntryDecision, d, id, 3)
+			if n := len(out); n > 0 && out[n-1].Kind == EntryDecision {
+				out[n-1].binding = ClassifyDirective(d).Binding()
+			}
 		}
 		for _, e := range sc.errs[:min(2, len(sc.errs))] {
 			// A user sentence merely mentioning a failure is an ask, not an error report; one
@@ -1200,18 +1262,6 @@ func snapshotPaths(body string, into map[string]bool) {
 		}
 	}
 }
-
-// decisionCues mark a user sentence as a decision or constraint.
-var decisionCues = []string{
-	"let's", "let us", "we will", "we'll", "we should", "we must", "must", "never", "always",
-	"don't", "do not", "dont", "decided", "decide", "instead", "prefer", "make sure", "remember",
-	"should not", "shouldn't", "only use", "avoid", "from now on", "keep ", "goal", "the plan is",
-}
-
-var decisionCueSet = newWordSet(decisionCues)
-
-// decisions returns the sentences of a user message that state a decision or constraint.
-func decisions(text string, limit int) []string { return cued(text, decisionCueSet, limit) }
 
 // cued returns up to limit sentences of text holding one of cues at the start of a word
 // (ASCII case-insensitively), in one pass over each sentence.

@@ -112,7 +112,8 @@ func TestLedgerRoundTrip(t *testing.T) {
 		{Kind: EntryIdentifier, Text: "#12", MsgID: 5, relevance: 3},
 		{Kind: EntryIdentifier, Text: "abc1234", MsgID: 6, relevance: 1},
 		{Kind: EntryError, Text: "panic: boom", MsgID: 7, relevance: 1},
-		{Kind: EntryDecision, Text: `never use "sudo"`, MsgID: 8, relevance: 3},
+		{Kind: EntryDecision, Text: `never use "sudo"`, MsgID: 8, relevance: 3, binding: true},
+		{Kind: EntryDecision, Text: "let's ship it", MsgID: 8, relevance: 3},
 		{Kind: EntryAsk, Text: "line one\n\n  indented\n## not a heading", MsgID: 9, relevance: 3},
 	}}
 	l.bound(1)
@@ -160,11 +161,45 @@ func TestIdentifiers(t *testing.T) {
 	}
 }
 
-func TestDecisions(t *testing.T) {
+// TestLedgerKeepsConstraintsOverBudget fills a small ledger with the user's constraints and
+// with other entries: over the budget, the oldest constraints turn into pointers under
+// "constraints" (never dropped, every other pointer goes first), the newest keep their words,
+// and a later compaction reading the ledger back keeps them binding.
+func TestLedgerKeepsConstraintsOverBudget(t *testing.T) {
 	t.Parallel()
-	got := decisions("Hi there. Let's use sqlite. The sky is blue! We must never break the API; also, don't push to main\nUse Go 1.26 instead of 1.25.", 10)
-	want := []string{"Let's use sqlite.", "We must never break the API;", "also, don't push to main", "Use Go 1.26 instead of 1.25."}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Fatalf("got %q", got)
+	var ms []store.Message
+	id := int64(0)
+	for i := range 60 {
+		id++
+		ms = append(ms, store.Message{ID: id, Role: store.RoleUser, Content: fmt.Sprintf("Task %d: tidy internal/x/f%d.go. Never call os.Exit%d from a library.", i, i, i)})
+		id++
+		ms = append(ms, store.Message{ID: id, Role: store.RoleTool, ToolCallID: "c", Content: fmt.Sprintf("error: build %d failed at step %d\ncommit %040x", i, i, i)})
+	}
+	for _, maxChars := range []int{420, 900, 1500, 3000} {
+		var l Ledger
+		l.merge(extractLedger(ms))
+		l.bound(1)
+		text := l.renderWithin("s", 0, maxChars)
+		if len(text) > maxChars {
+			t.Fatalf("%d: ledger of %d chars", maxChars, len(text))
+		}
+		back := parseLedger(text)
+		kept := map[int64]bool{}
+		for _, e := range back.Entries {
+			if e.Kind == EntryDecision && e.binding {
+				kept[e.MsgID] = true
+			}
+		}
+		for i := range 60 {
+			if !kept[int64(2*i+1)] {
+				t.Errorf("%d chars: the constraint of m%d is neither a line nor a pointer:\n%s", maxChars, 2*i+1, text)
+			}
+		}
+		if maxChars >= 900 && !strings.Contains(text, `"Never call os.Exit59 from a library." [m119]`) {
+			t.Errorf("%d chars: the newest constraint lost its words:\n%s", maxChars, text)
+		}
+		if maxChars < 3000 && !strings.Contains(text, "- constraints: [m1,") {
+			t.Errorf("%d chars: the oldest constraints are not merged into pointers:\n%s", maxChars, text)
+		}
 	}
 }

@@ -585,9 +585,6 @@ func TestCuedMatchesNaive(t *testing.T) {
 			b.WriteString(rapid.SampledFrom(pieces).Draw(t, "piece"))
 		}
 		text, limit := b.String(), rapid.IntRange(1, 6).Draw(t, "limit")
-		if got, want := decisions(text, limit), naiveCued(text, decisionCues, limit); !slices.Equal(got, want) {
-			t.Fatalf("decisions(%q) = %q, want %q", text, got, want)
-		}
 		if got, want := agentDecisions(text, limit), naiveCued(text, agentCues, limit); !slices.Equal(got, want) {
 			t.Fatalf("agentDecisions(%q) = %q, want %q", text, got, want)
 		}

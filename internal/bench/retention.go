@@ -117,11 +117,13 @@ var retentionRules = map[string]string{
 		"session_search(session_id, around_message_id=N) (package recall) anchors on such a message, or the request " +
 		"holds the fact's key (an identifier, never the sentence) and session_search(query=key, " +
 		"role_filter=user,assistant,tool; user for asks) returns a message holding the text among its top 3 results",
-	"lost":          "neither present nor recoverable",
+	"lost": "neither present nor recoverable",
+	"constraints": "every correction or constraint the user said (never, always, don't, use X not Y, instead of, stop, " +
+		"make sure, ...), each sentence once, scored as a fact with role_filter=user; kept = present or recoverable",
 	"target_tokens": "the compaction trigger: a context above it after a compaction compacts again on the next call",
 	"targets": "per window, fake and fallback engines: 0 failed turns, active tokens after every compaction at or under " +
-		"the target, no orphan tool pair, 100% of facts present or recoverable, present >= 90% from 32K on; " +
-		"the control engines must lose facts",
+		"the target, no orphan tool pair, 100% of facts and of corrections and constraints present or recoverable, " +
+		"present >= 90% from 32K on; the control engines must lose facts and constraints",
 }
 
 // RetentionWindow is one context window's results.
@@ -177,6 +179,14 @@ type RetentionRun struct {
 	UserAsksLost        int          `json:"user_asks_lost"`
 	// UserAsksLostTurns are the turns (0-based) whose ask was lost.
 	UserAsksLostTurns []int `json:"user_asks_lost_turns,omitempty"`
+	// Constraints* score the user's corrections and constraints apart (each sentence once, as
+	// first said; present or recoverable as a fact is): the asks that bind the rest of the
+	// session.
+	ConstraintsTotal       int          `json:"constraints_total"`
+	ConstraintsPresent     int          `json:"constraints_present"`
+	ConstraintsRecoverable int          `json:"constraints_recoverable"`
+	ConstraintsKeptPct     float64      `json:"constraints_kept_pct"`
+	ConstraintsLost        []FactResult `json:"constraints_lost"`
 	// OrphanToolPairs counts tool results without their call and calls without their result in
 	// every request sent (each such request is refused).
 	OrphanToolPairs int `json:"orphan_tool_pairs"`
@@ -269,6 +279,9 @@ func Retention(ctx context.Context, cfg RetentionConfig) (*RetentionReport, erro
 			win.Engines[e] = r
 			fmt.Fprintf(logw, "retention: window %d, %s: %d compactions, %d failed turns, facts %.1f%% present %.1f%% recoverable %d lost, asks %d lost, orphans %d, after-compaction max %d / target %d (%d over)\n",
 				w, e, r.Compactions, r.TurnsFailed, r.PresentPct, r.RecoverablePct, len(r.FactsLost), r.UserAsksLost, r.OrphanToolPairs, r.ActiveTokensAfterMax, r.TargetTokens, r.ActiveTokensOverTarget)
+			fmt.Fprintf(logw, "retention: window %d, %s: corrections and constraints kept %d of %d (%.1f%%: %d present, %d recoverable); user asks kept %d of %d (%.1f%%)\n",
+				w, e, r.ConstraintsPresent+r.ConstraintsRecoverable, r.ConstraintsTotal, r.ConstraintsKeptPct, r.ConstraintsPresent, r.ConstraintsRecoverable,
+				r.UserAsksPresent+r.UserAsksRecoverable, r.UserAsksTotal, pct1(r.UserAsksPresent+r.UserAsksRecoverable, r.UserAsksTotal))
 			failed = append(failed, retentionMisses(w, e, r)...)
 		}
 		rep.Windows = append(rep.Windows, win)
@@ -300,10 +313,14 @@ func retentionMisses(w int, e string, r *RetentionRun) []string {
 	at := fmt.Sprintf("%d tokens, %s", w, e)
 	if e == ControlTailOnly || e == ControlBlankSummary {
 		// A window the session never filled cannot show a loss; one that compacted must.
+		var out []string
 		if r.Compactions > 0 && len(r.FactsLost) == 0 {
-			return []string{at + ": the control engine lost no fact in " + fmt.Sprint(r.Compactions) + " compactions (the benchmark cannot see a loss)"}
+			out = append(out, at+": the control engine lost no fact in "+fmt.Sprint(r.Compactions)+" compactions (the benchmark cannot see a loss)")
 		}
-		return nil
+		if r.Compactions > 0 && len(r.ConstraintsLost) == 0 {
+			out = append(out, at+": the control engine lost no correction or constraint in "+fmt.Sprint(r.Compactions)+" compactions (the benchmark cannot see a loss)")
+		}
+		return out
 	}
 	var out []string
 	if r.TurnsFailed > 0 {
@@ -317,6 +334,9 @@ func retentionMisses(w int, e string, r *RetentionRun) []string {
 	}
 	if len(r.FactsLost) > 0 {
 		out = append(out, fmt.Sprintf("%s: %d of %d facts lost", at, len(r.FactsLost), r.FactsTotal))
+	}
+	if len(r.ConstraintsLost) > 0 {
+		out = append(out, fmt.Sprintf("%s: %d of %d corrections and constraints lost", at, len(r.ConstraintsLost), r.ConstraintsTotal))
 	}
 	if w >= RetentionPresentFromWindow && r.PresentPct < RetentionMinPresentPct {
 		out = append(out, fmt.Sprintf("%s: %.1f%% of facts present < %.0f%%", at, r.PresentPct, RetentionMinPresentPct))

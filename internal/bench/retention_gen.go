@@ -71,6 +71,10 @@ type retentionSession struct {
 	facts []Fact
 	asks  []UserAsk
 	pre   []Fact
+	// constraints are the user's corrections and constraints, each sentence once (the turn it
+	// was first said): the planted ones and the constraint fillers. The generator knows them;
+	// the compressor has to classify them.
+	constraints []Fact
 }
 
 var (
@@ -82,9 +86,14 @@ var (
 		"split the long function in", "add metrics to", "tighten input validation in",
 		"profile the hot path of", "rename the confusing fields in", "add a timeout to",
 	}
-	retFillers = []string{
-		"Make sure the tests pass.", "Let's keep the diff small.", "Do not reformat unrelated code.",
-		"Remember to update the changelog.", "We should avoid new dependencies.", "Keep the commit focused.",
+	// retFillers close every fourth ask; the binding ones are constraints the user repeats.
+	retFillers = []struct {
+		text, key string
+		binding   bool
+	}{
+		{"Make sure the tests pass.", "tests pass", true}, {"Let's keep the diff small.", "diff small", false},
+		{"Do not reformat unrelated code.", "unrelated code", true}, {"Remember to update the changelog.", "changelog", false},
+		{"We should avoid new dependencies.", "new dependencies", true}, {"Keep the commit focused.", "commit focused", true},
 	}
 	retFuncs = []string{"Build", "Apply", "Validate", "Encode", "Decode", "Flush", "Reconcile", "Schedule", "Lookup", "Merge"}
 )
@@ -166,6 +175,14 @@ func plantedFacts(rng *Rng) []Fact {
 		spread(FactValue, "refund_worker_replicas: 9", "refund_worker_replicas", inOutput, 0.74),
 
 		spread(FactGoal, "New goal (LEDG-587): add partial refunds to the payouts report.", "LEDG-587", inUser, 0.86),
+
+		// The user's corrections, said once each.
+		spread(FactConstraint, "No, use errors.Is here, not a string comparison on err.Error().", "errors.Is", inUser, 0.11),
+		spread(FactConstraint, "Stop adding TODO comments to the code.", "TODO comments", inUser, 0.29),
+		spread(FactConstraint, "Instead of time.Sleep in tests, use the fake clock.", "time.Sleep", inUser, 0.44),
+		spread(FactConstraint, "Don't touch the vendor directory.", "vendor directory", inUser, 0.53),
+		spread(FactConstraint, "Make sure every new endpoint checks the merchant id.", "merchant id", inUser, 0.69),
+		spread(FactConstraint, "Use table-driven tests, not one test function per case.", "one test function per case", inUser, 0.91),
 	}
 }
 
@@ -224,6 +241,13 @@ func generateRetentionSession(seed uint64, turns int) retentionSession {
 		byTurn[t] = append(byTurn[t], i)
 	}
 	s := retentionSession{facts: facts, pre: preCompactionFacts()}
+	said := map[string]bool{}
+	constraint := func(f Fact) {
+		if !said[f.Text] {
+			said[f.Text] = true
+			s.constraints = append(s.constraints, f)
+		}
+	}
 	base := time.Date(2026, 1, 12, 9, 0, 0, 0, time.UTC)
 	clock := 0
 	stamp := func(m store.Message) store.Message {
@@ -253,6 +277,9 @@ func generateRetentionSession(seed uint64, turns int) retentionSession {
 				switch f.Kind {
 				case FactDecision, FactGoal, FactConstraint:
 					user = append(user, f.Text)
+					if f.Kind != FactGoal {
+						constraint(f)
+					}
 				case FactPath:
 					user = append(user, fmt.Sprintf("The entry point is %s; check how it wires the %s.", f.Text, noun))
 				case FactSHA:
@@ -300,7 +327,11 @@ func generateRetentionSession(seed uint64, turns int) retentionSession {
 			}
 		}
 		if t%4 == 2 {
-			user = append(user, retFillers[rng.Intn(len(retFillers))])
+			fl := retFillers[rng.Intn(len(retFillers))]
+			user = append(user, fl.text)
+			if fl.binding {
+				constraint(Fact{Kind: FactConstraint, Text: fl.text, Key: fl.key, Turn: t, Where: inUser, Phase: PhaseSpread})
+			}
 		}
 
 		var ms []store.Message

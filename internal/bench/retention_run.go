@@ -413,7 +413,7 @@ func runWindow(ctx context.Context, sess retentionSession, window int, engine, d
 		// A debugging aid: the probe request as the model reads it, one file per run.
 		_ = os.WriteFile(filepath.Join(d, fmt.Sprintf("probe-%d-%s.txt", window, engine)), []byte(requestText(*probe)), 0o600)
 	}
-	if err := scoreRetention(ctx, db, sid, *probe, facts, sess.asks, out); err != nil {
+	if err := scoreRetention(ctx, db, sid, *probe, facts, sess.asks, sess.constraints, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -490,7 +490,7 @@ func requestText(req provider.Request) string {
 // message holding the text and session_search(session_id, around_message_id=N) returns that
 // message as its anchor, or holds the fact's key and session_search(query=key) returns a
 // message holding the text among its top 3 results; lost otherwise.
-func scoreRetention(ctx context.Context, db store.Backend, sid string, probe provider.Request, facts []Fact, asks []UserAsk, out *RetentionRun) error {
+func scoreRetention(ctx context.Context, db store.Backend, sid string, probe provider.Request, facts []Fact, asks []UserAsk, constraints []Fact, out *RetentionRun) error {
 	text := requestText(probe)
 	all, err := db.Conversation(ctx, sid, store.ViewAll)
 	if err != nil {
@@ -575,6 +575,23 @@ func scoreRetention(ctx context.Context, db store.Backend, sid string, probe pro
 	out.PresentPct = pct1(out.FactsPresent, out.FactsTotal)
 	out.RecoverablePct = pct1(out.FactsRecoverable, out.FactsTotal)
 	out.PresentOrRecoverablePct = pct1(out.FactsPresent+out.FactsRecoverable, out.FactsTotal)
+	out.ConstraintsTotal = len(constraints)
+	out.ConstraintsLost = []FactResult{}
+	for _, f := range constraints {
+		st, via, err := status(f.Text, f.Key, "user")
+		if err != nil {
+			return err
+		}
+		switch st {
+		case StatusPresent:
+			out.ConstraintsPresent++
+		case StatusRecoverable:
+			out.ConstraintsRecoverable++
+		default:
+			out.ConstraintsLost = append(out.ConstraintsLost, FactResult{Fact: f, Status: st, Via: via})
+		}
+	}
+	out.ConstraintsKeptPct = pct1(out.ConstraintsPresent+out.ConstraintsRecoverable, out.ConstraintsTotal)
 	out.UserAsksTotal = len(asks)
 	for _, a := range asks {
 		st, _, err := status(a.Sentence, a.Key, "user")

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoolhq/spool/compress"
 	"github.com/spoolhq/spool/provider"
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/sqlite"
@@ -62,6 +63,10 @@ func TestRetentionScaledDown(t *testing.T) {
 		if r.UserAsksTotal != cfg.Turns || r.UserAsksPresent+r.UserAsksRecoverable+r.UserAsksLost != r.UserAsksTotal {
 			t.Errorf("%s: ask counts do not add up: %+v", name, r)
 		}
+		if r.ConstraintsTotal < 10 || r.ConstraintsPresent+r.ConstraintsRecoverable+len(r.ConstraintsLost) != r.ConstraintsTotal {
+			t.Errorf("%s: constraint counts do not add up: %d total, %d present, %d recoverable, %d lost",
+				name, r.ConstraintsTotal, r.ConstraintsPresent, r.ConstraintsRecoverable, len(r.ConstraintsLost))
+		}
 		phases := map[string]int{}
 		for _, f := range r.Facts {
 			phases[f.Phase]++
@@ -84,6 +89,12 @@ func TestRetentionScaledDown(t *testing.T) {
 		r := engines[c]
 		if len(r.FactsLost) == 0 {
 			t.Errorf("%s: 0 facts lost in %d compactions: the benchmark cannot see a loss", c, r.Compactions)
+		}
+		// The control keeps no summary and no ledger: the user's corrections and constraints
+		// must be reported lost, or the separate line could not show a bad result.
+		if len(r.ConstraintsLost) == 0 || r.ConstraintsKeptPct >= engines[ModeFake].ConstraintsKeptPct {
+			t.Errorf("%s: constraints kept %.1f%% (%d lost), the default compressor %.1f%%: the benchmark cannot see a loss",
+				c, r.ConstraintsKeptPct, len(r.ConstraintsLost), engines[ModeFake].ConstraintsKeptPct)
 		}
 		if fk := engines[ModeFake]; fk.FactsPresent+fk.FactsRecoverable <= r.FactsPresent+r.FactsRecoverable {
 			t.Errorf("%s kept %d facts, the default compressor only %d", c, r.FactsPresent+r.FactsRecoverable, fk.FactsPresent+fk.FactsRecoverable)
@@ -151,7 +162,7 @@ func TestRetentionScoring(t *testing.T) {
 		{"a key that finds nothing", "max_idle_conns", StatusLost, StatusLost},
 	} {
 		out := &RetentionRun{}
-		if err := scoreRetention(ctx, db, sid, probe(tc.text), []Fact{fact}, []UserAsk{ask}, out); err != nil {
+		if err := scoreRetention(ctx, db, sid, probe(tc.text), []Fact{fact}, []UserAsk{ask}, nil, out); err != nil {
 			t.Fatal(err)
 		}
 		askStatus := StatusLost
@@ -261,6 +272,21 @@ func TestRetentionSessionPlantsEveryFact(t *testing.T) {
 				t.Errorf("ask of turn %d is not the start of its user message", ask.Turn)
 			}
 		}
+		// The compressor's classifier must find every correction and constraint the generator
+		// planted, and no task ask.
+		for _, f := range a.constraints {
+			if d := compress.ClassifyDirective(f.Text); !d.Binding() || !strings.Contains(f.Text, f.Key) {
+				t.Errorf("constraint %q (key %q) is classified %s", f.Text, f.Key, d)
+			}
+		}
+		if turns >= 90 && len(a.constraints) < 10 {
+			t.Errorf("%d turns: only %d corrections and constraints", turns, len(a.constraints))
+		}
+		for _, ask := range a.asks {
+			if d := compress.ClassifyDirective(ask.Sentence); d != compress.DirectiveNone {
+				t.Errorf("ask %q is classified %s", ask.Sentence, d)
+			}
+		}
 		for _, f := range a.pre {
 			planted := plantPreCompaction(a.turns[1], f)
 			if n := orphanToolPairs(planted); n != 0 || !strings.Contains(fmt.Sprint(planted), f.Text) || strings.Contains(fmt.Sprint(a.turns[1]), f.Text) {
@@ -354,7 +380,7 @@ func TestRetentionKeysFindTheirFacts(t *testing.T) {
 		keys.WriteString(f.Key + "\n")
 	}
 	out := &RetentionRun{}
-	if err := scoreRetention(ctx, db, sid, provider.Request{System: keys.String()}, facts, nil, out); err != nil {
+	if err := scoreRetention(ctx, db, sid, provider.Request{System: keys.String()}, facts, nil, nil, out); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range out.Facts {
