@@ -280,6 +280,9 @@ func (e LedgerEntry) weight() int {
 		return 7
 	case EntryIdentifier:
 		if e.pathID && !e.side {
+			if e.Pointer {
+				return askPointerWeight
+			}
 			return 3
 		}
 		return 6
@@ -296,10 +299,17 @@ func (e LedgerEntry) weight() int {
 		}
 		return 2
 	case EntryAsk:
+		if e.Pointer {
+			return askPointerWeight
+		}
 		return 1
 	}
 	return 0
 }
+
+// askPointerWeight is the weight of a pointer to a user message (an ask's, or the task path
+// its ask named).
+var askPointerWeight = 5
 
 // toPointer turns e into its pointer.
 func (e *LedgerEntry) toPointer() {
@@ -426,8 +436,9 @@ func (e LedgerEntry) isPathEntry() bool {
 // ask, the assistant's words, the tool call, the listing, the write): one pointer to any of
 // them recovers it, so only one entry per path, the one in the user's message if there is one
 // (it also recovers the ask), else the one the agent wrote, else the newest, keeps a pointer
-// when its line goes; it takes the side mark of any of them. An ask whose message a path entry
-// already points at needs no pointer of its own.
+// when its line goes; it takes the side mark of any of them. An ask whose message another
+// identifier (a SHA, an issue, a side path) already points at needs no pointer of its own; the
+// task path an ask names needs none besides the ask's.
 func (l *Ledger) markCovered() {
 	best := map[string]int{}
 	for i, e := range l.Entries {
@@ -455,8 +466,31 @@ func (l *Ledger) markCovered() {
 			l.Entries[b].side = l.Entries[b].side || e.side
 		}
 	}
+	asked := map[int64]bool{}
+	commands := map[int64][]string{}
 	for _, e := range l.Entries {
-		if e.Kind == EntryIdentifier && !e.covered {
+		switch {
+		case e.Kind == EntryAsk:
+			asked[e.MsgID] = true
+		case e.Kind == EntryCommand && !e.Pointer:
+			commands[e.MsgID] = append(commands[e.MsgID], e.Text)
+		}
+	}
+	inCommand := func(e LedgerEntry) bool {
+		return slices.ContainsFunc(commands[e.MsgID], func(c string) bool { return strings.Contains(c, e.Text) })
+	}
+	for i := range l.Entries {
+		e := &l.Entries[i]
+		switch {
+		case e.Kind != EntryIdentifier || e.covered:
+		case e.pathID && !e.side && !e.Pointer && e.relevance < 3 && inCommand(*e):
+			// The directory a command ran on: the command's pointer recovers it.
+			e.covered = true
+		case e.pathID && !e.side && asked[e.MsgID]:
+			// The task path the ask named: the ask's pointer recovers both, under the
+			// user messages.
+			e.covered = true
+		default:
 			pointed[e.MsgID] = true
 		}
 	}
@@ -870,8 +904,13 @@ func (l *Ledger) trimSequence(gone []bool) []trimStep {
 		p := e
 		p.Pointer = true
 		drop := 2*p.weight() + dropLag + newestBonus(rank[i])
-		if e.binding {
+		switch {
+		case e.binding:
 			drop = bindingDropKey
+		case e.Kind == EntryAsk:
+			// The user's own words outlast the commands, repeated errors and task paths of
+			// the same weight, never the facts of a higher one.
+			drop++
 		}
 		if !e.Pointer {
 			demote := 2 * e.weight()

@@ -203,3 +203,51 @@ func TestLedgerKeepsConstraintsOverBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestLedgerAsksOutlastRoutinePointers squeezes a ledger of many turns, each a user ask naming
+// its file and a test command on that file's directory: the asks' pointers (which recover the
+// task path too) outlast the commands' pointers, and the directory a command ran on takes no
+// pointer of its own.
+func TestLedgerAsksOutlastRoutinePointers(t *testing.T) {
+	t.Parallel()
+	s := newSession(nil)
+	for i := range 80 {
+		path := fmt.Sprintf("internal/pkg%d/file_%d.go", i%9, i)
+		read, run := fmt.Sprintf("r%d", i), fmt.Sprintf("t%d", i)
+		s.append(
+			store.Message{Role: store.RoleUser, Content: fmt.Sprintf("Task %d: fix the off-by-one in %s.", i, path)},
+			store.Message{Role: store.RoleAssistant, ToolCalls: []store.ToolCall{
+				{ID: read, Type: "function", Function: store.ToolFunction{Name: "read_file", Arguments: fmt.Sprintf(`{"path":%q}`, path)}},
+				{ID: run, Type: "function", Function: store.ToolFunction{Name: "terminal", Arguments: fmt.Sprintf(`{"command":"go test ./internal/pkg%d/..."}`, i%9)}},
+			}},
+			store.Message{Role: store.RoleTool, ToolCallID: read, ToolName: "read_file", Content: "package x"},
+			store.Message{Role: store.RoleTool, ToolCallID: run, ToolName: "terminal", Content: "ok\nexit code: 0"},
+		)
+	}
+	var l Ledger
+	l.merge(extractLedger(s.active))
+	l.bound(1)
+	text := l.renderWithin("s", 0, 500)
+	users, asks, commands := map[int64]bool{}, 0, 0
+	for _, m := range s.active {
+		if m.Role == store.RoleUser {
+			users[m.ID] = true
+		}
+	}
+	for id := range pointedIDs(text) {
+		if users[id] {
+			asks++
+		}
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "- commands: ") {
+			commands = len(pointedIDs(line))
+		}
+		if strings.HasPrefix(line, "- task paths: ") {
+			t.Errorf("task paths listed beside the asks and commands that recover them: %s", line)
+		}
+	}
+	if asks < 40 || asks <= commands {
+		t.Fatalf("%d asks and %d commands kept in 500 chars:\n%s", asks, commands, text)
+	}
+}

@@ -82,6 +82,23 @@ func naiveRender(l *Ledger, sessionID string, askBudget, maxChars int) string {
 		}
 	}
 	l.Entries = kept
+	// Over the bound, the binding lines beyond their share, oldest first, become pointers.
+	if s := naiveRenderOnce(l, make([]bool, len(l.Entries)), sessionID, maxChars); len(s) > maxChars {
+		type bl struct{ i, size int }
+		var bls []bl
+		for i, e := range l.Entries {
+			if e.binding && !e.Pointer {
+				bls = append(bls, bl{i, len("- " + strconv.Quote(e.Text) + " " + idTag(e.MsgID) + "\n")})
+			}
+		}
+		slices.SortStableFunc(bls, func(a, b bl) int { return cmp.Compare(l.Entries[b.i].MsgID, l.Entries[a.i].MsgID) })
+		room := int(float64(maxChars) * bindingShare)
+		for _, b := range bls {
+			if room -= b.size; room < 0 {
+				l.Entries[b.i].toPointer()
+			}
+		}
+	}
 	// The steps, by brute force: every (entry, action) with its key, sorted.
 	type step struct {
 		e      LedgerEntry
@@ -101,6 +118,11 @@ func naiveRender(l *Ledger, sessionID string, askBudget, maxChars int) string {
 		p := e
 		p.Pointer = true
 		drop := 2*p.weight() + dropLag + newestBonus(rank)
+		if e.binding {
+			drop = bindingDropKey
+		} else if e.Kind == EntryAsk {
+			drop++
+		}
 		if !e.Pointer {
 			steps = append(steps, step{e, true, 2 * e.weight()})
 			drop = max(drop, 2*e.weight()+1)
@@ -224,6 +246,9 @@ func naiveRenderOnce(l *Ledger, gone []bool, sessionID string, maxChars int) str
 			if e.Kind == EntryError && e.routine {
 				lab = routineLabel
 			}
+			if e.binding {
+				lab = "constraints"
+			}
 			if !slices.Contains(byLabel[lab], e.MsgID) {
 				byLabel[lab] = append(byLabel[lab], e.MsgID)
 			}
@@ -231,7 +256,7 @@ func naiveRenderOnce(l *Ledger, gone []bool, sessionID string, maxChars int) str
 	}
 	if len(byLabel) > 0 {
 		b.WriteString("\n" + PointerHeading + "\n")
-		for _, lab := range []string{"files written", "files read", "commands", "identifiers", "paths", "task paths", "errors", "repeated errors", "values", "assistant decisions", "user decisions", "user messages"} {
+		for _, lab := range []string{"files written", "files read", "commands", "identifiers", "paths", "task paths", "errors", "repeated errors", "values", "assistant decisions", "user decisions", "constraints", "user messages"} {
 			if ids := byLabel[lab]; len(ids) > 0 {
 				slices.Sort(ids)
 				var list []string
@@ -304,6 +329,7 @@ func TestRenderMatchesNaive(t *testing.T) {
 				pathID:  k == EntryIdentifier && rapid.Bool().Draw(t, "path"),
 				routine: k == EntryError && rapid.Bool().Draw(t, "routine"),
 				side:    (k == EntryIdentifier || k == EntryRead || k == EntryWrote) && rapid.Bool().Draw(t, "side"),
+				binding: k == EntryDecision && rapid.Bool().Draw(t, "binding"),
 			})
 			if e := &l.Entries[len(l.Entries)-1]; rapid.IntRange(0, 5).Draw(t, "pointer") == 0 && e.Kind != "unknown" {
 				e.toPointer()
@@ -449,6 +475,7 @@ func naiveBound(l *Ledger, scale int) {
 					merged[j].pathID = merged[j].pathID && p.pathID
 					merged[j].routine = merged[j].routine && p.routine
 					merged[j].side = merged[j].side || p.side
+					merged[j].binding = merged[j].binding || p.binding
 					found = true
 				}
 			}
@@ -486,8 +513,9 @@ func TestBoundMatchesNaive(t *testing.T) {
 			}
 			l.Entries = append(l.Entries, LedgerEntry{Kind: k, Text: text,
 				MsgID: int64(rapid.IntRange(1, 20).Draw(t, "id")), relevance: rapid.IntRange(1, 3).Draw(t, "rel"),
-				pathID: k == EntryIdentifier && rapid.Bool().Draw(t, "pathID"),
-				side:   (k == EntryIdentifier || k == EntryRead || k == EntryWrote) && rapid.IntRange(0, 3).Draw(t, "side") == 0})
+				pathID:  k == EntryIdentifier && rapid.Bool().Draw(t, "pathID"),
+				side:    (k == EntryIdentifier || k == EntryRead || k == EntryWrote) && rapid.IntRange(0, 3).Draw(t, "side") == 0,
+				binding: k == EntryDecision && rapid.Bool().Draw(t, "binding")})
 		}
 		for i := range l.Entries {
 			if rapid.IntRange(0, 3).Draw(t, "pointer") == 0 {
@@ -683,6 +711,20 @@ func naiveMarkCovered(l *Ledger) {
 	}
 	for _, b := range side {
 		l.Entries[b].side = true
+	}
+	// A task path is covered by the command it is part of, or by the ask of its message.
+	for i, e := range l.Entries {
+		if e.Kind != EntryIdentifier || e.covered || !e.pathID || e.side {
+			continue
+		}
+		for _, x := range l.Entries {
+			if x.MsgID != e.MsgID {
+				continue
+			}
+			if x.Kind == EntryCommand && !x.Pointer && !e.Pointer && e.relevance < 3 && strings.Contains(x.Text, e.Text) || x.Kind == EntryAsk {
+				l.Entries[i].covered = true
+			}
+		}
 	}
 	for i, e := range l.Entries {
 		if e.Kind != EntryAsk {
