@@ -700,6 +700,12 @@ func (l *Ledger) renderWithin(sessionID string, askBudget, maxChars int) string 
 		}
 	}
 	l.Entries, lines = kept, keptLines
+	return l.write(header, lines, size, nPtrLabels > 0)
+}
+
+// write assembles the ledger text: the header, the lines by kind in entryOrder, then the
+// pointer section when there are pointers. size is the expected length.
+func (l *Ledger) write(header string, lines []string, size int, pointers bool) string {
 	var b strings.Builder
 	b.Grow(size)
 	b.WriteString(header)
@@ -716,7 +722,7 @@ func (l *Ledger) renderWithin(sessionID string, askBudget, maxChars int) string 
 			b.WriteString(lines[i])
 		}
 	}
-	if nPtrLabels > 0 {
+	if pointers {
 		b.WriteString("\n" + PointerHeading + "\n")
 		byLabel := map[string][]int64{}
 		for _, e := range l.Entries {

@@ -274,20 +274,9 @@ func generateRetentionSession(seed uint64, turns int) retentionSession {
 			f := facts[fi]
 			switch f.Where {
 			case inUser:
-				switch f.Kind {
-				case FactDecision, FactGoal, FactConstraint:
-					user = append(user, f.Text)
-					if f.Kind != FactGoal {
-						constraint(f)
-					}
-				case FactPath:
-					user = append(user, fmt.Sprintf("The entry point is %s; check how it wires the %s.", f.Text, noun))
-				case FactSHA:
-					user = append(user, fmt.Sprintf("Compare against commit %s, which is the last good deploy.", f.Text))
-				case FactIssue:
-					user = append(user, fmt.Sprintf("This is tracked in %s.", f.Text))
-				case FactError:
-					user = append(user, fmt.Sprintf("Production logs show: %s", f.Text))
+				user = append(user, userSentence(f, noun))
+				if f.Kind == FactDecision || f.Kind == FactConstraint {
+					constraint(f)
 				}
 			case inAssistant:
 				switch f.Kind {
@@ -378,6 +367,21 @@ func generateRetentionSession(seed uint64, turns int) retentionSession {
 		s.turns = append(s.turns, ms)
 	}
 	return s
+}
+
+// userSentence is how the user says fact f in a turn on a noun.
+func userSentence(f Fact, noun string) string {
+	switch f.Kind {
+	case FactPath:
+		return fmt.Sprintf("The entry point is %s; check how it wires the %s.", f.Text, noun)
+	case FactSHA:
+		return fmt.Sprintf("Compare against commit %s, which is the last good deploy.", f.Text)
+	case FactIssue:
+		return fmt.Sprintf("This is tracked in %s.", f.Text)
+	case FactError:
+		return fmt.Sprintf("Production logs show: %s", f.Text)
+	}
+	return f.Text // decisions, goals and constraints, as said
 }
 
 func toolCall(id, name string, args map[string]any) store.ToolCall {
