@@ -28,11 +28,16 @@ var (
 // LeaseHeldError says who holds the lease and until when.
 type LeaseHeldError struct {
 	ConversationID string
-	Holder         string
-	ExpiresAt      time.Time
+	// Name is the named lease held (NamedLeaser); empty for a conversation's turn lease.
+	Name      string
+	Holder    string
+	ExpiresAt time.Time
 }
 
 func (e *LeaseHeldError) Error() string {
+	if e.Name != "" {
+		return fmt.Sprintf("lease %s is held by %s until %s", e.Name, e.Holder, e.ExpiresAt.Format(time.RFC3339))
+	}
 	return fmt.Sprintf("conversation %s is busy: turn lease held by %s until %s", e.ConversationID, e.Holder,
 		e.ExpiresAt.Format(time.RFC3339))
 }

@@ -112,6 +112,8 @@ type Searcher interface {
 // because both take or need a Lease: they are the turn's writes, and a backend without leases
 // has no turn to commit.
 type Leaser interface {
+	// NamedLeaser: named leases for single-holder jobs (a platform's poller).
+	NamedLeaser
 	// AcquireLease takes the turn lease of the conversation sessionID belongs to, for ttl. A
 	// free, expired or provably dead holder's lease is taken with the next generation; a live
 	// foreign one returns *LeaseHeldError. The same holder acquiring again extends its lease.
@@ -157,8 +159,11 @@ type Compactor interface {
 }
 
 // PlatformState is what chat platforms keep between processes: routes (session keys to
-// sessions), the inbox of inbound events, per-channel read cursors and the send ledger.
+// sessions), the inbox of inbound events, per-channel read cursors, per-bot watermarks and the
+// send ledger.
 type PlatformState interface {
+	// Watermarks: a bot's per-platform watermark (what a channel without a cursor is read after).
+	Watermarks
 	// PutRoute stores the routing entry of r.Key, replacing an earlier one. The session must
 	// exist (ErrNotFound otherwise); deleting the session deletes its routes.
 	PutRoute(ctx context.Context, r Route) error
@@ -194,8 +199,10 @@ type PlatformState interface {
 }
 
 // APIState is what the HTTP API keeps between requests: idempotency keys and their stored
-// outcomes.
+// outcomes, response records and conversation metadata.
 type APIState interface {
+	// APIResponses: what a response id names, a session's latest response, conversation metadata.
+	APIResponses
 	// ClaimIdempotencyKey inserts c.Entry as a pending claim (Status 0) unless a live entry for
 	// (Scope, Key) exists; then it returns that entry and false, unchanged. Two concurrent
 	// claims of one key: exactly one gets true.

@@ -27,7 +27,8 @@ type migration struct {
 
 // goSteps attaches Go code to a schema version.
 var goSteps = map[int]func(ctx context.Context, tx pgx.Tx) error{
-	14: reindexWords, // 0014_search_stems.sql
+	14: reindexWords,       // 0014_search_stems.sql
+	15: recoverResponseIDs, // 0015_state_tables.sql
 }
 
 // migrationLock is the key of the transaction-scoped advisory lock every migration takes, so

@@ -32,11 +32,15 @@ const searchCopiesSchema = 6
 // searchStemsSchema is the version of migrations/NNNN_search_stems.sql.
 const searchStemsSchema = 14
 
+// stateTablesSchema is the version of migrations/NNNN_state_tables.sql.
+const stateTablesSchema = 15
+
 // goSteps attaches Go code to a schema version.
 var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
 	2:                  backfillCJK,
 	searchCopiesSchema: relinkAndReindex,
 	searchStemsSchema:  stemAndReindex,
+	stateTablesSchema:  recoverResponseIDs,
 }
 
 func loadMigrations() ([]migration, error) {

@@ -183,6 +183,7 @@ var leaseTier = tier[Harness]{
 	{"BeginTurnEqualsAppend", testBeginTurnEqualsAppend},
 	{"HistoryStaysCurrent", testHistoryStaysCurrent},
 	{"HeldLeases", testHeldLeases},
+	{"NamedLeases", testNamedLeases},
 	{"ConcurrentGoroutines", testConcurrentGoroutines},
 	{"ConcurrentProcesses", testConcurrentProcesses},
 	{"KilledMidWrite", testKilledMidWrite},
@@ -207,10 +208,12 @@ var platformTier = tier[Harness]{
 	{"Inbox", testInbox},
 	{"SendLedger", testSendLedger},
 	{"ReadCursors", testReadCursors},
+	{"Watermarks", testWatermarks},
 }
 
 var apiTier = tier[Harness]{
 	{"Idempotency", testIdempotency},
+	{"Responses", testResponses},
 }
 
 var accountingTier = tier[Harness]{
