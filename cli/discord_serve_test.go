@@ -114,7 +114,7 @@ func TestServeDiscordKilled(t *testing.T) {
 	}
 }
 
-// hasWatermark reports whether the Discord bot's watermark ("@connected") is in home's store.
+// hasWatermark reports whether the Discord bot's watermark is in home's store.
 func hasWatermark(t *testing.T, home, bot string) bool {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(home, "spool.db"), sqlite.Options{})
@@ -122,14 +122,6 @@ func hasWatermark(t *testing.T, home, bot string) bool {
 		return false
 	}
 	defer st.Close()
-	cs, err := st.ReadCursors(context.Background(), "discord", bot)
-	if err != nil {
-		return false
-	}
-	for _, c := range cs {
-		if c.Channel == "@connected" {
-			return true
-		}
-	}
-	return false
+	_, err = st.Watermark(context.Background(), "discord", bot)
+	return err == nil
 }

@@ -115,7 +115,7 @@ func buildAdapter(name string, c config.Platform, st platformStore, holder strin
 	if err != nil {
 		return nil, err
 	}
-	a, err := f(s, platform.Env{Log: log.With("platform", name), Locks: st, Holder: holder, Cursors: st})
+	a, err := f(s, platform.Env{Log: log.With("platform", name), Leases: st, Holder: holder, Cursors: st})
 	if err != nil {
 		return nil, fmt.Errorf("platforms.%s: %w", name, err)
 	}

@@ -16,11 +16,6 @@ import (
 // ErrNoCompaction: the gateway's runner cannot compact (compression disabled or no engine).
 var ErrNoCompaction = errors.New("compaction is not available (compression.enabled)")
 
-// ConversationMeta is a conversation's client metadata, kept as a store route of the principal.
-type ConversationMeta struct {
-	Metadata json.RawMessage `json:"metadata,omitempty"`
-}
-
 // CreateConversation starts a session for principal holding msgs.
 func (g *Gateway) CreateConversation(ctx context.Context, principal string, msgs []Message, meta json.RawMessage) (store.Session, error) {
 	s, err := g.create(ctx, principal, store.NewSession{})
@@ -53,8 +48,7 @@ func (g *Gateway) SetConversationMeta(ctx context.Context, principal, sessionID 
 	if len(obj) > 16 {
 		return badRequest("metadata", "metadata holds at most 16 pairs, got %d", len(obj))
 	}
-	b, _ := json.Marshal(ConversationMeta{Metadata: meta})
-	if err := g.st.PutRoute(ctx, store.Route{Key: routeKey(principal, "conv", sessionID), SessionID: sessionID, Origin: b}); err != nil {
+	if err := g.st.PutConversationMeta(ctx, principal, sessionID, meta); err != nil {
 		return fmt.Errorf("store the metadata of %s: %w", sessionID, err)
 	}
 	return nil
@@ -69,12 +63,12 @@ func (g *Gateway) Conversation(ctx context.Context, principal, id string) (store
 	if err != nil {
 		return store.Session{}, nil, fmt.Errorf("find session %s: %w", id, err)
 	}
-	meta := json.RawMessage(`{}`)
-	if rt, err := g.st.GetRoute(ctx, routeKey(principal, "conv", id)); err == nil {
-		var m ConversationMeta
-		if json.Unmarshal(rt.Origin, &m) == nil && len(m.Metadata) > 0 {
-			meta = m.Metadata
-		}
+	meta, err := g.st.ConversationMeta(ctx, id)
+	if err != nil {
+		return store.Session{}, nil, fmt.Errorf("find the metadata of %s: %w", id, err)
+	}
+	if len(meta) == 0 {
+		meta = json.RawMessage(`{}`)
 	}
 	return s, meta, nil
 }

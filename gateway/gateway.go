@@ -32,6 +32,7 @@ type Store interface {
 	DeleteSession(ctx context.Context, id string) error
 	HideMessage(ctx context.Context, sessionID string, id int64, opts ...store.WriteOption) (int, error)
 	Chain(ctx context.Context, id string) ([]store.Session, error)
+	store.APIResponses
 }
 
 // Runner runs one turn (an *agent.Agent).

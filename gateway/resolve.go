@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -175,14 +174,9 @@ func (g *Gateway) continueAfter(ctx context.Context, req Request, p plan, cur st
 	if req.AfterResponse != "" {
 		// The session's latest response continues it, even after a compaction gave its rows
 		// new ids.
-		if rt, err := g.st.GetRoute(ctx, routeKey(req.Principal, "latest", cur)); err == nil {
-			var lr struct {
-				ID string `json:"id"`
-			}
-			if json.Unmarshal(rt.Origin, &lr) == nil && lr.ID == req.AfterResponse {
-				p.sessionID, p.prelude = cur, clientRows(prior)
-				return p, nil
-			}
+		if latest, err := g.st.LatestResponse(ctx, cur); err == nil && latest == req.AfterResponse {
+			p.sessionID, p.prelude = cur, clientRows(prior)
+			return p, nil
 		}
 	}
 	start := time.Now()

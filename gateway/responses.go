@@ -11,8 +11,8 @@ import (
 )
 
 // ResponseRecord is what a Responses API id names: a position in a session (its turn's user
-// and assistant messages) and how the response ended. It is kept as a store route of the
-// principal ("api:<principal>:resp:<id>"), so every replica on the database finds it.
+// and assistant messages) and how the response ended. It is kept in the store's responses
+// table (store.APIResponses), so every replica on the database finds it.
 type ResponseRecord struct {
 	ID            string `json:"-"`
 	SessionID     string `json:"-"`
@@ -36,23 +36,20 @@ type ResponseRecord struct {
 	Deleted  bool            `json:"deleted,omitempty"`
 }
 
-// SaveResponse records r for principal.
+// SaveResponse records r for principal; a completed or incomplete response becomes its
+// session's latest (the one previous_response_id continues without a branch).
 func (g *Gateway) SaveResponse(ctx context.Context, principal string, r ResponseRecord) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	err = g.st.PutRoute(context.WithoutCancel(ctx), store.Route{Key: routeKey(principal, "resp", r.ID), SessionID: r.SessionID, Origin: b})
-	g.observe("put_route", start)
+	err = g.st.PutResponse(context.WithoutCancel(ctx), store.Response{ID: r.ID, Principal: principal, SessionID: r.SessionID,
+		Status: r.Status, MessageID: r.MessageID, CreatedAt: time.Unix(r.CreatedAt, 0), Record: b,
+		Latest: r.Status == "completed" || r.Status == "incomplete"})
+	g.observe("put_response", start)
 	if err != nil {
 		return fmt.Errorf("record response %s: %w", r.ID, err)
-	}
-	if r.Status == "completed" || r.Status == "incomplete" {
-		latest, _ := json.Marshal(map[string]string{"id": r.ID})
-		if err := g.st.PutRoute(context.WithoutCancel(ctx), store.Route{Key: routeKey(principal, "latest", r.SessionID), SessionID: r.SessionID, Origin: latest}); err != nil {
-			return fmt.Errorf("record response %s: %w", r.ID, err)
-		}
 	}
 	return nil
 }
@@ -60,8 +57,8 @@ func (g *Gateway) SaveResponse(ctx context.Context, principal string, r Response
 // Response finds a principal's response record; a deleted or foreign one is ErrNotFound.
 func (g *Gateway) Response(ctx context.Context, principal, id string) (ResponseRecord, error) {
 	start := time.Now()
-	rt, err := g.st.GetRoute(ctx, routeKey(principal, "resp", id))
-	g.observe("get_route", start)
+	rec, err := g.st.GetResponse(ctx, principal, id)
+	g.observe("get_response", start)
 	if errors.Is(err, store.ErrNotFound) {
 		return ResponseRecord{}, fmt.Errorf("response %s: %w", id, ErrNotFound)
 	}
@@ -69,16 +66,16 @@ func (g *Gateway) Response(ctx context.Context, principal, id string) (ResponseR
 		return ResponseRecord{}, fmt.Errorf("find response %s: %w", id, err)
 	}
 	var r ResponseRecord
-	if err := json.Unmarshal(rt.Origin, &r); err != nil {
+	if err := json.Unmarshal(rec.Record, &r); err != nil {
 		return ResponseRecord{}, fmt.Errorf("response %s is unreadable: %w", id, err)
 	}
 	if r.Deleted {
 		return ResponseRecord{}, fmt.Errorf("response %s: %w", id, ErrNotFound)
 	}
-	if _, err := g.owned(ctx, principal, rt.SessionID); err != nil {
+	if _, err := g.owned(ctx, principal, rec.SessionID); err != nil {
 		return ResponseRecord{}, err
 	}
-	r.ID, r.SessionID = id, rt.SessionID
+	r.ID, r.SessionID = id, rec.SessionID
 	return r, nil
 }
 

@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -30,7 +31,7 @@ import (
 // remembers what came before it).
 //
 // A channel whose first message came while no process was connected has no cursor. For those
-// the adapter keeps a per-bot watermark (the cursor of the pseudo-channel "@connected"): a
+// the adapter keeps a per-bot watermark (the store's store.Watermark of the bot): a
 // snowflake before which every person's message Discord sent while a process was connected
 // was handed on, or failed and left its channel a cursor before it. It is the newest snowflake
 // seen on the socket or in a create's answer (Discord's clock) less watermarkMargin, and never
@@ -69,9 +70,6 @@ type cursorState struct {
 	wm        string         // the watermark: stored, then as computed (watermarkFrom)
 	wmWritten string         // the watermark last written
 }
-
-// watermarkCursor is the pseudo-channel the watermark is stored under.
-const watermarkCursor = "@connected"
 
 // watermarkMargin is how far behind the newest snowflake seen the watermark stays: a message
 // Discord made that long before one the bot saw has reached the socket.
@@ -281,17 +279,7 @@ func (a *Adapter) onReady(_ *discordgo.Session, r *discordgo.Ready) {
 		return
 	}
 	if !loaded {
-		var stored []store.ReadCursor
-		var err error
-		for attempt := 0; attempt < 3; attempt++ {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			stored, err = a.cursors.ReadCursors(ctx, Platform, bot)
-			cancel()
-			if err == nil {
-				break
-			}
-			time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
-		}
+		stored, wm, err := a.loadCursors(bot)
 		c.mu.Lock()
 		if err != nil {
 			c.noStore = true // catch up on what this process saw; write nothing
@@ -299,13 +287,10 @@ func (a *Adapter) onReady(_ *discordgo.Session, r *discordgo.Ready) {
 			a.log.Warn("discord: read cursors unreadable: no catch-up of what came before this process", "err", err)
 		} else {
 			c.loaded = true
+			if wm.LastID != "" && time.Since(wm.UpdatedAt) < store.InboundRetention && later(wm.LastID, c.wm) {
+				c.wm, c.wmWritten = wm.LastID, wm.LastID
+			}
 			for _, sc := range stored {
-				if sc.Channel == watermarkCursor {
-					if time.Since(sc.UpdatedAt) < store.InboundRetention && later(sc.LastID, c.wm) {
-						c.wm, c.wmWritten = sc.LastID, sc.LastID
-					}
-					continue
-				}
 				if c.chans[sc.Channel] == nil {
 					c.chans[sc.Channel] = &chanCursor{safe: sc.LastID, at: sc.UpdatedAt}
 				}
@@ -435,6 +420,32 @@ func (a *Adapter) startBackground(ctx context.Context) *background {
 	return b
 }
 
+// loadCursors reads a bot's stored read cursors and watermark (none: a zero Watermark), trying
+// three times.
+func (a *Adapter) loadCursors(bot string) ([]store.ReadCursor, store.Watermark, error) {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var cs []store.ReadCursor
+		var wm store.Watermark
+		cs, err = a.cursors.ReadCursors(ctx, Platform, bot)
+		if err == nil {
+			wm, err = a.cursors.Watermark(ctx, Platform, bot)
+			if errors.Is(err, store.ErrNotFound) {
+				wm, err = store.Watermark{}, nil
+			}
+		}
+		cancel()
+		if err == nil {
+			return cs, wm, nil
+		}
+	}
+	return nil, store.Watermark{}, err
+}
+
 // writeCursors writes the cursors that moved.
 func (a *Adapter) writeCursors() {
 	c := &a.cur
@@ -471,7 +482,7 @@ func (a *Adapter) writeCursors() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err := a.cursors.AdvanceReadCursor(ctx, store.ReadCursor{Platform: Platform, Bot: bot, Channel: watermarkCursor, LastID: wm})
+	err := a.cursors.AdvanceWatermark(ctx, store.Watermark{Platform: Platform, Bot: bot, LastID: wm})
 	cancel()
 	if err != nil {
 		a.count("cursor_write_failed")

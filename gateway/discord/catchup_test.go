@@ -222,6 +222,17 @@ func (f *firstOnly) AdvanceReadCursor(ctx context.Context, c store.ReadCursor) e
 	return f.Cursors.AdvanceReadCursor(ctx, c)
 }
 
+func (f *firstOnly) AdvanceWatermark(ctx context.Context, w store.Watermark) error {
+	f.mu.Lock()
+	first := !f.seen["watermark"]
+	f.seen["watermark"] = true
+	f.mu.Unlock()
+	if !first {
+		return nil
+	}
+	return f.Cursors.AdvanceWatermark(ctx, w)
+}
+
 // serveOn runs a router on env with a Discord adapter for fake and returns its stop.
 func serveOn(t *testing.T, env *platformtest.Env, fake *discordfake.Server, cfg discord.Config) (*discord.Adapter, func()) {
 	t.Helper()
@@ -380,13 +391,8 @@ func TestCatchUpNewChannel(t *testing.T) {
 	r := start(t, fake, cfg, h)
 	before := fake.Say(discordfake.UserMessage{ChannelID: "500", AuthorID: "42", Username: "ann", Content: "before"})
 	until(t, "the watermark in the store", func() bool {
-		cs, _ := st.ReadCursors(context.Background(), discord.Platform, fake.BotID)
-		for _, c := range cs {
-			if c.Channel == "@connected" {
-				return true
-			}
-		}
-		return false
+		_, err := st.Watermark(context.Background(), discord.Platform, fake.BotID)
+		return err == nil
 	})
 	r.stop(t)
 	// while no process is connected: a new channel, a new thread, their first messages

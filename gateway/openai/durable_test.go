@@ -28,7 +28,7 @@ func TestFailedStoreWritesSurface(t *testing.T) {
 			"not_deleted", "was not deleted and stays stored"},
 		{"store false streamed, deletion refused", "BEFORE DELETE ON sessions", `{"model":"fake","store":false,"stream":true,"input":"forget me"}`, true,
 			"store: false was not honoured", "was not deleted and stays stored"},
-		{"record refused", "BEFORE UPDATE ON routes", `{"model":"fake","input":"remember me"}`, false,
+		{"record refused", "BEFORE UPDATE ON api_responses", `{"model":"fake","input":"remember me"}`, false,
 			"response_not_recorded", "the response record was not written"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/spoolhq/spool/store"
 )
@@ -30,28 +29,26 @@ type Settings struct {
 // Env is what an adapter gets from spool serve besides its settings.
 type Env struct {
 	Log *slog.Logger
-	// Locks are the store's named leases: a polling adapter holds one per bot (Lease) so two
-	// spool serve processes on one database never both poll it.
-	Locks Locks
-	// Holder names this process as a lock holder (store.NewHolder().String()).
+	// Leases are the store's named leases: a polling adapter holds one per bot so two spool
+	// serve processes on one database never both poll it.
+	Leases Leases
+	// Holder names this process as a lease holder (store.NewHolder().String()).
 	Holder string
-	// Cursors are the store's read cursors: an adapter whose platform does not replay to a new
-	// connection (Discord) reads each channel's history after the last message it handed on.
+	// Cursors are the store's read cursors and watermarks: an adapter whose platform does not
+	// replay to a new connection (Discord) reads each channel's history after the last message
+	// it handed on.
 	Cursors Cursors
 }
 
-// Cursors are the store's per-channel read cursors (store.Backend has both methods).
+// Cursors are the store's per-channel read cursors and per-bot watermarks.
 type Cursors interface {
 	AdvanceReadCursor(ctx context.Context, c store.ReadCursor) error
 	ReadCursors(ctx context.Context, platform, bot string) ([]store.ReadCursor, error)
+	store.Watermarks
 }
 
-// Locks are named, expiring locks in the store (one holder at a time).
-type Locks interface {
-	AcquireCompressionLock(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
-	RefreshCompressionLock(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
-	ReleaseCompressionLock(ctx context.Context, name, holder string) error
-}
+// Leases are the store's named leases (one holder at a time, for a bot's poller).
+type Leases = store.NamedLeaser
 
 // Factory builds an adapter from its settings.
 type Factory func(s Settings, env Env) (Adapter, error)

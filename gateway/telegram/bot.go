@@ -19,12 +19,13 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/gateway/platform"
+	"github.com/spoolhq/spool/store"
 )
 
 func init() {
 	platform.Register("telegram", func(s platform.Settings, env platform.Env) (platform.Adapter, error) {
 		return New(Options{Token: s.Token, BaseURL: s.BaseURL, Mode: s.Mode, WebhookURL: s.WebhookURL,
-			WebhookSecret: s.WebhookSecret, Locks: env.Locks, Holder: env.Holder, Log: env.Log})
+			WebhookSecret: s.WebhookSecret, Leases: env.Leases, Holder: env.Holder, Log: env.Log})
 	})
 }
 
@@ -37,8 +38,8 @@ type Options struct {
 	Mode          string
 	WebhookURL    string
 	WebhookSecret string
-	// Locks and Holder hold the one-poller-per-bot lease (required for polling).
-	Locks  platform.Locks
+	// Leases and Holder hold the one-poller-per-bot lease (required for polling).
+	Leases platform.Leases
 	Holder string
 	Log    *slog.Logger
 	// HTTP is the HTTP client (default: one with a 75 s timeout, above the long poll).
@@ -120,7 +121,7 @@ func New(o Options) (*Bot, error) {
 	if o.Mode == "webhook" && (o.WebhookURL == "" || o.WebhookSecret == "") {
 		return nil, errors.New("telegram: webhook mode needs a webhook URL and a secret")
 	}
-	if o.Mode == "polling" && o.Locks == nil {
+	if o.Mode == "polling" && o.Leases == nil {
 		return nil, errors.New("telegram: polling needs the store's locks (one poller per bot)")
 	}
 	if o.BaseURL == "" {
@@ -471,11 +472,11 @@ func (b *Bot) Run(ctx context.Context, h platform.Handler) error {
 		return nil
 	}
 	for ctx.Err() == nil {
-		ok, err := b.o.Locks.AcquireCompressionLock(ctx, b.name, b.o.Holder, b.o.LeaseTTL)
-		if err != nil && ctx.Err() == nil {
+		l, err := b.o.Leases.AcquireNamedLease(ctx, b.name, b.o.Holder, b.o.LeaseTTL)
+		if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrLeaseHeld) {
 			b.log.Warn("telegram: poller lease", "err", err)
 		}
-		if !ok {
+		if err != nil {
 			if b.o.OnStandby != nil {
 				b.o.OnStandby()
 			}
@@ -485,8 +486,8 @@ func (b *Bot) Run(ctx context.Context, h platform.Handler) error {
 			continue
 		}
 		b.log.Debug("telegram: poller lease acquired")
-		err = b.poll(ctx, h)
-		_ = b.o.Locks.ReleaseCompressionLock(context.WithoutCancel(ctx), b.name, b.o.Holder)
+		err = b.poll(ctx, h, l)
+		_ = b.o.Leases.ReleaseNamedLease(context.WithoutCancel(ctx), l)
 		if err != nil && ctx.Err() == nil {
 			b.log.Warn("telegram: polling stopped, retrying", "err", err)
 			// The API failed through a call's retries (an outage): try again after a second,
@@ -501,7 +502,7 @@ func (b *Bot) Run(ctx context.Context, h platform.Handler) error {
 
 // poll runs getUpdates while the lease holds. The offset moves past an update only after
 // Handle accepted it; a failed Handle stops the batch, so the update comes again.
-func (b *Bot) poll(ctx context.Context, h platform.Handler) error {
+func (b *Bot) poll(ctx context.Context, h platform.Handler, l store.NamedLease) error {
 	lctx, lost := context.WithCancelCause(ctx)
 	defer lost(nil)
 	go func() {
@@ -510,11 +511,12 @@ func (b *Bot) poll(ctx context.Context, h platform.Handler) error {
 			if platform.Sleep(lctx, b.o.LeaseTTL/3) != nil {
 				return
 			}
-			ok, err := b.o.Locks.RefreshCompressionLock(lctx, b.name, b.o.Holder, b.o.LeaseTTL)
+			var err error
+			l, err = b.o.Leases.RenewNamedLease(lctx, l, b.o.LeaseTTL)
 			if lctx.Err() != nil {
 				return
 			}
-			if err != nil || !ok {
+			if err != nil {
 				lost(fmt.Errorf("poller lease lost: %v", err))
 				return
 			}

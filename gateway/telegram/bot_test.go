@@ -59,7 +59,7 @@ func newRig(t *testing.T, api *telegramfake.API, po platformtest.Options, o Opti
 	}
 	env := platformtest.New(t, po)
 	sl := &sleeps{}
-	o.Token, o.BaseURL, o.Locks = token, api.URL, env.Store
+	o.Token, o.BaseURL, o.Leases = token, api.URL, env.Store
 	if o.Holder == "" {
 		o.Holder = store.NewHolder().String()
 	}
@@ -98,7 +98,7 @@ func keyOf(t *testing.T, a platform.Address) string {
 
 func TestNoTokenInErrors(t *testing.T) {
 	t.Parallel()
-	b, err := New(Options{Token: token, BaseURL: "http://127.0.0.1:1", Locks: nil, Mode: "webhook", WebhookURL: "https://x", WebhookSecret: "s",
+	b, err := New(Options{Token: token, BaseURL: "http://127.0.0.1:1", Leases: nil, Mode: "webhook", WebhookURL: "https://x", WebhookSecret: "s",
 		Sleep: func(ctx context.Context, _ time.Duration) error { return nil }, Retries: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -464,7 +464,7 @@ func TestResolve(t *testing.T) {
 	api.AddChat(-100200, "supergroup", true)
 	api.AddChat(-300, "group", false)
 	api.AddChat(-400, "channel", false)
-	b, err := New(Options{Token: token, BaseURL: api.URL, Locks: platformtest.New(t, platformtest.Options{}).Store, Retries: 1,
+	b, err := New(Options{Token: token, BaseURL: api.URL, Leases: platformtest.New(t, platformtest.Options{}).Store, Retries: 1,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@
 // Intake. Polling calls getUpdates with the offset after the last update whose Handle
 // returned nil, so an update is confirmed to Telegram only once it is durably in the inbox; a
 // crash before that gets it redelivered, and the inbox drops the duplicate. One poller per bot
-// across replicas: polling runs only while this process holds the store lock
+// across replicas: polling runs only while this process holds the store's named lease
 // "platform-poller:telegram:<sha256 of the token>" (renewed while polling); other replicas wait
 // on standby. Webhook mode registers setWebhook with a secret token and accepts only requests
 // carrying it (X-Telegram-Bot-Api-Secret-Token, compared in constant time); any replica may.

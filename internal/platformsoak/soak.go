@@ -440,7 +440,7 @@ func startSoakInstance(db string, model provider.Client, fk soakFakes, cfg Confi
 	var adapters []plat.Adapter
 	var sl *slack.Adapter
 	if fk.tg != nil {
-		bot, err := telegram.New(telegram.Options{Token: tgSoakToken, BaseURL: fk.tg.URL, Locks: st, Holder: holder, Log: fk.log,
+		bot, err := telegram.New(telegram.Options{Token: tgSoakToken, BaseURL: fk.tg.URL, Leases: st, Holder: holder, Log: fk.log,
 			HTTP: hc, PollTimeout: 2 * time.Second, LeaseTTL: 6 * time.Second})
 		if err != nil {
 			st.Close()
