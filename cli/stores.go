@@ -30,10 +30,10 @@ type handoffStore interface {
 }
 
 // platformStore is what the platforms of spool serve use: the router's state and each
-// adapter's named locks and read cursors.
+// adapter's named leases, read cursors and watermarks.
 type platformStore interface {
 	platform.Store
-	platform.Locks
+	platform.Leases
 	platform.Cursors
 }
 
