@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,4 +71,24 @@ func exec(dsn, sql string) error {
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, sql)
 	return err
+}
+
+// Restore runs a plain-SQL pg_dump file (one written with --inserts) into the database at dsn.
+// psql's meta-commands in it (\restrict, \unrestrict: lines starting with a backslash) are
+// skipped; the rest runs as one multi-statement query.
+func Restore(tb testing.TB, dsn, dumpPath string) {
+	tb.Helper()
+	b, err := os.ReadFile(dumpPath)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var sql strings.Builder
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if !strings.HasPrefix(line, `\`) {
+			sql.WriteString(line)
+		}
+	}
+	if err := exec(dsn, sql.String()); err != nil {
+		tb.Fatalf("restore %s: %v", dumpPath, err)
+	}
 }
