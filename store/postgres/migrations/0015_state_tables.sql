@@ -1,9 +1,9 @@
--- State in tables made for it. Earlier schemas kept three kinds of state in tables made for
+-- State in tables made for it (safe to run again: tests re-run a version after forgetting it). Earlier schemas kept three kinds of state in tables made for
 -- something else; each moves to its own table here, and the old rows move with it.
 
 -- Named leases: one holder at a time for a job that is not a conversation's turn (a platform's
 -- poller). Like turn leases, a row outlives its holders and keeps its fencing generation.
-CREATE TABLE named_leases (
+CREATE TABLE IF NOT EXISTS named_leases (
   name        text PRIMARY KEY,
   holder      text,
   generation  bigint NOT NULL DEFAULT 0,
@@ -13,12 +13,13 @@ CREATE TABLE named_leases (
 -- A platform's poller held its lease as a compression lock named after the poller.
 INSERT INTO named_leases (name, holder, generation, acquired_at, expires_at)
   SELECT session_id, holder, 1, acquired_at, expires_at FROM compression_locks
-  WHERE session_id LIKE 'platform-poller:%';
+  WHERE session_id LIKE 'platform-poller:%'
+  ON CONFLICT (name) DO NOTHING;
 DELETE FROM compression_locks WHERE session_id LIKE 'platform-poller:%';
 
 -- A bot's watermark on a platform (Discord: a snowflake before which every message delivered
 -- while a process was connected was handed on). It was the read cursor of channel "@connected".
-CREATE TABLE platform_watermarks (
+CREATE TABLE IF NOT EXISTS platform_watermarks (
   platform   text NOT NULL,
   bot        text NOT NULL,
   last_id    text NOT NULL,
@@ -26,11 +27,12 @@ CREATE TABLE platform_watermarks (
   PRIMARY KEY (platform, bot)
 );
 INSERT INTO platform_watermarks (platform, bot, last_id, updated_at)
-  SELECT platform, bot, last_id, updated_at FROM platform_cursors WHERE channel = '@connected';
+  SELECT platform, bot, last_id, updated_at FROM platform_cursors WHERE channel = '@connected'
+  ON CONFLICT (platform, bot) DO NOTHING;
 DELETE FROM platform_cursors WHERE channel = '@connected';
 
 -- What an HTTP API response id names: its session, answer row, status and the API's record.
-CREATE TABLE api_responses (
+CREATE TABLE IF NOT EXISTS api_responses (
   id         text PRIMARY KEY,
   principal  text NOT NULL,
   session_id text NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
@@ -39,10 +41,10 @@ CREATE TABLE api_responses (
   created_at bigint NOT NULL,
   record     text NOT NULL DEFAULT '{}'
 );
-CREATE INDEX api_responses_session ON api_responses(session_id);
+CREATE INDEX IF NOT EXISTS api_responses_session ON api_responses(session_id);
 
 -- A session's HTTP API state: its client metadata and its latest finished response.
-CREATE TABLE api_conversations (
+CREATE TABLE IF NOT EXISTS api_conversations (
   session_id      text PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
   principal       text NOT NULL,
   metadata        text,
@@ -59,7 +61,8 @@ INSERT INTO api_responses (id, principal, session_id, status, message_id, create
          session_id, coalesce(origin::json ->> 'status', ''), coalesce((origin::json ->> 'message_id')::bigint, 0),
          coalesce((origin::json ->> 'created_at')::bigint, 0) * 1000000, origin
   FROM routes
-  WHERE session_key LIKE 'api:%' AND substr(session_key, length(session_key) - 37, 6) = ':resp:' AND origin IS NOT NULL;
+  WHERE session_key LIKE 'api:%' AND substr(session_key, length(session_key) - 37, 6) = ':resp:' AND origin IS NOT NULL
+  ON CONFLICT (id) DO NOTHING;
 INSERT INTO api_conversations (session_id, principal, metadata, updated_at)
   SELECT session_id, substr(session_key, 5, length(session_key) - 42), (origin::json -> 'metadata')::text, updated_at
   FROM routes
