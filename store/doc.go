@@ -15,10 +15,10 @@
 //     lineage (children, root, chain, resume target) and branch.
 //   - Searcher: full-text search over every session.
 //   - Leaser: turn leases with fencing generations, and the turn's own writes (BeginTurn,
-//     CommitTurn).
+//     CommitTurn); named leases for single-holder jobs (NamedLeaser: a platform's poller).
 //   - Compactor: archive-and-compact, rotation, compression locks.
-//   - PlatformState: routes, inbox, read cursors, send ledger.
-//   - APIState: idempotency keys.
+//   - PlatformState: routes, inbox, read cursors, per-bot watermarks (Watermarks), send ledger.
+//   - APIState: idempotency keys, response records and conversation metadata (APIResponses).
 //   - Accounting: model-call records and usage by day.
 //   - Admin: import, prune, stats, check.
 //
