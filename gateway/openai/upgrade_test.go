@@ -1,46 +1,95 @@
 package openai_test
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spoolhq/spool/store/postgres/pgtest"
 	"github.com/spoolhq/spool/store/storetest"
 )
 
-// TestServeUpgradedV010 runs spool serve on a database spool v0.1.0 wrote (upgraded at open):
-// every response id it recorded is found, previous_response_id continues its latest response
-// on the same session and branches from an older one, the conversation keeps its metadata, and
-// an Idempotency-Key it recorded replays its outcome.
+// TestServeUpgradedV010 runs spool serve on a database spool v0.1.0 wrote (upgraded at open),
+// on SQLite and PostgreSQL: every response id it recorded is found, previous_response_id
+// continues its latest response on the same session and branches from an older one, the
+// conversation keeps its metadata, and an Idempotency-Key it recorded replays its outcome.
 func TestServeUpgradedV010(t *testing.T) {
 	t.Parallel()
-	fixture := "../../store/testdata/v0.1.0"
-	f := storetest.ReadUpgradeFixture(t, filepath.Join(fixture, "sqlite.json"))
-	home := t.TempDir()
-	b, err := os.ReadFile(filepath.Join(fixture, "spool.db"))
-	if err != nil {
-		t.Fatal(err)
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			f := storetest.ReadUpgradeFixture(t, filepath.Join(fixtureDir, backend+".json"))
+			home := t.TempDir()
+			config := ""
+			if backend == "sqlite" {
+				sqliteFixture(t, home)
+			} else {
+				config = postgresFixture(t)
+			}
+			checkServedFixture(t, startServe(t, home, config), f)
+		})
 	}
-	if err := os.WriteFile(filepath.Join(home, "spool.db"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// Idempotent outcomes are replayed for 24 h: the fixture's keys are made a minute old.
-	raw, err := sql.Open("sqlite", filepath.Join(home, "spool.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = raw.Exec("UPDATE idempotency_keys SET created_at = ?", time.Now().Add(-time.Minute).UnixMicro())
-	raw.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := startServe(t, home, "")
+}
 
+// fixtureDir holds databases written by earlier releases (store/testdata/v0.1.0/gen).
+const fixtureDir = "../../store/testdata/v0.1.0"
+
+// freshKeys makes the fixture's Idempotency-Keys a minute old: outcomes are replayed for 24 h,
+// and the fixture was written long before the test runs.
+func freshKeys() string {
+	return "UPDATE idempotency_keys SET created_at = " + strconv.FormatInt(time.Now().Add(-time.Minute).UnixMicro(), 10)
+}
+
+// sqliteFixture copies the SQLite fixture into home.
+func sqliteFixture(t *testing.T, home string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(fixtureDir, "spool.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(home, "spool.db")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(freshKeys()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// postgresFixture restores the PostgreSQL fixture into a fresh database and returns the
+// configuration that points spool serve at it.
+func postgresFixture(t *testing.T) string {
+	t.Helper()
+	dsn := pgtest.NewDatabase(t)
+	pgtest.Restore(t, dsn, filepath.Join(fixtureDir, "postgres.sql"))
+	c, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	if _, err := c.Exec(context.Background(), freshKeys()); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("database:\n  url: %s\n", dsn)
+}
+
+// checkServedFixture checks the fixture f through the API of s.
+func checkServedFixture(t *testing.T, s *server, f storetest.UpgradeFixture) {
+	t.Helper()
 	for id, sid := range f.Responses {
 		code, _, body := do(t, nil, "GET", s.url+"/v1/responses/"+id, "")
 		if code != 200 || !strings.Contains(body, `"id":"`+id+`"`) || !strings.Contains(body, sid) {
@@ -66,8 +115,8 @@ func TestServeUpgradedV010(t *testing.T) {
 		t.Fatalf("continuing the new response went to %s, want %s", again, sid)
 	}
 	var older string
-	for id, s := range f.Responses {
-		if s == sid && id != f.Latest {
+	for id, in := range f.Responses {
+		if in == sid && id != f.Latest {
 			older = id
 		}
 	}
