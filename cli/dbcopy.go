@@ -25,7 +25,7 @@ func (a *app) dbCopyCommand() *cobra.Command {
 		Long: `Copy every session, message (ids, order, timestamps), lineage, system prompt, usage record,
 route and idempotency key of the configured database to another one: a PostgreSQL URL
 (postgres://…) or a SQLite file (a path, or sqlite:PATH). The search index is rebuilt on the
-target. Turn leases are copied released; compression locks are not copied.
+target. Turn and named leases are copied released; compression locks are not copied.
 
 The copy is all-or-nothing: it reads one snapshot of the source and writes one transaction on
 the target, checked by row counts and checksums before it commits. Interrupted, it leaves the

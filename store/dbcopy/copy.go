@@ -131,7 +131,7 @@ func (e *MismatchError) Error() string {
 // order is the insert order of the tables other tables refer to; the rest follow by name.
 var order = []string{"system_prompts", "sessions", "messages"}
 
-// released are the columns of turn_leases a copy clears: leases are copied released.
+// released are the columns of the lease tables a copy clears: leases are copied released.
 var released = map[string]bool{"holder": true, "acquired_at": true, "expires_at": true}
 
 // Copy copies every data table of src into dst and verifies it, all in one transaction on dst.
@@ -283,7 +283,7 @@ func copyTable(ctx context.Context, r Reader, w Writer, s step, o Options) (*che
 		return nil
 	}
 	err := r.Scan(ctx, t.Name, cols, func(vals []any) error {
-		if t.Name == "turn_leases" {
+		if t.Name == "turn_leases" || t.Name == "named_leases" {
 			for i, c := range cols {
 				if released[c] {
 					vals[i] = nil

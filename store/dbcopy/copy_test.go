@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/dbcopy"
@@ -53,6 +54,15 @@ func TestCopyBetweenBackends(t *testing.T) {
 			t.Parallel()
 			src, dst := kinds[c[0]](t), kinds[c[1]](t)
 			ids := storetest.Fill(t, src)
+			if _, err := src.AcquireNamedLease(bg, "poller", "host-a/1/poll", time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if err := src.PutResponse(bg, store.Response{ID: "resp_1", Principal: "p", SessionID: ids[0], Status: "completed", Latest: true}); err != nil {
+				t.Fatal(err)
+			}
+			if err := src.AdvanceWatermark(bg, store.Watermark{Platform: "discord", Bot: "b", LastID: "42"}); err != nil {
+				t.Fatal(err)
+			}
 			rep, err := dbcopy.Copy(bg, src, dst, dbcopy.Options{BatchRows: 3})
 			if err != nil {
 				t.Fatalf("copy: %v", err)
@@ -70,6 +80,18 @@ func TestCopyBetweenBackends(t *testing.T) {
 			l, err := dst.AcquireLease(bg, "m2", "host-b/1/turn", 0)
 			if err != nil || l.Generation < 2 {
 				t.Errorf("lease on the copy: %+v %v, want it free with the generation carried over", l, err)
+			}
+			if nl, err := dst.AcquireNamedLease(bg, "poller", "host-b/1/poll", time.Minute); err != nil || nl.Generation != 2 {
+				t.Errorf("named lease on the copy: %+v %v, want it free with the generation carried over", nl, err)
+			}
+			if r, err := dst.GetResponse(bg, "p", "resp_1"); err != nil || r.SessionID != ids[0] {
+				t.Errorf("response on the copy: %+v %v", r, err)
+			}
+			if latest, _ := dst.LatestResponse(bg, ids[0]); latest != "resp_1" {
+				t.Errorf("latest response on the copy: %q", latest)
+			}
+			if w, err := dst.Watermark(bg, "discord", "b"); err != nil || w.LastID != "42" {
+				t.Errorf("watermark on the copy: %+v %v", w, err)
 			}
 			// New rows continue after the copied ids in both stores.
 			var top int64

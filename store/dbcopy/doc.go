@@ -8,8 +8,8 @@
 // The contract with a backend is small: a Source gives a Reader over a snapshot, a Target runs
 // a function inside one transaction with a Writer. A backend lists only the tables and columns
 // that carry data; what it derives from them (search indexes and their columns, id sequences)
-// it rebuilds in Writer.Finish. Turn leases are copied released (their generations kept, so a
-// fencing token is never handed out twice); compression locks are not copied.
+// it rebuilds in Writer.Finish. Turn and named leases are copied released (their generations
+// kept, so a fencing token is never handed out twice); compression locks are not copied.
 //
 // Before committing, the copy reads every table back from the target inside the transaction
 // and compares row counts and an order-independent checksum of the values with what it read
