@@ -166,7 +166,14 @@ func (a *app) rootCommand() *cobra.Command {
 		Args:          noSubcommand,
 	}
 	chat := a.chatCommand()
+	// --version is spool's own flag rather than cobra's, whose custom version text needs
+	// text/template (and so every method of every type kept in the binary).
+	version := root.Flags().BoolP("version", "v", false, "version for spool")
 	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *version {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), versionString())
+			return err
+		}
 		// On a terminal a bare spool opens the chat, as other coding agents do; a script gets
 		// the help rather than a chat waiting on its stdin.
 		if isTerminal(a.stdin) && isTerminal(a.stdout) {
@@ -175,8 +182,6 @@ func (a *app) rootCommand() *cobra.Command {
 		}
 		return cmd.Help()
 	}
-	root.Version = versionString()
-	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{suggestFlag(cmd, err)} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.home, "home", "", "spool home directory (default $SPOOL_HOME or ~/.spool)")

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/web/markup"
 )
 
 // Actions: each one makes the store call the CLI makes for it (spool sessions rename / delete /
@@ -58,7 +59,8 @@ func (s *Server) deleteConfirmPage(w http.ResponseWriter, r *http.Request, v vie
 	if err != nil {
 		return err
 	}
-	return s.render(w, "delete.html", deleteData{baseData: s.base(r, v, "Delete "+titleOf(sess)), Session: sess, Children: kids, Live: live})
+	d := deleteData{baseData: s.base(r, v, "Delete "+titleOf(sess)), Session: sess, Children: kids, Live: live}
+	return s.render(w, func(m *markup.Writer) { s.deleteHTML(m, d) })
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, v viewer) error {

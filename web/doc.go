@@ -1,5 +1,6 @@
-// Package web is the session browser: server-rendered pages (html/template, with htmx and one
-// small script vendored as embedded assets, no JavaScript build) over a store.
+// Package web is the session browser: server-rendered pages (Go code writing through the
+// escaping writer of package web/markup, with htmx and one small script vendored as embedded
+// assets, no JavaScript build) over a store.
 //
 // New returns an http.Handler for the pages under Options.Prefix ("/ui"): the sessions list
 // (/ui/), one session (/ui/sessions/{id}, #m{message id} for one message), search
@@ -13,7 +14,8 @@
 //   - Reads go through the small Store interface below; writes only through the store calls
 //     the CLI makes for the same action (SetTitle, DeleteSession, Branch, CreateSession +
 //     AppendBatch, Export). Nothing else is written.
-//   - Message content is untrusted: every byte reaches the page escaped, markdown is rendered by
+//   - Message content is untrusted: every byte reaches the page escaped (every value a page
+//     writes goes through markup.Writer, which escapes all but markup it built), markdown is rendered by
 //     a renderer that builds its own tags (no raw HTML, links only to http, https and mailto),
 //     control characters are made visible, and a strict Content-Security-Policy forbids inline
 //     script and style.

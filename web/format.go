@@ -2,7 +2,6 @@ package web
 
 import (
 	"fmt"
-	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -23,35 +22,11 @@ type baseData struct {
 	SignOut string
 }
 
+// itoa formats a row id.
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
 func (s *Server) base(r *http.Request, v viewer, title string) baseData {
 	return baseData{Title: title, Prefix: s.opts.Prefix, CSRF: v.csrf, SignOut: s.opts.SignOut}
-}
-
-func (s *Server) funcs() template.FuncMap {
-	return template.FuncMap{
-		"md":      renderMarkdown,
-		"plain":   plain,
-		"snippet": snippetHTML,
-		"rel":     func(t time.Time) string { return relTime(s.opts.Now(), t) },
-		"stamp":   stamp,
-		"num":     num,
-		"usd":     usd,
-		"pct":     pct,
-		"short":   func(s string, n int) string { return shorten(s, n) },
-		"share":   cachedShare,
-		"jsonish": prettyJSON,
-		"query":   func(kv ...string) template.URL { return template.URL(queryString(kv...)) },
-		"add":     func(a, b int) int { return a + b },
-		"add64":   func(a, b int64) int64 { return a + b },
-		"prefix":  func() string { return s.opts.Prefix },
-		"list":    func(v ...string) []string { return v },
-		"ledgerBody": func(l string) string {
-			return strings.TrimSpace(strings.TrimPrefix(l, ledgerHeading))
-		},
-		"roleOK":  func(r string) bool { return r == store.RoleUser || r == store.RoleAssistant || r == store.RoleTool },
-		"explain": explainBreak,
-		"latency": latency,
-	}
 }
 
 // relTime says how long ago t was, in one unit ("3 min ago").

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/web/markup"
 )
 
 // events streams a session's new rows as server-sent events while the page is open:
@@ -52,7 +53,6 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, v viewer) error 
 	fmt.Fprint(w, "retry: 2000\n\n")
 	flusher.Flush()
 
-	base := s.base(r, v, "")
 	lastBadge := "\x00" // nothing sent yet
 	tick := time.NewTicker(s.opts.PollInterval)
 	defer tick.Stop()
@@ -63,10 +63,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, v viewer) error 
 			return nil // the session went away or the request ended: the stream simply ends
 		}
 		if len(ms) > 0 {
-			html, err := s.messagesHTML(ms, base, sess)
-			if err != nil {
-				return nil
-			}
+			html := s.messagesHTML(ms, v.csrf)
 			shown := after
 			after = ms[len(ms)-1].ID
 			writeEvent(w, "messages", strconv.FormatInt(after, 10), string(html))
@@ -87,10 +84,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, v viewer) error 
 		}
 		badge := ""
 		if live != nil {
-			var b strings.Builder
-			if err := s.tmpl.ExecuteTemplate(&b, "badge", live); err == nil {
-				badge = b.String()
-			}
+			var m markup.Writer
+			s.badge(&m, live)
+			badge = m.String()
 		}
 		if badge != lastBadge {
 			writeEvent(w, "lease", "", badge)

@@ -2,10 +2,11 @@ package web
 
 import (
 	"fmt"
-	"html/template"
 	"net/url"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/spoolhq/spool/web/markup"
 )
 
 // renderMarkdown turns untrusted message text into HTML. It knows a small subset of markdown
@@ -14,13 +15,13 @@ import (
 // byte by byte, so raw HTML in a message is shown as text, never interpreted. Links are kept only
 // for http, https and mailto URLs; control characters (terminal escape sequences included) and
 // bidirectional overrides are shown as visible symbols instead of reaching the page.
-func renderMarkdown(src string) template.HTML {
+func renderMarkdown(src string) markup.HTML {
 	h, _ := renderMarkdownWork(src)
 	return h
 }
 
 // renderMarkdownWork is renderMarkdown that also reports the bytes its inline searches read.
-func renderMarkdownWork(src string) (template.HTML, int) {
+func renderMarkdownWork(src string) (markup.HTML, int) {
 	work := 0
 	var b strings.Builder
 	b.Grow(len(src) + len(src)/4)
@@ -129,7 +130,7 @@ func renderMarkdownWork(src string) (template.HTML, int) {
 	}
 	flushPara()
 	closeList()
-	return template.HTML(b.String()), work //nolint:gosec // every byte of src went through text()
+	return markup.HTML(b.String()), work //nolint:gosec // every byte of src went through text()
 }
 
 func fenceOf(s string) (string, bool) {
@@ -382,16 +383,16 @@ func isBidiControl(r rune) bool {
 
 // plain renders untrusted text as escaped HTML with control characters made visible (for tool
 // arguments, results and anything shown verbatim in <pre>).
-func plain(s string) template.HTML {
+func plain(s string) markup.HTML {
 	var b strings.Builder
 	b.Grow(len(s))
 	text(&b, s)
-	return template.HTML(b.String()) //nolint:gosec // escaped by text()
+	return markup.HTML(b.String()) //nolint:gosec // escaped by text()
 }
 
 // snippetHTML renders a search snippet: the store marks matched terms between >>> and <<<; the
 // text between is escaped and the terms wrapped in <mark>.
-func snippetHTML(s string) template.HTML {
+func snippetHTML(s string) markup.HTML {
 	var b strings.Builder
 	for len(s) > 0 {
 		i := strings.Index(s, ">>>")
@@ -411,5 +412,5 @@ func snippetHTML(s string) template.HTML {
 		b.WriteString("</mark>")
 		s = s[j+3:]
 	}
-	return template.HTML(b.String()) //nolint:gosec // escaped by text()
+	return markup.HTML(b.String()) //nolint:gosec // escaped by text()
 }

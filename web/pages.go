@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/web/markup"
 )
 
 const listPageSize = 50
@@ -79,9 +80,9 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request, v viewer) 
 	}
 	d.Sources, d.Models, d.Cwds = distinct(ls)
 	if r.Header.Get("HX-Request") == "true" && r.Header.Get("HX-Target") == "rows" {
-		return s.render(w, "rows", d)
+		return s.render(w, func(m *markup.Writer) { s.rowsHTML(m, d) })
 	}
-	return s.render(w, "sessions.html", d)
+	return s.render(w, func(m *markup.Writer) { s.sessionsHTML(m, d) })
 }
 
 // groupBranches nests each branch of a tree listing (store.ListOptions.Trees) under the row
@@ -248,7 +249,7 @@ func (s *Server) searchPage(w http.ResponseWriter, r *http.Request, v viewer) er
 			d.Next = link(d.Page + 1)
 		}
 	}
-	return s.render(w, "search.html", d)
+	return s.render(w, func(m *markup.Writer) { s.searchHTML(m, d) })
 }
 
 // --- system prompt ---
@@ -268,7 +269,8 @@ func (s *Server) promptPage(w http.ResponseWriter, r *http.Request, v viewer) er
 	if err != nil {
 		return fmt.Errorf("system prompt of %s: %w", sess.ID, err)
 	}
-	return s.render(w, "prompt.html", promptData{baseData: s.base(r, v, "System prompt"), Session: sess, Prompt: p})
+	d := promptData{baseData: s.base(r, v, "System prompt"), Session: sess, Prompt: p}
+	return s.render(w, func(m *markup.Writer) { s.promptHTML(m, d) })
 }
 
 // --- usage ---
@@ -323,7 +325,7 @@ func (s *Server) usagePage(w http.ResponseWriter, r *http.Request, v viewer) err
 	}
 	d.Chart = usageChart(d.Days)
 	d.SinceTo = since.Format("2006-01-02") + " – " + now.Format("2006-01-02") + " (UTC)"
-	return s.render(w, "usage.html", d)
+	return s.render(w, func(m *markup.Writer) { s.usageHTML(m, d) })
 }
 
 func boolInt(b bool) int {

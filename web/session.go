@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html/template"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/web/markup"
 )
 
 // transcriptPage is how many rows one page of a transcript shows.
@@ -168,7 +168,7 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request, v viewer) e
 			d.Breaks++
 		}
 	}
-	return s.render(w, "session.html", d)
+	return s.render(w, func(m *markup.Writer) { s.sessionHTML(m, d) })
 }
 
 func titleOf(s store.Session) string {
@@ -361,13 +361,9 @@ func prettyJSON(s string) string {
 }
 
 // messagesHTML renders rows as transcript items (for live updates).
-func (s *Server) messagesHTML(ms []store.Message, d baseData, sess store.Session) (template.HTML, error) {
-	items, _ := buildItems(ms, d.CSRF)
-	var b strings.Builder
-	err := s.tmpl.ExecuteTemplate(&b, "items", struct {
-		baseData
-		Session store.Session
-		Items   []item
-	}{d, sess, items})
-	return template.HTML(b.String()), err //nolint:gosec // rendered by html/template
+func (s *Server) messagesHTML(ms []store.Message, csrf string) markup.HTML {
+	items, _ := buildItems(ms, csrf)
+	var m markup.Writer
+	s.itemsHTML(&m, items)
+	return m.Markup()
 }

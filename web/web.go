@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"html/template"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/web/markup"
 	"github.com/spoolhq/spool/web/signin"
 )
 
@@ -80,9 +80,6 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-//go:embed templates/*.html
-var templateFS embed.FS
-
 //go:embed assets
 var assetFS embed.FS
 
@@ -91,7 +88,6 @@ type Server struct {
 	st      Store
 	opts    Options
 	mux     *http.ServeMux
-	tmpl    *template.Template
 	signins *signin.Table
 
 	mu        sync.Mutex
@@ -120,7 +116,6 @@ func New(st Store, opts Options) *Server {
 	if s.signins == nil {
 		s.signins = signin.New(signin.Options{Prefix: opts.Prefix, TTL: OwnSignInTTL})
 	}
-	s.tmpl = template.Must(template.New("").Funcs(s.funcs()).ParseFS(templateFS, "templates/*.html"))
 	p := opts.Prefix
 	m := http.NewServeMux()
 	assets, _ := fs.Sub(assetFS, "assets")
@@ -333,20 +328,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, msg st
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	d := errorData{baseData: s.base(r, viewer{}, http.StatusText(status)), Status: status, Message: msg}
-	if err := s.tmpl.ExecuteTemplate(w, "error.html", d); err != nil {
-		s.opts.Logger.Error("web: render error page", "err", err)
+	var m markup.Writer
+	s.errorPage(&m, d)
+	if _, err := w.Write([]byte(m.String())); err != nil {
+		s.opts.Logger.Debug("web: write error page", "err", err)
 	}
-}
-
-// render executes a page template; a buffered write keeps a failed render from sending half a page.
-func (s *Server) render(w http.ResponseWriter, name string, data any) error {
-	var b strings.Builder
-	if err := s.tmpl.ExecuteTemplate(&b, name, data); err != nil {
-		return fmt.Errorf("render %s: %w", name, err)
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_, err := w.Write([]byte(b.String()))
-	return err
 }
 
 // visible loads a session the viewer may see; any other answers errNotFound.

@@ -1,13 +1,14 @@
 package uilogin
 
 import (
-	"html/template"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/gateway"
+	"github.com/spoolhq/spool/web/markup"
 	"github.com/spoolhq/spool/web/signin"
 )
 
@@ -221,23 +222,36 @@ type pageData struct {
 	Login, Logout                    bool
 }
 
-var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
+// render writes the sign-in page of d through the browser's escaping writer.
+func render(d pageData) string {
+	var m markup.Writer
+	m.F(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}} · spool</title><link rel="stylesheet" href="{{.Prefix}}/assets/style.css"></head>
+<title>%s · spool</title><link rel="stylesheet" href="%s/assets/style.css"></head>
 <body><main class="login">
-<h1>{{.Title}}</h1>
-{{if .Error}}<p class="error" role="alert">{{.Error}}</p>{{end}}
-{{if .Login}}<form method="post" action="{{.Prefix}}/login">
+<h1>%s</h1>
+`, d.Title, d.Prefix, d.Title)
+	if d.Error != "" {
+		m.F(`<p class="error" role="alert">%s</p>`, d.Error)
+	}
+	m.Raw("\n")
+	if d.Login {
+		m.F(`<form method="post" action="%s/login">
 <label for="key">API key</label>
 <input id="key" name="key" type="password" autocomplete="current-password" required autofocus>
-<input type="hidden" name="next" value="{{.Next}}">
+<input type="hidden" name="next" value="%s">
 <button type="submit">Sign in</button>
 </form>
-<p>The key is one of <code>serve.keys</code>; the browser then sees that key's sessions only.</p>{{end}}
-{{if .Logout}}<form method="post" action="{{.Prefix}}/logout"><input type="hidden" name="csrf" value="{{.CSRF}}"><button type="submit">Sign out</button></form>
-<p><a href="{{.Prefix}}/">Back to the sessions</a></p>{{end}}
-</main></body></html>
-`))
+<p>The key is one of <code>serve.keys</code>; the browser then sees that key's sessions only.</p>`, d.Prefix, d.Next)
+	}
+	m.Raw("\n")
+	if d.Logout {
+		m.F(`<form method="post" action="%s/logout"><input type="hidden" name="csrf" value="%s"><button type="submit">Sign out</button></form>
+<p><a href="%s/">Back to the sessions</a></p>`, d.Prefix, d.CSRF, d.Prefix)
+	}
+	m.Raw("\n</main></body></html>\n")
+	return m.String()
+}
 
 func page(w http.ResponseWriter, status int, d pageData) {
 	h := w.Header()
@@ -248,5 +262,5 @@ func page(w http.ResponseWriter, status int, d pageData) {
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_ = pageTmpl.Execute(w, d)
+	_, _ = io.WriteString(w, render(d))
 }
