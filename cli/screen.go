@@ -160,12 +160,41 @@ func (c *suspendedCmd) Run() error {
 	return c.cmd.Run()
 }
 
-// resize takes the terminal's new size; the next draw repaints the whole view at it.
+// resize takes the terminal's new size; the next draw repaints the whole view at it. A terminal
+// that got narrower re-flows its lines (tmux, kitty, VTE, iTerm2, Windows Terminal and most
+// others do): a view row wider than the new width now takes several rows, so the view's first
+// row is further above the cursor than the renderer knows. The cursor goes up by the rows the
+// terminal now shows there and everything from that row down is erased; the next draw draws
+// the view anew from it. (Erasing from where the renderer thinks the view begins left the
+// re-flowed rows above it: a ghost copy of the draft, or of half a reply's line.) Rows the
+// terminal pushed into its scrollback to keep the cursor's row (a view near the top of the
+// screen) are out of reach; a terminal that cuts lines instead of re-flowing them loses as many
+// rows above the view as the view's rows would have grown.
 func (s *screen) resize(w, h int) {
+	if s.drawn && s.cells.Height() > 0 {
+		x, y := s.scr.Position()
+		s.pending.WriteString("\r")
+		if up := reflowedRows(s.cells.Lines, x, y, w); up > 0 {
+			s.pending.WriteString(ansi.CursorUp(up))
+		}
+		s.pending.WriteString(ansi.EraseScreenBelow)
+	}
 	s.width, s.height = w, h
-	s.scr.Erase()
-	s.scr.Resize(w, h)
-	s.drawn = false
+	s.reset()
+}
+
+// reflowedRows counts the terminal rows between the first of the view's rows and the cursor's
+// (at column x of row y) once a terminal w columns wide has re-flowed them: each row as wide as
+// its text (trailing blanks are not kept), at least one.
+func reflowedRows(rows []uv.Line, x, y, w int) int {
+	if w <= 0 {
+		return y
+	}
+	n := 0
+	for i := 0; i < y && i < len(rows); i++ {
+		n += max(1, (ansi.StringWidth(rows[i].String())+w-1)/w)
+	}
+	return n + max(x, 0)/w
 }
 
 // draw shows content as the view, the cursor at cur (nil: hidden). It writes at once, and
