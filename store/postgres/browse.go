@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -76,38 +75,6 @@ func (db *DB) HeldLeases(ctx context.Context) ([]store.HeldLease, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("held leases: %w", err)
-	}
-	return out, nil
-}
-
-const microsPerDay = int64(24 * time.Hour / time.Microsecond)
-
-// UsageByDay implements store.Accounting.
-func (db *DB) UsageByDay(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error) {
-	var since int64 = -1 << 62
-	if !q.Since.IsZero() {
-		since = micros(q.Since)
-	}
-	rows, err := db.pool.Query(ctx, `SELECT floor(r.at::numeric / $1)::bigint AS day, r.model, sum(r.input_tokens)::bigint,
-		sum(r.output_tokens)::bigint, sum(r.cache_read_tokens)::bigint, sum(r.cache_write_tokens)::bigint,
-		sum(r.reasoning_tokens)::bigint, count(*), sum(r.cost_usd)
-		FROM requests r JOIN sessions s ON s.id = r.session_id
-		WHERE r.at >= $2 AND ($3 = '' OR s.user_id = $3)
-		GROUP BY day, r.model ORDER BY day, r.model`, microsPerDay, since, q.UserID)
-	if err != nil {
-		return nil, fmt.Errorf("usage by day: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.UsageRow, error) {
-		var row store.UsageRow
-		var day int64
-		u := &row.Usage
-		err := r.Scan(&day, &row.Model, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens,
-			&u.ReasoningTokens, &u.APICalls, &u.CostUSD)
-		row.Day = time.UnixMicro(day * microsPerDay).UTC()
-		return row, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("usage by day: %w", err)
 	}
 	return out, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/internal/sqlq"
 )
 
 // Options tune a database handle. The zero value is the documented default.
@@ -47,6 +48,8 @@ type Options struct {
 
 // DB is a store.Backend on one PostgreSQL database.
 type DB struct {
+	sqlq.Store // the domains whose SQL both backends share
+
 	pool *pgxpool.Pool
 	url  string
 	opts Options
@@ -118,6 +121,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", Redact(dsn), err)
 	}
 	db := &DB{pool: pool, url: dsn, opts: opts, log: opts.Logger}
+	db.Store = sqlq.New(shared{db}, &sqlq.Postgres)
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open %s: connect: %w", Redact(dsn), distinctLines(err))

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/internal/sqlq"
 )
 
 const sessionCols = `s.id, s.source, s.user_id, s.session_key, s.title, s.model, s.model_config,
@@ -30,7 +31,7 @@ const shownCols = `CASE WHEN EXISTS (SELECT 1 FROM messages x WHERE x.session_id
 		THEN (SELECT coalesce(sum(json_array_length(x.tool_calls::json)), 0) FROM messages x WHERE x.session_id = s.id AND (x.active OR x.compacted) AND x.copy_of IS NULL AND NOT x.summary)
 		ELSE s.tool_call_count END`
 
-type rowScanner interface{ Scan(dest ...any) error }
+type rowScanner = sqlq.Scanner
 
 func scanSession(r rowScanner, extra ...any) (store.Session, error) {
 	var s store.Session

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -576,113 +575,6 @@ func (db *DB) SystemPrompt(ctx context.Context, id string) (string, error) {
 		return "", nil
 	}
 	return *prompt, nil
-}
-
-// RecordRequest implements store.Accounting.
-func (db *DB) RecordRequest(ctx context.Context, id string, r store.RequestRecord) error {
-	e, err := encodeRequest(r)
-	if err != nil {
-		return fmt.Errorf("record request of %s: %w", id, err)
-	}
-	err = db.write(ctx, routineBudget, func(tx pgx.Tx) error {
-		var root string
-		err := tx.QueryRow(ctx, usageAddSQL, e.usageArgs(id)...).Scan(&root)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("session", id)
-		}
-		if err != nil {
-			return err
-		}
-		if err := checkLease(ctx, tx, root, r.Lease); err != nil {
-			return err // rolls the usage back too
-		}
-		_, err = tx.Exec(ctx, requestAddSQL, e.rowArgs(id)...)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("record request of %s: %w", id, err)
-	}
-	return nil
-}
-
-const (
-	usageAddSQL = `UPDATE sessions SET
-			input_tokens = input_tokens + $1, output_tokens = output_tokens + $2,
-			cache_read_tokens = cache_read_tokens + $3, cache_write_tokens = cache_write_tokens + $4,
-			reasoning_tokens = reasoning_tokens + $5, api_call_count = api_call_count + $6,
-			cost_usd = cost_usd + $7 WHERE id = $8 RETURNING root_id`
-	requestAddSQL = `INSERT INTO requests (session_id, at, model, task, input_tokens, output_tokens,
-			cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us, fallback)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
-)
-
-// encodedRequest is a request record with its defaults applied and its break encoded, made
-// once outside the retry loop.
-type encodedRequest struct {
-	r   store.RequestRecord
-	brk *string
-}
-
-func encodeRequest(r store.RequestRecord) (encodedRequest, error) {
-	e := encodedRequest{r: r.Normalized()}
-	doc, ok, err := r.BreakJSON()
-	if ok {
-		e.brk = &doc
-	}
-	return e, err
-}
-
-func (e encodedRequest) usageArgs(id string) []any {
-	u := e.r.Usage
-	return []any{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.APICalls, u.CostUSD, id}
-}
-
-func (e encodedRequest) rowArgs(id string) []any {
-	r, u := e.r, e.r.Usage
-	return []any{id, micros(r.At), store.CleanIdent(r.Model), store.CleanIdent(r.Task), u.InputTokens, u.OutputTokens,
-		u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, e.brk, max(r.Latency.Microseconds(), 0), store.CleanIdent(r.Fallback)}
-}
-
-// Requests implements store.Accounting.
-func (db *DB) Requests(ctx context.Context, id string, limit int) ([]store.RequestRecord, error) {
-	var lim *int
-	if limit > 0 {
-		lim = &limit
-	}
-	rows, err := db.pool.Query(ctx, `SELECT at, model, task, input_tokens, output_tokens, cache_read_tokens,
-		cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us, fallback FROM requests WHERE session_id = $1
-		ORDER BY id DESC LIMIT $2`, id, lim)
-	if err != nil {
-		return nil, fmt.Errorf("requests of %s: %w", id, err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.RequestRecord, error) {
-		var r store.RequestRecord
-		var at int64
-		var brk *string
-		var latency int64
-		u := &r.Usage
-		if err := row.Scan(&at, &r.Model, &r.Task, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens,
-			&u.CacheWriteTokens, &u.ReasoningTokens, &u.CostUSD, &brk, &latency, &r.Fallback); err != nil {
-			return r, err
-		}
-		r.At, u.APICalls, r.Latency = fromMicros(at), 1, time.Duration(latency)*time.Microsecond
-		if brk != nil {
-			r.Break = &store.CacheBreak{}
-			if err := json.Unmarshal([]byte(*brk), r.Break); err != nil {
-				return r, fmt.Errorf("cache break: %w", err)
-			}
-		}
-		return r, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("requests of %s: %w", id, err)
-	}
-	if len(out) == 0 {
-		if _, err := getSession(ctx, db.pool, id); err != nil {
-			return nil, fmt.Errorf("requests: %w", err)
-		}
-	}
-	return out, nil
 }
 
 // cleanNUL removes NUL characters, which PostgreSQL text cannot hold (SQLite keeps them).

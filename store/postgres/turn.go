@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/internal/sqlq"
 )
 
 // releaseNotifySQL gives the lease up when it is still l's and then notifies its waiters (the
@@ -37,9 +38,9 @@ func (db *DB) CommitTurn(ctx context.Context, sessionID string, l store.Lease, w
 			return nil, fmt.Errorf("commit turn on %s: %w", sessionID, err)
 		}
 	}
-	recs := make([]encodedRequest, len(w.Requests))
+	recs := make([]sqlq.EncodedRequest, len(w.Requests))
 	for i, r := range w.Requests {
-		if recs[i], err = encodeRequest(r); err != nil {
+		if recs[i], err = sqlq.EncodeRequest(db.Dialect(), sessionID, r); err != nil {
 			return nil, fmt.Errorf("commit turn on %s: request %d: %w", sessionID, i, err)
 		}
 	}
@@ -112,11 +113,12 @@ func (db *DB) CommitTurn(ctx context.Context, sessionID string, l store.Lease, w
 			})
 		}
 	}
-	for _, rec := range recs {
-		b.Queue(usageAddSQL, rec.usageArgs(sessionID)...)
+	for i := range recs {
+		rec := &recs[i]
+		b.Queue(usageAddSQL, rec.UsageArgs()...)
 		reads = append(reads, locked)
 		fence(true) // RecordRequest does not refuse a rotated session; neither does this
-		b.Queue(requestAddSQL, rec.rowArgs(sessionID)...)
+		b.Queue(requestAddSQL, rec.RowArgs()...)
 		reads = append(reads, exec(same))
 	}
 	if len(sets) > 0 {

@@ -133,3 +133,39 @@ func BenchmarkSearchToolBodies(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRecordRequest is one model call's accounting, recorded once per call.
+func BenchmarkRecordRequest(b *testing.B) {
+	db := benchDB(b)
+	if _, err := db.CreateSession(bg, store.NewSession{ID: "s"}); err != nil {
+		b.Fatal(err)
+	}
+	rec := store.RequestRecord{Model: "m", Usage: store.Usage{InputTokens: 10, OutputTokens: 5}, Break: &store.CacheBreak{}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := db.RecordRequest(bg, "s", rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRequests is the read every turn makes of its session's last call.
+func BenchmarkRequests(b *testing.B) {
+	db := benchDB(b)
+	if _, err := db.CreateSession(bg, store.NewSession{ID: "s"}); err != nil {
+		b.Fatal(err)
+	}
+	for range 50 {
+		if err := db.RecordRequest(bg, "s", store.RequestRecord{Model: "m"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if rs, err := db.Requests(bg, "s", 1); err != nil || len(rs) != 1 {
+			b.Fatal(rs, err)
+		}
+	}
+}

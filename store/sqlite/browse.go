@@ -108,34 +108,3 @@ func (db *DB) HeldLeases(ctx context.Context) ([]store.HeldLease, error) {
 	}
 	return out, nil
 }
-
-const microsPerDay = int64(24 * time.Hour / time.Microsecond)
-
-// UsageByDay implements store.Accounting.
-func (db *DB) UsageByDay(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error) {
-	var since int64 = -1 << 62
-	if !q.Since.IsZero() {
-		since = micros(q.Since)
-	}
-	var out []store.UsageRow
-	err := db.readRows(ctx, `SELECT r.at / ?1 AS day, r.model, sum(r.input_tokens), sum(r.output_tokens),
-		sum(r.cache_read_tokens), sum(r.cache_write_tokens), sum(r.reasoning_tokens), count(*), sum(r.cost_usd)
-		FROM requests r JOIN sessions s ON s.id = r.session_id
-		WHERE r.at >= ?2 AND (?3 = '' OR s.user_id = ?3)
-		GROUP BY day, r.model ORDER BY day, r.model`, []any{microsPerDay, since, q.UserID}, func(r rowScanner) error {
-		var row store.UsageRow
-		var day int64
-		u := &row.Usage
-		if err := r.Scan(&day, &row.Model, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens,
-			&u.ReasoningTokens, &u.APICalls, &u.CostUSD); err != nil {
-			return err
-		}
-		row.Day = time.UnixMicro(day * microsPerDay).UTC()
-		out = append(out, row)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("usage by day: %w", err)
-	}
-	return out, nil
-}

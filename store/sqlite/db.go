@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/internal/sqlq"
 )
 
 // Options tune a database handle. The zero value is the documented default.
@@ -44,6 +45,8 @@ type Options struct {
 
 // DB is a store.Backend on one SQLite file.
 type DB struct {
+	sqlq.Store // the domains whose SQL both backends share
+
 	path        string
 	w           *sql.DB // exactly one connection: writes serialize in-process, BEGIN IMMEDIATE across processes
 	r           *sql.DB // bounded read pool
@@ -150,7 +153,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, pathErr(err))
 	}
 
-	db := &DB{path: abs, opts: opts, log: opts.Logger}
+	db := shared(&DB{path: abs, opts: opts, log: opts.Logger})
 	db.restrictModes()
 	db.readOnly = !created && !canWrite(abs)
 	if !db.readOnly {
@@ -185,7 +188,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			// A full disk leaves no room for the -shm a WAL reader needs: read what is there.
 			// An absent or empty -wal holds nothing the file lacks, and nobody can write it
 			// until space is freed.
-			ro := &DB{path: abs, opts: opts, log: opts.Logger, readOnly: true, roErr: errDiskFull}
+			ro := shared(&DB{path: abs, opts: opts, log: opts.Logger, readOnly: true, roErr: errDiskFull})
 			if rerr := ro.openReadOnly(ctx); rerr == nil {
 				return ro, nil
 			}

@@ -84,7 +84,7 @@ func openMemory(ctx context.Context, name string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open %s%s: a memory database's name has no '/', '?' or '#'", Memory, name)
 	}
 	m := &memory{name: "/spool-" + name}
-	db := &DB{path: Memory + name, opts: opts, log: opts.Logger}
+	db := shared(&DB{path: Memory + name, opts: opts, log: opts.Logger})
 	fail := func(err error, pools ...*sql.DB) (*DB, error) {
 		for _, p := range pools {
 			p.Close()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/internal/sqlq"
 )
 
 // Times are stored as integer microseconds since the epoch: exact round trips, cheap compares.
@@ -34,7 +35,7 @@ func nullJSON(raw json.RawMessage) sql.NullString {
 	return sql.NullString{String: string(raw), Valid: true}
 }
 
-type rowScanner interface{ Scan(dest ...any) error }
+type rowScanner = sqlq.Scanner
 
 // column runs a one-column query and returns its values in order.
 func column[T any](ctx context.Context, q querier, query string, args ...any) ([]T, error) {

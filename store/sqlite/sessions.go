@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -587,101 +586,4 @@ func (db *DB) SystemPrompt(ctx context.Context, id string) (string, error) {
 		return "", fmt.Errorf("system prompt of %s: %w", id, err)
 	}
 	return prompt.String, nil
-}
-
-// RecordRequest implements store.Accounting.
-func (db *DB) RecordRequest(ctx context.Context, id string, r store.RequestRecord) error {
-	rec, err := encodeRequest(r)
-	if err != nil {
-		return fmt.Errorf("record request of %s: %w", id, err)
-	}
-	err = db.writeGrouped(ctx, routineBudget, func(ctx context.Context, tx *sql.Tx) error {
-		return db.recordTx(ctx, tx, id, rec, r.Lease)
-	})
-	if err != nil {
-		return fmt.Errorf("record request of %s: %w", id, err)
-	}
-	return nil
-}
-
-// encodedRequest is a request record with its defaults applied and its break encoded, made
-// once outside the retry loop.
-type encodedRequest struct {
-	r   store.RequestRecord
-	brk sql.NullString
-}
-
-func encodeRequest(r store.RequestRecord) (encodedRequest, error) {
-	e := encodedRequest{r: r.Normalized()}
-	doc, ok, err := r.BreakJSON()
-	e.brk = sql.NullString{String: doc, Valid: ok}
-	return e, err
-}
-
-// recordTx adds one request's usage to session id and stores its row, in tx, fenced by l.
-func (db *DB) recordTx(ctx context.Context, tx *sql.Tx, id string, e encodedRequest, l *store.Lease) error {
-	var root string
-	q := cachedTx{db, tx}
-	u := e.r.Usage
-	err := q.QueryRowContext(ctx, usageAddSQL, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens,
-		u.APICalls, u.CostUSD, id).Scan(&root)
-	if errors.Is(err, sql.ErrNoRows) {
-		return notFound("session", id)
-	}
-	if err != nil {
-		return err
-	}
-	if err := db.checkLease(ctx, tx, root, l); err != nil {
-		return err // rolls the usage back too
-	}
-	return insertRequest(ctx, q, id, e)
-}
-
-// insertRequest adds e's row to the requests table (the session's usage is added by the caller).
-func insertRequest(ctx context.Context, q cachedTx, id string, e encodedRequest) error {
-	r, u := e.r, e.r.Usage
-	_, err := q.ExecContext(ctx, requestAddSQL, id, micros(r.At), r.Model, r.Task, u.InputTokens, u.OutputTokens,
-		u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.CostUSD, e.brk, max(r.Latency.Microseconds(), 0), r.Fallback)
-	return err
-}
-
-// Requests implements store.Accounting.
-func (db *DB) Requests(ctx context.Context, id string, limit int) ([]store.RequestRecord, error) {
-	if limit <= 0 {
-		limit = -1
-	}
-	// Every turn reads its session's last call (the cache forensics).
-	var out []store.RequestRecord
-	err := db.readRows(ctx, `SELECT at, model, task, input_tokens, output_tokens, cache_read_tokens,
-		cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us, fallback FROM requests WHERE session_id = ?
-		ORDER BY id DESC LIMIT ?`, []any{id, limit}, func(row rowScanner) error {
-		var r store.RequestRecord
-		var at int64
-		var brk sql.NullString
-		var latency int64
-		u := &r.Usage
-		if err := row.Scan(&at, &r.Model, &r.Task, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens,
-			&u.CacheWriteTokens, &u.ReasoningTokens, &u.CostUSD, &brk, &latency, &r.Fallback); err != nil {
-			return err
-		}
-		r.At, u.APICalls, r.Latency = fromMicros(at), 1, time.Duration(latency)*time.Microsecond
-		if brk.Valid {
-			r.Break = &store.CacheBreak{}
-			if err := json.Unmarshal([]byte(brk.String), r.Break); err != nil {
-				return fmt.Errorf("cache break: %w", err)
-			}
-		}
-		out = append(out, r)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("requests of %s: %w", id, err)
-	}
-	q := cachedReads{db}
-	if len(out) == 0 {
-		if _, err := getSession(ctx, q, id); err != nil {
-			return nil, fmt.Errorf("requests: %w", err)
-		}
-	}
-	return out, nil
 }

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+
+	"github.com/spoolhq/spool/store/internal/sqlq"
 )
 
 // stmtCache keeps prepared statements of the hot paths: modernc.org/sqlite parses and plans
@@ -80,18 +82,10 @@ const (
 			WHERE conversation_id = ? AND holder = ? AND generation = ?`
 	leaseCheckSQL = "SELECT holder, generation, expires_at, ttl FROM turn_leases WHERE conversation_id = ?"
 	leaseTouchSQL = "UPDATE turn_leases SET expires_at = ? WHERE conversation_id = ?"
-	usageAddSQL   = `UPDATE sessions SET
-			input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
-			cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,
-			reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ?,
-			cost_usd = cost_usd + ? WHERE id = ? RETURNING root_id`
-	requestAddSQL = `INSERT INTO requests (session_id, at, model, task, input_tokens, output_tokens,
-			cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cache_break, latency_us, fallback)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// modelConfigSetSQL is the session patch a turn's last commit carries (its compaction state).
 	modelConfigSetSQL = "UPDATE sessions SET model_config = ? WHERE id = ? RETURNING root_id"
 	// turnSessionSQL is a turn commit's whole change to its session row (CommitTurn): what
-	// bumpSessionSQL, usageAddSQL and modelConfigSetSQL do, in one statement. A commit without
+	// bumpSessionSQL, sqlq.UsageAddSQL and modelConfigSetSQL do, in one statement. A commit without
 	// messages passes 0 as the last activity (max keeps the row's) and NULL as the preview; one
 	// without a patch passes NULL as the model config (coalesce keeps the row's).
 	// turnStartSQL is what BeginTurn checks before it appends: the session's conversation,
@@ -109,7 +103,7 @@ const (
 
 func init() {
 	writerStatements = append(writerStatements, rootOfSQL, leaseGetSQL, leaseExtendSQL, leaseTakeSQL, leaseRenewSQL,
-		leaseReleaseSQL, leaseCheckSQL, leaseTouchSQL, usageAddSQL, requestAddSQL, modelConfigSetSQL, turnSessionSQL, turnStartSQL)
+		leaseReleaseSQL, leaseCheckSQL, leaseTouchSQL, sqlq.UsageAddSQL, sqlq.RequestAddSQL, modelConfigSetSQL, turnSessionSQL, turnStartSQL)
 }
 
 // prepared is the writer's statement for query, nil when it was not prepared at open.

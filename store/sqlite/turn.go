@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/internal/sqlq"
 )
 
 // CommitTurn implements store.Leaser: one BEGIN IMMEDIATE transaction on the writer for the
@@ -29,9 +30,9 @@ func (db *DB) CommitTurn(ctx context.Context, sessionID string, l store.Lease, w
 			return nil, fmt.Errorf("commit turn on %s: %w", sessionID, err)
 		}
 	}
-	recs := make([]encodedRequest, len(w.Requests))
+	recs := make([]sqlq.EncodedRequest, len(w.Requests))
 	for i, r := range w.Requests {
-		if recs[i], err = encodeRequest(r); err != nil {
+		if recs[i], err = sqlq.EncodeRequest(db.Dialect(), sessionID, r); err != nil {
 			return nil, fmt.Errorf("commit turn on %s: request %d: %w", sessionID, i, err)
 		}
 	}
@@ -88,7 +89,7 @@ func mergeable(w store.TurnWrite) bool {
 // last activity, preview and compaction state change in one statement (turnSessionSQL), which
 // also returns what the fence and the rotation check need, where commitParts updates the row
 // once for each.
-func (db *DB) commitMerged(ctx context.Context, tx *sql.Tx, sessionID string, l store.Lease, enc []encodedMessage, toolCalls int, recs []encodedRequest, patch *store.SessionPatch) ([]int64, error) {
+func (db *DB) commitMerged(ctx context.Context, tx *sql.Tx, sessionID string, l store.Lease, enc []encodedMessage, toolCalls int, recs []sqlq.EncodedRequest, patch *store.SessionPatch) ([]int64, error) {
 	var last int64 // max(last_active, 0) leaves it as it is
 	var preview sql.NullString
 	if len(enc) > 0 {
@@ -96,7 +97,7 @@ func (db *DB) commitMerged(ctx context.Context, tx *sql.Tx, sessionID string, l 
 	}
 	var u store.Usage
 	if len(recs) == 1 {
-		u = recs[0].r.Usage
+		u = recs[0].R.Usage
 	}
 	var cfg sql.NullString
 	if patch != nil && patch.ModelConfig != nil {
@@ -138,8 +139,8 @@ func (db *DB) commitMerged(ctx context.Context, tx *sql.Tx, sessionID string, l 
 			return nil, err
 		}
 	}
-	for _, rec := range recs {
-		if err := insertRequest(ctx, cachedTx{db, tx}, sessionID, rec); err != nil {
+	for i := range recs {
+		if err := db.InsertRequest(ctx, cachedTx{db, tx}, &recs[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -148,7 +149,7 @@ func (db *DB) commitMerged(ctx context.Context, tx *sql.Tx, sessionID string, l 
 
 // commitParts writes each part of w with its own statements: the append, each request record,
 // the patch, with the fence checked once, by the first part that writes.
-func (db *DB) commitParts(ctx context.Context, tx *sql.Tx, sessionID string, l store.Lease, enc []encodedMessage, toolCalls int, recs []encodedRequest, sets []string, args []any) (ids []int64, err error) {
+func (db *DB) commitParts(ctx context.Context, tx *sql.Tx, sessionID string, l store.Lease, enc []encodedMessage, toolCalls int, recs []sqlq.EncodedRequest, sets []string, args []any) (ids []int64, err error) {
 	fence := &l // checked once, by the first part that writes
 	if len(enc) > 0 {
 		if ids, err = db.appendTx(ctx, tx, sessionID, enc, toolCalls, store.WriteOptions{Lease: fence}); err != nil {
@@ -156,8 +157,8 @@ func (db *DB) commitParts(ctx context.Context, tx *sql.Tx, sessionID string, l s
 		}
 		fence = nil
 	}
-	for _, rec := range recs {
-		if err := db.recordTx(ctx, tx, sessionID, rec, fence); err != nil {
+	for i := range recs {
+		if err := db.RecordTx(ctx, cachedTx{db, tx}, &recs[i], fence); err != nil {
 			return nil, err
 		}
 		fence = nil
