@@ -163,7 +163,10 @@ func (db *DB) searchWords(ctx context.Context, plan fts.Query, tsq string, q sto
 	var err error
 	switch {
 	case q.Sort == store.SortRelevance && plan.Ranked():
-		hits, err = db.rankedUnits(ctx, plan, tsq, q, tools)
+		var ok bool
+		if hits, ok, err = db.rankedAtSize(ctx, plan, q, tools); err == nil && !ok {
+			hits, err = db.rankedUnits(ctx, plan, tsq, q, tools)
+		}
 	case q.Sort == store.SortRelevance:
 		hits, err = db.rankedWindow(ctx, match, tsq, q, tools)
 	default:

@@ -165,8 +165,9 @@ func unwrap(hs []hit) []store.SearchHit {
 // B-tree lookup per match, which dominates for common words. When filters reject too many of the
 // over-fetched candidates, it falls back to ranking the filtered join.
 //
-// A plain-words query of several units (fts.Query.Ranked) ranks the newest fts.UnitsWindow
-// matches of their OR: the answer to a question is as often old as new.
+// A plain-words query of several units (fts.Query.Ranked) is ranked by rankedAtSize when some
+// of its units are common; otherwise (a small store, or only rare units) the newest
+// fts.UnitsWindow matches of their OR are ranked.
 func (db *DB) searchWords(ctx context.Context, plan fts.Query, q store.SearchQuery) ([]store.SearchHit, error) {
 	match, expr := plan.Match, ftsExpr(plan.Match, plan.Ranked())
 	window := rankWindow
@@ -177,7 +178,15 @@ func (db *DB) searchWords(ctx context.Context, plan fts.Query, q store.SearchQue
 	var hits []hit
 	var err error
 	ranked := false
-	if q.Sort == store.SortRelevance {
+	if q.Sort == store.SortRelevance && plan.Ranked() {
+		if hits, ranked, err = db.rankedAtSize(ctx, plan, q); err != nil {
+			return nil, err
+		}
+		if ranked {
+			hits = hits[:min(want, len(hits))]
+		}
+	}
+	if q.Sort == store.SortRelevance && !ranked {
 		fetch := want*3 + 10
 		var ids []int64
 		if ids, err = readColumn[int64](ctx, db, `SELECT rowid FROM (SELECT rowid, rank FROM messages_fts

@@ -164,6 +164,7 @@ var baseTier = tier[BaseHarness]{
 	{"ConversationPage", testConversationPage},
 	{"Search", testSearch},
 	{"SearchRelevance", testSearchRelevance},
+	{"SearchRelevanceAtSize", testSearchRelevanceAtSize},
 	{"SearchSelectiveFilter", testSearchSelectiveFilter},
 	{"SearchNeverErrors", testSearchNeverErrors},
 	{"SearchCJK", testSearchCJK},

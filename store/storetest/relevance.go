@@ -1,10 +1,12 @@
 package storetest
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/fts"
 )
 
 // testSearchRelevance pins how a query in plain words is read, on every backend: its words,
@@ -104,5 +106,45 @@ func testSearchRelevance(t *testing.T, h BaseHarness) {
 		if c.set != nil && !slices.Equal(got, c.set) {
 			t.Errorf("search %q found %v, want %v", c.q, got, c.set)
 		}
+	}
+}
+
+// testSearchRelevanceAtSize pins the ranking of a question on a store where one of its words is
+// common (in more rows than fts.CandidateBudget): the rows holding its rare words are found
+// wherever they are in history (the oldest first here, under thousands of newer rows), and the
+// common word still ranks them: the row holding every word comes first.
+func testSearchRelevanceAtSize(t *testing.T, h BaseHarness) {
+	st, _ := h.open(t)
+	mustCreate(t, st, store.NewSession{ID: "old"})
+	mustCreate(t, st, store.NewSession{ID: "busy"})
+	ids := mustAppend(t, st, "old",
+		user("the rollback script failed on the replica"),    // rare words, not the common one
+		assistant("the rollback of the deploy failed twice"), // every word
+		user("rollback notes are in the wiki"),               // one rare word
+	)
+	common := make([]store.Message, 0, fts.CandidateBudget+100)
+	for i := range cap(common) {
+		common = append(common, assistant(fmt.Sprintf("deploy number %d went out on time", i)))
+	}
+	for len(common) > 0 {
+		n := min(500, len(common))
+		if _, err := st.AppendBatch(bg, "busy", common[:n]); err != nil {
+			t.Fatal(err)
+		}
+		common = common[n:]
+	}
+	hits, err := st.Search(bg, store.SearchQuery{Text: "why did the rollback deploy fail?", Limit: 10, NoContext: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, h := range hits {
+		got = append(got, h.MessageID)
+	}
+	if len(got) < 3 || got[0] != ids[1] {
+		t.Fatalf("ranked %v, want row %d (every word) first", got, ids[1])
+	}
+	if !slices.Contains(got[:3], ids[0]) || !slices.Contains(got[:3], ids[2]) {
+		t.Errorf("ranked %v, want the rows holding the rare words (%v) before the common word's", got, ids)
 	}
 }
