@@ -17,7 +17,7 @@ func (a *app) benchCommand() *cobra.Command {
 	cmd := groupCommand("bench", "Run the standard benchmarks")
 	cmd.AddCommand(a.benchStoreCommand(), a.benchStoreWorkerCommand(), a.benchLeaseCommand(), a.benchLeaseWorkerCommand())
 	cmd.AddCommand(a.benchRetentionCommand())
-	cmd.AddCommand(a.benchRecallCommand())
+	cmd.AddCommand(a.benchRecallCommand(), a.benchScaleCommand())
 	cmd.AddCommand(a.benchCacheCommand())
 	cmd.AddCommand(a.benchGatewayCommand(), a.benchReplicasCommand())
 	cmd.AddCommand(a.benchReliabilityCommand(), a.benchReliabilityWorkerCommand())

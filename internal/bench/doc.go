@@ -51,4 +51,11 @@
 // did not change, nothing after a pause longer than the cache lifetime. Beside spool it runs a
 // naive agent (the time in its prompt every turn) and a rebuild agent (its prompt rendered again
 // at every compaction), which must score lower against the same ceiling.
+//
+// Scale grows one store (SQLite, or a PostgreSQL database) through sizes of 10^3 to 10^6
+// messages over many sessions (the workload's W1 generator in chunks, written in batches) beside
+// one long session compacted as it grows, and measures at each size append, resume of the long
+// session (what the model sees), W3 search and list latencies, the database's size on disk and
+// the process's resident memory. Its verdicts (scaleTargets) judge how each measure grows; a
+// missed one fails it with ErrVerify, and its control (every search slowed past its limit) must.
 package bench
