@@ -13,16 +13,15 @@ import (
 // unitFreqs estimates how many rows each unit of plan matches, from the word index's
 // statistics (the fraction of rows holding each of its lexemes, matchFraction) times the
 // store's highest id; a unit rarer than every lexeme listed counts as rare. ok is false when there are no statistics (a store never analyzed, and too
-// small for a search to analyze it: firstRange's rule) or no id.
+// small for a search to analyze it: firstRange's rule), or the store is smaller than
+// analyzeRows budgets of rows.
 func (db *DB) unitFreqs(ctx context.Context, plan fts.Query) (dfs []int64, top int64, ok bool, err error) {
-	if top, err = db.topID(ctx); err != nil || top == 0 {
+	if top, err = db.topID(ctx); err != nil || top < analyzeRows*int64(fts.CandidateBudget) {
+		// A store this small ranks every match (its statistics, sampled, would say little).
 		return nil, 0, false, err
 	}
 	stats := db.words.get(ctx, db.pool, db.opts.Logger)
 	if len(stats.freq) == 0 {
-		if top < analyzeRows*int64(fts.CandidateBudget) {
-			return nil, 0, false, nil
-		}
 		if stats = db.words.analyze(ctx, db.pool, db.opts.Logger); len(stats.freq) == 0 {
 			return nil, 0, false, nil
 		}
