@@ -35,7 +35,7 @@ type ScaleConfig struct {
 	SlowSearch time.Duration
 	// Samples, when set, caps how many times each measure is taken at each size (tests).
 	Samples int
-	Log        io.Writer
+	Log     io.Writer
 }
 
 // Samples of each measure at each size.
