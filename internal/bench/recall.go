@@ -58,6 +58,10 @@ type recallQuestion struct {
 	Asked    string
 	Keywords string
 	evidence []int64
+	// evidenceText is the evidence message's text; phrasing and template index the fact's
+	// evidence phrasings and questions drawn for it.
+	evidenceText       string
+	phrasing, template int
 }
 
 // RecallScores are one method's figures over a set of questions.
