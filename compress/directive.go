@@ -140,12 +140,13 @@ func ClassifyDirective(sentence string) Directive {
 	return DirectiveNone
 }
 
-// normalizeSentence lowers ASCII letters, turns typographic apostrophes and dashes into ASCII
-// and trims the sentence.
+// normalizeSentence lowers the sentence, turns typographic apostrophes into ASCII ones and
+// trims it.
 func normalizeSentence(s string) string {
-	s = strings.NewReplacer("\u2019", "'", "\u2018", "'", "\u2014", "—").Replace(s)
-	return strings.TrimSpace(strings.ToLower(s))
+	return strings.TrimSpace(strings.ToLower(typographic.Replace(s)))
 }
+
+var typographic = strings.NewReplacer("\u2019", "'", "\u2018", "'")
 
 // atWord reports whether phrase occurs in s starting at a word start.
 func atWord(s, phrase string) bool { return phraseAt(s, phrase, 0) >= 0 }
