@@ -56,27 +56,35 @@ func (s *Session) Transcript(ctx context.Context) ([]Message, error) {
 
 // Pop undoes the last exchange: the last user message and everything after it leave the
 // history (kept for audit, no longer shown, searched or sent). It returns how many messages
-// left; with no user message to undo, the error is of ClassNotFound.
+// left; with no user message to undo, the error is of ClassNotFound. Pop holds the
+// conversation's turn lease for the edit: while a turn runs on it (in this process or
+// another), the error is of ClassBusy and nothing changes.
 func (s *Session) Pop(ctx context.Context) (int, error) {
-	n, err := s.db.st.UndoLastExchange(ctx, s.id)
+	n, err := store.UnderLease(ctx, s.db.st, s.id, func(f store.Fence) (int, error) {
+		return s.db.st.UndoLastExchange(ctx, s.id, f)
+	})
 	return n, wrap("pop", s.id, err)
 }
 
-// Clear removes every exchange from the session, as Pop does one at a time: the model starts
-// afresh, and the messages are kept in the store for audit only (not shown, searched or sent).
-// It returns how many messages left.
+// Clear removes every exchange from the session, as Pop does one at a time, under one hold of
+// the turn lease (ClassBusy while a turn runs): the model starts afresh, and the messages are
+// kept in the store for audit only (not shown, searched or sent). It returns how many messages
+// left.
 func (s *Session) Clear(ctx context.Context) (int, error) {
-	total := 0
-	for {
-		n, err := s.db.st.UndoLastExchange(ctx, s.id)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return total, nil
-		case err != nil:
-			return total, wrap("clear", s.id, err)
+	total, err := store.UnderLease(ctx, s.db.st, s.id, func(f store.Fence) (int, error) {
+		total := 0
+		for {
+			n, err := s.db.st.UndoLastExchange(ctx, s.id, f)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				return total, nil
+			case err != nil:
+				return total, err
+			}
+			total += n
 		}
-		total += n
-	}
+	})
+	return total, wrap("clear", s.id, err)
 }
 
 // Search runs a full-text query over the session's messages, archived ones included, best

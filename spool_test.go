@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/spoolhq/spool"
 	"github.com/spoolhq/spool/provider"
@@ -119,6 +120,52 @@ func TestErrorsCarryClassAndSession(t *testing.T) {
 		if e.Class != tc.class || e.SessionID != tc.session {
 			t.Errorf("%s: class %q session %q, want %q %q (%v)", tc.name, e.Class, e.SessionID, tc.class, tc.session, e)
 		}
+	}
+}
+
+// Pop and Clear hold the session's turn lease for their edit: while another holder has it (a
+// turn running elsewhere) they are ClassBusy and the history stays; once it is free they edit.
+func TestPopAndClearWaitForNoTurn(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		edit func(s *spool.Session, ctx context.Context) (int, error)
+		want int // messages left once the lease is free
+	}{
+		{"pop", (*spool.Session).Pop, 2},
+		{"clear", (*spool.Session).Clear, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := open(t)
+			s, _ := db.NewSession(ctx, "")
+			if err := s.Append(ctx, spool.UserMessage("one"), spool.AssistantMessage("two"),
+				spool.UserMessage("three"), spool.AssistantMessage("four")); err != nil {
+				t.Fatal(err)
+			}
+			l, err := db.Store().AcquireLease(ctx, s.ID(), "another-process", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = tc.edit(s, ctx)
+			var e *spool.Error
+			if !errors.As(err, &e) || e.Class != spool.ClassBusy {
+				t.Fatalf("%s under another holder's lease: %v, want ClassBusy", tc.name, err)
+			}
+			if ms, _ := s.Load(ctx); len(ms) != 4 {
+				t.Fatalf("%s under another holder's lease left %d of 4 messages", tc.name, len(ms))
+			}
+			if err := db.Store().ReleaseLease(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tc.edit(s, ctx); err != nil {
+				t.Fatalf("%s with the lease free: %v", tc.name, err)
+			}
+			if ms, _ := s.Load(ctx); len(ms) != tc.want {
+				t.Fatalf("%s left %d messages, want %d", tc.name, len(ms), tc.want)
+			}
+		})
 	}
 }
 

@@ -85,7 +85,7 @@ func (r *run) autoTitle(ctx context.Context) {
 		return
 	}
 	title, err := r.a.st.NextTitle(ctx, r.sess.UserID, base)
-	if err != nil || r.a.st.SetTitle(ctx, r.sess.ID, title, r.t.Fence()) != nil {
+	if err != nil || r.a.st.SetTitle(ctx, r.sess.ID, title, store.WithFence(r.t.Fence())) != nil {
 		return
 	}
 	raw, _ := json.Marshal(base)

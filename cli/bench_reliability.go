@@ -661,8 +661,8 @@ func reliabilityWorker(ctx context.Context, argv []string, stdin io.Reader, stdo
 		_, _ = db.AppendBatch(ctx, argv[2], []store.Message{{Role: store.RoleUser, Content: "stale batch"}}, fence)
 		_ = db.RecordRequest(ctx, argv[2], store.RequestRecord{Usage: store.Usage{InputTokens: 100, OutputTokens: 10}, Lease: &l})
 		_, _ = db.ArchiveAndCompact(ctx, store.CompactRequest{SessionID: argv[2], Messages: []store.Message{
-			{Role: store.RoleUser, Content: "stale summary", Summary: true}}}, fence)
-		_, _ = db.UndoLastExchange(ctx, argv[2], fence)
+			{Role: store.RoleUser, Content: "stale summary", Summary: true}}}, l.Fence())
+		_, _ = db.UndoLastExchange(ctx, argv[2], l.Fence())
 		return nil
 	}
 	return fmt.Errorf("unknown role %q", argv[0])

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spoolhq/spool/compress"
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/storetest"
 )
 
 // seedCompacted stores an 80-message session (40 asks, 40 answers, 10 of them with a tool call)
@@ -37,7 +38,7 @@ func seedCompacted(t *testing.T, home string) string {
 		ids := check(st.AppendBatch(ctx, sid, ms))(t)
 		summary := store.Message{Role: store.RoleUser, Summary: true, Timestamp: at,
 			Content: compress.SummaryPrefix + "\n## Goal\nanswer forty asks\n\n" + compress.SummaryEndMarker}
-		if _, err := st.ArchiveAndCompact(ctx, store.CompactRequest{SessionID: sid, Watermark: ids[len(ids)-1], TailCount: 1,
+		if _, err := storetest.Compact(ctx, st, store.CompactRequest{SessionID: sid, Watermark: ids[len(ids)-1], TailCount: 1,
 			Messages: []store.Message{summary, ms[79]}}); err != nil {
 			t.Fatal(err)
 		}

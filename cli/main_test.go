@@ -15,6 +15,7 @@ import (
 	"github.com/spoolhq/spool/internal/testbin"
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/sqlite"
+	"github.com/spoolhq/spool/store/storetest"
 )
 
 // spoolBin is the real spool binary, built once for the package.
@@ -142,12 +143,12 @@ func seed(t *testing.T, home string) {
 			{Role: store.RoleTool, Content: "func tokenize() {}", ToolCallID: "call_1", ToolName: "read_file", Timestamp: at(3)},
 			{Role: store.RoleAssistant, Content: "The tokenizer skips unicode; fixed.", Timestamp: at(4)},
 		}))(t)
-		check(st.ArchiveAndCompact(ctx, store.CompactRequest{SessionID: idRoot, Messages: []store.Message{
+		check(storetest.Compact(ctx, st, store.CompactRequest{SessionID: idRoot, Messages: []store.Message{
 			{Role: store.RoleUser, Content: "[summary] tokenizer fixed", Summary: true, Timestamp: at(5)},
 		}}))(t)
 		check(st.Append(ctx, idRoot, store.Message{Role: store.RoleUser, Content: "now write a test 测试", Timestamp: at(6)}))(t)
 		check(st.Branch(ctx, idRoot, store.NewSession{ID: idBranch, Title: "Parser fix (alt)", StartedAt: at(15)}))(t)
-		check(st.RotateCompaction(ctx, store.RotateRequest{ParentID: idRoot,
+		check(storetest.Rotate(ctx, st, store.RotateRequest{ParentID: idRoot,
 			Child:    store.NewSession{ID: idCont, StartedAt: at(900)},
 			Messages: []store.Message{{Role: store.RoleUser, Content: "[summary] continuing the parser", Summary: true, Timestamp: at(900)}}}))(t)
 		check(st.CreateSession(ctx, store.NewSession{ID: idAPI, Source: "api", Title: "Gateway chat", StartedAt: seedTime.Add(27 * time.Hour)}))(t)

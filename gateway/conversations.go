@@ -192,17 +192,18 @@ func (g *Gateway) DeleteItem(ctx context.Context, principal, id string, mid int6
 		return err
 	}
 	defer g.releaseSlot(tip, sl)
-	hideIn := func(ctx context.Context, sid string, row int64, opts ...store.WriteOption) error {
+	hideIn := func(ctx context.Context, sid string, row int64, f store.Fence) error {
+		var opts []store.WriteOption
 		if sid != tip {
 			// An item listed under an earlier, compacted part of the conversation.
 			opts = append(opts, store.AllowClosed())
 		}
 		start := time.Now()
-		_, err := g.st.HideMessage(ctx, sid, row, opts...)
+		_, err := g.st.HideMessage(ctx, sid, row, f, opts...)
 		g.observe("hide_message", start)
 		return err
 	}
-	hide := func(ctx context.Context, opts ...store.WriteOption) error {
+	hide := func(ctx context.Context, f store.Fence) error {
 		// A rotation copied the item into the newer sessions of the conversation (and the item
 		// may itself be such a copy): every copy goes first, the named row last, so a retry after
 		// a failure still finds the item and finishes the job.
@@ -211,11 +212,11 @@ func (g *Gateway) DeleteItem(ctx context.Context, principal, id string, mid int6
 			return err
 		}
 		for _, c := range copies {
-			if err := hideIn(ctx, c.SessionID, c.ID, opts...); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if err := hideIn(ctx, c.SessionID, c.ID, f); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 		}
-		return hideIn(ctx, id, mid, opts...)
+		return hideIn(ctx, id, mid, f)
 	}
 	// Another process's turn is waited for no longer than one of ours.
 	err = g.fenced(ctx, tip, hide)

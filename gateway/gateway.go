@@ -18,6 +18,7 @@ import (
 
 // Store is what the gateway uses of store.Backend.
 type Store interface {
+	turn.Store // the turn lease and compaction, for edits of a history outside a turn
 	GetSession(ctx context.Context, id string) (store.Session, error)
 	CreateSession(ctx context.Context, ns store.NewSession) (store.Session, error)
 	ResumeTarget(ctx context.Context, id string) (string, error)
@@ -30,7 +31,7 @@ type Store interface {
 	ReleaseIdempotencyKey(ctx context.Context, scope, key string) error
 	ConversationPage(ctx context.Context, sessionID string, q store.PageQuery) ([]store.Message, error)
 	DeleteSession(ctx context.Context, id string) error
-	HideMessage(ctx context.Context, sessionID string, id int64, opts ...store.WriteOption) (int, error)
+	HideMessage(ctx context.Context, sessionID string, id int64, f store.Fence, opts ...store.WriteOption) (int, error)
 	Chain(ctx context.Context, id string) ([]store.Session, error)
 	store.APIResponses
 }

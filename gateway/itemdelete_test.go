@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/storetest"
 )
 
 // TestDeleteItemFenced: removing an item waits for the conversation's turn like any write: a
@@ -115,7 +116,7 @@ func TestDeleteItemAfterRotation(t *testing.T) {
 				m.ID, m.SessionID = 0, ""
 				kept = append(kept, m)
 			}
-			tip, err := st.RotateCompaction(bg, store.RotateRequest{ParentID: root.ID, Messages: kept, Watermark: ms[3].ID,
+			tip, err := storetest.Rotate(bg, st, store.RotateRequest{ParentID: root.ID, Messages: kept, Watermark: ms[3].ID,
 				Child: store.NewSession{ID: root.ID + "-cont", UserID: "p", Source: Source}})
 			if err != nil {
 				t.Fatal(err)

@@ -108,10 +108,10 @@ func (g *Gateway) CompactSession(ctx context.Context, sessionID, focus string) (
 // EditHistory runs fn, an edit of a session's history outside a turn (a chat's /undo, taking
 // back a turn a crash cut short), while holding the session's in-process slot (waiting for its
 // running turn here) and then its conversation's turn lease, as DeleteItem does: fn's writes
-// carry the lease's fence (opts), so a store refuses them once another holder took the lease.
-// A turn of another process is waited for no longer than Config.BusyWait; then the answer is
-// a *BusyError and fn does not run.
-func (g *Gateway) EditHistory(ctx context.Context, sessionID string, fn func(ctx context.Context, opts ...store.WriteOption) error) error {
+// carry the lease's fence f, so a store refuses them once another holder took the lease. A
+// turn of another process is waited for no longer than Config.BusyWait; then the answer is a
+// *BusyError and fn does not run.
+func (g *Gateway) EditHistory(ctx context.Context, sessionID string, fn func(ctx context.Context, f store.Fence) error) error {
 	sl, err := g.acquire(ctx, sessionID, BusyQueue)
 	if err != nil {
 		return err
@@ -121,16 +121,11 @@ func (g *Gateway) EditHistory(ctx context.Context, sessionID string, fn func(ctx
 }
 
 // fenced runs fn holding the turn lease of sessionID's conversation, fn's writes fenced by it,
-// waiting for another process's turn no longer than Config.BusyWait (then *BusyError). A
-// store without turn leases runs fn unfenced.
-func (g *Gateway) fenced(ctx context.Context, sessionID string, fn func(ctx context.Context, opts ...store.WriteOption) error) error {
-	ts, ok := g.st.(turn.Store)
-	if !ok {
-		return fn(ctx)
-	}
+// waiting for another process's turn no longer than Config.BusyWait (then *BusyError).
+func (g *Gateway) fenced(ctx context.Context, sessionID string, fn func(ctx context.Context, f store.Fence) error) error {
 	// A lease wait of 0 would mean turn's default, so the smallest wait stands for "at once".
 	wait := max(g.cfg.BusyWait, time.Nanosecond)
-	err := turn.Run(ctx, ts, sessionID, turn.Options{Wait: wait}, func(tctx context.Context, t *turn.Turn) error {
+	err := turn.Run(ctx, g.st, sessionID, turn.Options{Wait: wait}, func(tctx context.Context, t *turn.Turn) error {
 		return fn(tctx, t.Fence())
 	})
 	return g.classify(sessionID, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/sqlite"
+	"github.com/spoolhq/spool/store/storetest"
 )
 
 // TestReadAndScrollKeepIdenticalMessages: two distinct messages with the same role, text and
@@ -73,7 +74,7 @@ func TestDiscoverCarriedMessages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: id, Messages: []store.Message{
+		if _, err := storetest.Compact(bg, st, store.CompactRequest{SessionID: id, Messages: []store.Message{
 			active[0], {Role: store.RoleUser, Content: "[CONTEXT COMPACTION] work went on", Summary: true, Timestamp: ts.Add(time.Hour)},
 		}}); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/sqlite"
+	"github.com/spoolhq/spool/store/storetest"
 )
 
 var bg = context.Background()
@@ -121,7 +122,7 @@ func seed(t *testing.T) *world {
 	)
 	w.archivedOwn = old[0]
 	summary := store.Message{Role: "user", Content: "[CONTEXT COMPACTION] we discussed zanzibar and quokka", Summary: true, Timestamp: base.AddDate(0, 0, 5).Add(time.Hour)}
-	if _, err := st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "current", Messages: []store.Message{summary,
+	if _, err := storetest.Compact(bg, st, store.CompactRequest{SessionID: "current", Messages: []store.Message{summary,
 		msg("user", "and the quokka cache", base.AddDate(0, 0, 5).Add(2*time.Minute)),
 		msg("assistant", "quokka cache is warm", base.AddDate(0, 0, 5).Add(3*time.Minute))}, TailCount: 2}); err != nil {
 		t.Fatal(err)
@@ -135,7 +136,7 @@ func seed(t *testing.T) *world {
 	// A rotation chain: rot-1 ended with compression, rot-2 is its live tip.
 	create("rot-1", "cli", "rotated", 6)
 	w.rotParentHit = appendAll("rot-1", 6, msg("user", "the wombat parser is slow", zero), msg("assistant", "profile the wombat parser", zero))[0]
-	tip, err := st.RotateCompaction(bg, store.RotateRequest{ParentID: "rot-1", Child: store.NewSession{ID: "rot-2", StartedAt: base.AddDate(0, 0, 6).Add(time.Hour)},
+	tip, err := storetest.Rotate(bg, st, store.RotateRequest{ParentID: "rot-1", Child: store.NewSession{ID: "rot-2", StartedAt: base.AddDate(0, 0, 6).Add(time.Hour)},
 		Messages: []store.Message{{Role: "user", Content: "[CONTEXT COMPACTION] wombat parser work", Summary: true, Timestamp: base.AddDate(0, 0, 6).Add(time.Hour)}}})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/sqlite"
+	"github.com/spoolhq/spool/store/storetest"
 )
 
 func openDB(t *testing.T) store.Backend {
@@ -66,7 +67,7 @@ func seedTree(t *testing.T, st store.Backend) (root, branch, cont, grand, other 
 	}
 	must(st.AppendBatch(ctx, root, msgs))(t)
 	// Compact in place: the old rows become archived, a summary carrier heads the new history.
-	must(st.ArchiveAndCompact(ctx, store.CompactRequest{SessionID: root, Messages: []store.Message{
+	must(storetest.Compact(ctx, st, store.CompactRequest{SessionID: root, Messages: []store.Message{
 		{Role: store.RoleUser, Content: "[summary] parser fixed", Summary: true, Timestamp: t0.Add(6 * time.Second)},
 		{Role: store.RoleUser, Content: "thanks", Timestamp: t0.Add(5 * time.Second)},
 	}}))(t)
@@ -75,7 +76,7 @@ func seedTree(t *testing.T, st store.Backend) (root, branch, cont, grand, other 
 	must(st.Branch(ctx, root, store.NewSession{ID: branch, Title: "Root work (try B)", StartedAt: t0.Add(time.Minute)}))(t)
 	must(st.Append(ctx, branch, store.Message{Role: store.RoleUser, Content: "try another way", Timestamp: t0.Add(61 * time.Second)}))(t)
 
-	must(st.RotateCompaction(ctx, store.RotateRequest{ParentID: root,
+	must(storetest.Rotate(ctx, st, store.RotateRequest{ParentID: root,
 		Child:    store.NewSession{ID: cont, StartedAt: t0.Add(2 * time.Minute)},
 		Messages: []store.Message{{Role: store.RoleUser, Content: "[summary] all of root", Summary: true, Timestamp: t0.Add(120 * time.Second)}}}))(t)
 	must(st.Append(ctx, cont, store.Message{Role: store.RoleUser, Content: "continue please", Timestamp: t0.Add(121 * time.Second)}))(t)

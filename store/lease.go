@@ -61,8 +61,82 @@ type LeaseWatcher interface {
 	WatchLease(conversationID string) (LeaseWatch, error)
 }
 
-// WithLease fences a transcript write: it lands only while lease is still the conversation's
-// current lease (same holder and generation). An expired lease nobody took is renewed in place.
-func WithLease(l Lease) WriteOption {
-	return func(o *WriteOptions) { o.Lease = &l }
+// Fence is what a history write carries to prove it runs under the conversation's turn lease:
+// the conversation, the lease's holder and its generation. Only a Lease gives one (Lease.Fence:
+// what AcquireLease and BeginTurn return, or a turn's current lease), and the history edits
+// (Transcript's UndoLastExchange and HideMessage, Compactor's ArchiveAndCompact and
+// RotateCompaction) take one as a required argument, so an edit made without the lease does
+// not compile. A store checks the fence inside the write's own transaction: a fence that is no
+// longer the conversation's current lease (another holder took it, or it was released) fails
+// with ErrLeaseLost and writes nothing; the zero Fence is never current. An expired lease nobody
+// took is renewed in place by the write.
+type Fence struct {
+	conversation string
+	holder       string
+	generation   int64
+}
+
+// Fence is the fence of l, for the history writes made under it.
+func (l Lease) Fence() Fence {
+	return Fence{conversation: l.ConversationID, holder: l.Holder, generation: l.Generation}
+}
+
+// ConversationID is the lineage root whose lease the fence names.
+func (f Fence) ConversationID() string { return f.conversation }
+
+// Holder is the lease holder the fence names.
+func (f Fence) Holder() string { return f.holder }
+
+// Generation is the lease generation the fence names.
+func (f Fence) Generation() int64 { return f.generation }
+
+// IsZero reports whether f came from no lease.
+func (f Fence) IsZero() bool { return f == Fence{} }
+
+// Check reports whether the lease a store holds for the conversation root, held by holder at
+// generation gen (holder "" when nobody holds it), is the one f names; it returns nil or an
+// error wrapping ErrLeaseLost. Backends call it inside the write's transaction.
+func (f Fence) Check(root, holder string, gen int64) error {
+	switch {
+	case f.IsZero():
+		return fmt.Errorf("write on %s carries no lease fence: %w", root, ErrLeaseLost)
+	case root != f.conversation:
+		return fmt.Errorf("lease is for conversation %s, not %s: %w", f.conversation, root, ErrLeaseLost)
+	case holder == "" || holder != f.holder || gen != f.generation:
+		return fmt.Errorf("generation %d of %s: %w", f.generation, root, ErrLeaseLost)
+	}
+	return nil
+}
+
+// WithLease fences a write that may also be made unfenced (Append, AppendBatch, SetTitle): it
+// lands only while l is still the conversation's current lease (same holder and generation).
+func WithLease(l Lease) WriteOption { return WithFence(l.Fence()) }
+
+// WithFence is WithLease with the lease's fence.
+func WithFence(f Fence) WriteOption {
+	return func(o *WriteOptions) { o.Fence = &f }
+}
+
+// editTTL is how long UnderLease holds a lease for one edit outside a turn.
+const editTTL = 30 * time.Second
+
+// LeaseTaker is the part of Leaser an edit outside a turn uses.
+type LeaseTaker interface {
+	AcquireLease(ctx context.Context, sessionID, holder string, ttl time.Duration) (Lease, error)
+	ReleaseLease(ctx context.Context, l Lease) error
+}
+
+// UnderLease runs edit, a history edit outside a turn (an undo, a hide, a compaction made by a
+// tool), holding the turn lease of sessionID's conversation with a holder of its own: it takes
+// the lease (a live holder, a running turn of this process included, returns its
+// *LeaseHeldError and edit does not run), gives edit the lease's fence and releases the lease
+// when edit returns. A caller that must wait for a running turn instead uses the turn package.
+func UnderLease[T any](ctx context.Context, st LeaseTaker, sessionID string, edit func(Fence) (T, error)) (T, error) {
+	var zero T
+	l, err := st.AcquireLease(ctx, sessionID, NewHolder().String(), editTTL)
+	if err != nil {
+		return zero, err
+	}
+	defer func() { _ = st.ReleaseLease(context.WithoutCancel(ctx), l) }()
+	return edit(l.Fence())
 }

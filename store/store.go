@@ -45,7 +45,7 @@ type Sessions interface {
 	// SetTitle sets a title unique among the sessions of the session's principal (user_id; ""
 	// clears it). A title held by a compression ancestor moves to this session; one held by
 	// another of the principal's sessions returns *TitleInUseError. Other principals' titles
-	// never clash. With WithLease the write is fenced like a transcript write (ErrLeaseLost, and
+	// never clash. With WithFence the write is fenced like a history edit (ErrLeaseLost, and
 	// the title stays, when the lease is no longer the conversation's).
 	SetTitle(ctx context.Context, id, title string, opts ...WriteOption) error
 	// NextTitle returns base, or "base #N" numbered after the titles userID's sessions already
@@ -64,8 +64,9 @@ type Sessions interface {
 
 // Transcript is a session's history and lineage: appending messages, loading what the model sees
 // or the whole transcript (paged or not), hiding and undoing rows, and walking parents, children
-// and compression chains. It is the second half of the base tier. Writes take WithLease to be
-// fenced by a turn lease (see Leaser); a backend without leases still stores them unfenced.
+// and compression chains. It is the second half of the base tier. Appends take WithLease to be
+// fenced by a turn lease (see Leaser), or are made unfenced; the edits (undo, hide) require a
+// Fence.
 type Transcript interface {
 	// Append stores one message as an active row and returns its id.
 	Append(ctx context.Context, sessionID string, m Message, opts ...WriteOption) (int64, error)
@@ -74,14 +75,16 @@ type Transcript interface {
 	// UndoLastExchange hides the last real user message and everything after it (superseded
 	// rows: not shown, not searched, not sent to the model) and returns how many rows it hid.
 	// It fails with ErrNotFound when the active history has no user message to undo.
-	UndoLastExchange(ctx context.Context, sessionID string, opts ...WriteOption) (int, error)
+	// The write is fenced by f (see Fence).
+	UndoLastExchange(ctx context.Context, sessionID string, f Fence) (int, error)
 	// HideMessage removes one shown message (active or archived) from the conversation without
 	// destroying it: the row, its compaction copies and, for an assistant message with tool
 	// calls, the tool results answering them become superseded rows (kept for audit in ViewAll;
 	// not shown, not searched, not sent to the model), counters follow. It returns how many rows
 	// it hid. ErrNotFound when the session shows no message id; a summary or a lone tool result
-	// is an *InvalidError. Fenced like every transcript write (WithLease).
-	HideMessage(ctx context.Context, sessionID string, id int64, opts ...WriteOption) (int, error)
+	// is an *InvalidError. The write is fenced by f; AllowClosed lets it reach a session
+	// rotated by compression.
+	HideMessage(ctx context.Context, sessionID string, id int64, f Fence, opts ...WriteOption) (int, error)
 	// Conversation loads a session's messages in id order.
 	Conversation(ctx context.Context, sessionID string, v View) ([]Message, error)
 	// ConversationPage loads one window of a session's messages in id order (see PageQuery).
@@ -148,9 +151,11 @@ type Leaser interface {
 // session, and the per-session compression lock that keeps two compressors apart.
 type Compactor interface {
 	// ArchiveAndCompact replaces the active history in place and returns the new active count.
-	ArchiveAndCompact(ctx context.Context, req CompactRequest, opts ...WriteOption) (int, error)
-	// RotateCompaction ends the parent with "compression" and creates its continuation.
-	RotateCompaction(ctx context.Context, req RotateRequest, opts ...WriteOption) (Session, error)
+	// The write is fenced by f (see Fence).
+	ArchiveAndCompact(ctx context.Context, req CompactRequest, f Fence) (int, error)
+	// RotateCompaction ends the parent with "compression" and creates its continuation, fenced
+	// by f.
+	RotateCompaction(ctx context.Context, req RotateRequest, f Fence) (Session, error)
 	// AcquireCompressionLock takes the session's compression lock for ttl when it is free or stale.
 	AcquireCompressionLock(ctx context.Context, sessionID, holder string, ttl time.Duration) (bool, error)
 	// RefreshCompressionLock extends a lock this holder still owns, even an expired one.
@@ -280,8 +285,8 @@ func StartOf(h []Message, msgs []Message) TurnStart {
 
 // WriteOptions fence a transcript write.
 type WriteOptions struct {
-	// Lease, when set, must still be the conversation's current lease (ErrLeaseLost otherwise).
-	Lease *Lease
+	// Fence, when set, must still be the conversation's current lease (ErrLeaseLost otherwise).
+	Fence *Fence
 	// AllowClosed permits writing to a session that ended with compression (import, repair).
 	AllowClosed bool
 }
@@ -291,6 +296,23 @@ type WriteOption func(*WriteOptions)
 
 // AllowClosed lets a write land on a session that was rotated by compression.
 func AllowClosed() WriteOption { return func(o *WriteOptions) { o.AllowClosed = true } }
+
+// ApplyFenced folds opts into the WriteOptions of a write fenced by f; backends call it for the
+// history edits, whose fence is required.
+func ApplyFenced(f Fence, opts []WriteOption) WriteOptions {
+	w := ApplyWriteOptions(opts)
+	w.Fence = &f
+	return w
+}
+
+// FenceOf is the fence of l, nil when l is nil (an unfenced write).
+func FenceOf(l *Lease) *Fence {
+	if l == nil {
+		return nil
+	}
+	f := l.Fence()
+	return &f
+}
 
 // ApplyWriteOptions folds opts into a WriteOptions value; backends call it.
 func ApplyWriteOptions(opts []WriteOption) WriteOptions {

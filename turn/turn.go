@@ -407,8 +407,9 @@ func (t *Turn) Lease() store.Lease {
 	return t.lease
 }
 
-// Fence is the write option that fences a store write with the turn's lease.
-func (t *Turn) Fence() store.WriteOption { return store.WithLease(t.Lease()) }
+// Fence is the fence of the turn's lease, for the history edits made under it (undo, hide,
+// compaction) and, through store.WithFence, for the writes that may be fenced.
+func (t *Turn) Fence() store.Fence { return t.Lease().Fence() }
 
 // Lost returns the loss that cancelled the turn, or nil while the lease is ours.
 func (t *Turn) Lost() error {

@@ -175,7 +175,7 @@ func TestEndIsIdempotent(t *testing.T) {
 	if err := tn.End(bg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Append(bg, "conv", user("two"), next.Fence()); err != nil {
+	if _, err := db.Append(bg, "conv", user("two"), store.WithFence(next.Fence())); err != nil {
 		t.Fatalf("an old turn's End freed the new turn's lease: %v", err)
 	}
 	tn.Add(user("after end"))

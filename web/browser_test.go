@@ -204,7 +204,7 @@ func TestBrowser(t *testing.T) {
 			document.querySelector("#live-badge").textContent.includes("live")`))
 		all, _ := f.st.Conversation(bg, f.branch, store.ViewActive)
 		if _, err := f.st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: f.branch, Watermark: all[len(all)-1].ID,
-			Messages: []store.Message{{Role: store.RoleUser, Content: "## Goal\nstreamed compaction", Summary: true}}}, store.WithLease(l)); err != nil {
+			Messages: []store.Message{{Role: store.RoleUser, Content: "## Goal\nstreamed compaction", Summary: true}}}, l.Fence()); err != nil {
 			t.Fatal(err)
 		}
 		run(t, ctx, "see the compaction", browsertest.WaitJS(`document.querySelector("#messages .compaction:last-of-type") !== null &&

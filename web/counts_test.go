@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/storetest"
 )
 
 // TestCountsAfterCompaction: after a compaction in place the sessions page and the session's
@@ -25,7 +26,7 @@ func TestCountsAfterCompaction(t *testing.T) {
 			store.Message{Role: store.RoleTool, ToolCallID: fmt.Sprintf("c%d", i), ToolName: "t", Content: "r"})
 	}
 	ids := mustAppend(t, st, s.ID, ms...)
-	if _, err := st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: s.ID, Watermark: ids[len(ids)-1],
+	if _, err := storetest.Compact(bg, st, store.CompactRequest{SessionID: s.ID, Watermark: ids[len(ids)-1],
 		Messages: []store.Message{{Role: store.RoleUser, Summary: true, Content: "[CONTEXT COMPACTION] s"}, {Role: store.RoleAssistant, Content: "next"}}}); err != nil {
 		t.Fatal(err)
 	}

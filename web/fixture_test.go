@@ -8,6 +8,7 @@ import (
 
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/sqlite"
+	"github.com/spoolhq/spool/store/storetest"
 )
 
 var bg = context.Background()
@@ -86,7 +87,7 @@ func newFixture(t testing.TB) *fixture {
 	// Compact in place: the first turn's user message is the head; the summary replaces the rest.
 	head := store.Message{Role: store.RoleUser, Content: "Please look at **file A** and `grep` for the zebra bug", Timestamp: now}
 	sum := store.Message{Role: store.RoleUser, Content: summaryText, Summary: true, Timestamp: now.Add(10 * time.Minute)}
-	if _, err := st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: demo.ID, Messages: []store.Message{head, sum}, Watermark: ids[len(ids)-1]}); err != nil {
+	if _, err := storetest.Compact(bg, st, store.CompactRequest{SessionID: demo.ID, Messages: []store.Message{head, sum}, Watermark: ids[len(ids)-1]}); err != nil {
 		t.Fatal(err)
 	}
 	after := mustAppend(t, st, demo.ID, turn(3, now.Add(20*time.Minute))...)

@@ -591,7 +591,7 @@ func TestLiveStream(t *testing.T) {
 	// A compaction as it happens: its marker streams in.
 	all, _ := f.st.Conversation(bg, f.demo, store.ViewActive)
 	if _, err := f.st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: f.demo, Watermark: all[len(all)-1].ID,
-		Messages: []store.Message{{Role: store.RoleUser, Content: "## Goal\nlive summary", Summary: true}}}, store.WithLease(l)); err != nil {
+		Messages: []store.Message{{Role: store.RoleUser, Content: "## Goal\nlive summary", Summary: true}}}, l.Fence()); err != nil {
 		t.Fatal(err)
 	}
 	got = next("messages")

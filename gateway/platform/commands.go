@@ -198,9 +198,9 @@ func (r *Router) builtin(ctx context.Context, key string, ev Event, c command, c
 		return "Title set: " + c.args, nil
 	case "undo":
 		n := 0
-		err := r.gw.EditHistory(ctx, cur, func(ctx context.Context, opts ...store.WriteOption) error {
+		err := r.gw.EditHistory(ctx, cur, func(ctx context.Context, f store.Fence) error {
 			var err error
-			n, err = r.st.UndoLastExchange(ctx, cur, opts...)
+			n, err = r.st.UndoLastExchange(ctx, cur, f)
 			return err
 		})
 		var busy *gateway.BusyError

@@ -85,8 +85,8 @@ func (r *Router) process(ctx context.Context, key string, ev Event) {
 		}
 		if dangling {
 			tip, _ := r.st.ResumeTarget(ctx, in.SessionID)
-			err := r.gw.EditHistory(ctx, tip, func(ctx context.Context, opts ...store.WriteOption) error {
-				_, err := r.st.UndoLastExchange(ctx, tip, opts...)
+			err := r.gw.EditHistory(ctx, tip, func(ctx context.Context, f store.Fence) error {
+				_, err := r.st.UndoLastExchange(ctx, tip, f)
 				return err
 			})
 			if err != nil && !errors.Is(err, store.ErrNotFound) {

@@ -24,7 +24,7 @@ type Store interface {
 	DeleteSession(ctx context.Context, id string) error
 	ResumeTarget(ctx context.Context, id string) (string, error)
 	SetTitle(ctx context.Context, id, title string, opts ...store.WriteOption) error
-	UndoLastExchange(ctx context.Context, sessionID string, opts ...store.WriteOption) (int, error)
+	UndoLastExchange(ctx context.Context, sessionID string, f store.Fence) (int, error)
 	Requests(ctx context.Context, id string, limit int) ([]store.RequestRecord, error)
 	GetRoute(ctx context.Context, key string) (store.Route, error)
 	PutRoute(ctx context.Context, r store.Route) error
@@ -44,9 +44,9 @@ type Turns interface {
 	TurnSession(ctx context.Context, st gateway.SessionTurn, sink gateway.Sink) (gateway.Reply, error)
 	CompactSession(ctx context.Context, sessionID, focus string) (agent.Result, error)
 	// EditHistory runs a history edit outside a turn under the session's slot and its
-	// conversation's lease (fn's writes fenced by opts); *gateway.BusyError while another
+	// conversation's lease (fn's writes fenced by f); *gateway.BusyError while another
 	// process's turn holds it.
-	EditHistory(ctx context.Context, sessionID string, fn func(ctx context.Context, opts ...store.WriteOption) error) error
+	EditHistory(ctx context.Context, sessionID string, fn func(ctx context.Context, f store.Fence) error) error
 	Interrupt(sessionID string) bool
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/spoolhq/spool/gateway/platform"
 	"github.com/spoolhq/spool/gateway/platform/platformtest"
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/storetest"
 )
 
 var bg = context.Background()
@@ -247,7 +248,7 @@ func TestStaleAndTip(t *testing.T) {
 		t.Fatalf("a stale route was not healed into a linked session: %+v", ss)
 	}
 	// Rotation: the route names the parent, the tip is its continuation.
-	tip, err := e.Store.RotateCompaction(bg, store.RotateRequest{ParentID: ss[1].ID,
+	tip, err := storetest.Rotate(bg, e.Store, store.RotateRequest{ParentID: ss[1].ID,
 		Child:    store.NewSession{Source: tg, SessionKey: k},
 		Messages: []store.Message{{Role: store.RoleUser, Content: "summary of one, two, three", Summary: true}}})
 	if err != nil {

@@ -191,7 +191,10 @@ func generateRecall(ctx context.Context, st store.Backend, cfg RecallConfig) ([]
 				}
 				summary := store.Message{Role: store.RoleUser, Summary: true, Timestamp: at.Add(time.Second),
 					Content: fmt.Sprintf("[CONTEXT COMPACTION] Earlier turns worked on the %s code: tests, config and fixes.", project)}
-				if _, err := st.ArchiveAndCompact(ctx, store.CompactRequest{SessionID: sid, Messages: []store.Message{summary}}); err != nil {
+				_, err := store.UnderLease(ctx, st, sid, func(f store.Fence) (int, error) {
+					return st.ArchiveAndCompact(ctx, store.CompactRequest{SessionID: sid, Messages: []store.Message{summary}}, f)
+				})
+				if err != nil {
 					return nil, nil, fmt.Errorf("compact %s: %w", sid, err)
 				}
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/spoolhq/spool/provider"
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/sqlite"
+	"github.com/spoolhq/spool/store/storetest"
 )
 
 // TestRetentionScaledDown runs the retention benchmark end to end (spool's agent, real SQLite
@@ -138,7 +139,7 @@ func TestRetentionScoring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ArchiveAndCompact(ctx, store.CompactRequest{SessionID: sid, Watermark: ids[3], Messages: []store.Message{
+	if _, err := storetest.Compact(ctx, db, store.CompactRequest{SessionID: sid, Watermark: ids[3], Messages: []store.Message{
 		{Role: store.RoleUser, Content: "[summary] nothing kept", Summary: true, Timestamp: t0.Add(4 * time.Second)},
 		{Role: store.RoleAssistant, Content: "Fine.", Timestamp: t0.Add(5 * time.Second)},
 	}}); err != nil {
@@ -370,7 +371,7 @@ func TestRetentionKeysFindTheirFacts(t *testing.T) {
 		}
 		last = ids[len(ids)-1]
 	}
-	if _, err := db.ArchiveAndCompact(ctx, store.CompactRequest{SessionID: sid, Watermark: last, Messages: []store.Message{
+	if _, err := storetest.Compact(ctx, db, store.CompactRequest{SessionID: sid, Watermark: last, Messages: []store.Message{
 		{Role: store.RoleUser, Content: "[summary] nothing kept", Summary: true, Timestamp: t0},
 	}}); err != nil {
 		t.Fatal(err)

@@ -15,8 +15,8 @@ import (
 )
 
 // ArchiveAndCompact implements store.Compactor; see store.CompactRequest for the protocol.
-func (db *DB) ArchiveAndCompact(ctx context.Context, req store.CompactRequest, opts ...store.WriteOption) (int, error) {
-	w := store.ApplyWriteOptions(opts)
+func (db *DB) ArchiveAndCompact(ctx context.Context, req store.CompactRequest, f store.Fence) (int, error) {
+	w := store.ApplyFenced(f, nil)
 	sid := req.SessionID
 	if len(req.Messages) == 0 {
 		return 0, fmt.Errorf("compact %s: %w", sid, store.Invalid("messages", "the compacted history is empty"))
@@ -108,8 +108,8 @@ func (db *DB) ArchiveAndCompact(ctx context.Context, req store.CompactRequest, o
 }
 
 // RotateCompaction implements store.Compactor.
-func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, opts ...store.WriteOption) (store.Session, error) {
-	w := store.ApplyWriteOptions(opts)
+func (db *DB) RotateCompaction(ctx context.Context, req store.RotateRequest, f store.Fence) (store.Session, error) {
+	w := store.ApplyFenced(f, nil)
 	pid := req.ParentID
 	if len(req.Messages) == 0 {
 		return store.Session{}, fmt.Errorf("rotate %s: %w", pid, store.Invalid("messages", "the handoff history is empty"))
@@ -228,7 +228,7 @@ func checkWritable(ctx context.Context, tx pgx.Tx, sid string, w store.WriteOpti
 	if closed && !w.AllowClosed {
 		return fmt.Errorf("session %s: %w", sid, store.ErrSessionClosed)
 	}
-	return checkLease(ctx, tx, root, w.Lease)
+	return checkLease(ctx, tx, root, w.Fence)
 }
 
 func patchModelConfig(ctx context.Context, tx pgx.Tx, sid string, patch map[string]json.RawMessage) error {

@@ -111,11 +111,7 @@ func (db *DB) appendMessages(ctx context.Context, sessionID string, ms []store.M
 		return nil, fmt.Errorf("append to %s: %w", sessionID, err)
 	}
 	var ids []int64
-	var conv, holder *string
-	var gen int64
-	if l := w.Lease; l != nil {
-		conv, holder, gen = &l.ConversationID, &l.Holder, l.Generation
-	}
+	conv, holder, gen := fenceArgs(w)
 	b := &pgx.Batch{}
 	b.Queue(appendHeadSQL, sessionID, len(enc), toolCalls, micros(enc[len(enc)-1].m.Timestamp), firstUserText(enc),
 		w.AllowClosed, conv, holder, gen)
@@ -173,12 +169,18 @@ func appendRowsTx(ctx context.Context, tx pgx.Tx, sessionID string, enc []encode
 
 // queueFence adds the spool_fence call of a write on sessionID under w.
 func queueFence(b *pgx.Batch, sessionID string, w store.WriteOptions) {
-	var conv, holder *string
-	var gen int64
-	if l := w.Lease; l != nil {
-		conv, holder, gen = &l.ConversationID, &l.Holder, l.Generation
-	}
+	conv, holder, gen := fenceArgs(w)
 	b.Queue("SELECT spool_fence($1, $2, $3, $4, $5)", sessionID, w.AllowClosed, conv, holder, gen)
+}
+
+// fenceArgs are spool_fence's lease arguments for w: a nil conversation when the write is not
+// fenced (the zero fence names the conversation "", which no lease row has: it is refused).
+func fenceArgs(w store.WriteOptions) (conv, holder *string, gen int64) {
+	if f := w.Fence; f != nil {
+		c, h := f.ConversationID(), f.Holder()
+		return &c, &h, f.Generation()
+	}
+	return nil, nil, 0
 }
 
 // fenceErr maps spool_fence's SQLSTATEs to the store's errors.
@@ -193,29 +195,33 @@ func fenceErr(err error, sessionID string, w store.WriteOptions) error {
 	case "SP002":
 		return fmt.Errorf("session %s: %w", sessionID, store.ErrSessionClosed)
 	case "SP003":
-		if w.Lease != nil {
-			return fmt.Errorf("generation %d of %s: %w", w.Lease.Generation, w.Lease.ConversationID, store.ErrLeaseLost)
+		if f := w.Fence; f != nil {
+			return fmt.Errorf("generation %d of %s: %w", f.Generation(), f.ConversationID(), store.ErrLeaseLost)
 		}
 		return store.ErrLeaseLost
 	}
 	return err
 }
 
-// checkLeaseRow reads leaseRowSQL's row for conversation root against l. renew is true when
-// the lease is still l's but expired (nobody took it): the write then renews it in place.
-func checkLeaseRow(row pgx.Row, root string, l *store.Lease) (renew bool, err error) {
+// checkLeaseRow reads leaseRowSQL's row for conversation root against f. renew is true when
+// the lease is still f's but expired (nobody took it): the write then renews it in place.
+func checkLeaseRow(row pgx.Row, root string, f *store.Fence) (renew bool, err error) {
 	var holder *string
 	var gen, ttl int64
 	var expired *bool
 	err = row.Scan(&holder, &gen, &expired, &ttl)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && (holder == nil || *holder != l.Holder || gen != l.Generation)) {
-		return false, fmt.Errorf("generation %d of %s: %w", l.Generation, l.ConversationID, store.ErrLeaseLost)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, f.Check(root, "", 0)
 	}
 	if err != nil {
 		return false, err
 	}
-	if root != l.ConversationID {
-		return false, fmt.Errorf("lease is for conversation %s, not %s: %w", l.ConversationID, root, store.ErrLeaseLost)
+	cur := ""
+	if holder != nil {
+		cur = *holder
+	}
+	if err := f.Check(root, cur, gen); err != nil {
+		return false, err
 	}
 	return expired != nil && *expired, nil
 }
@@ -226,14 +232,14 @@ func renewExpired(ctx context.Context, tx pgx.Tx, conv string) error {
 }
 
 // checkLease fences a write on a session whose conversation root is root, inside tx.
-func checkLease(ctx context.Context, tx pgx.Tx, root string, l *store.Lease) error {
-	if l == nil {
+func checkLease(ctx context.Context, tx pgx.Tx, root string, f *store.Fence) error {
+	if f == nil {
 		return nil
 	}
-	if root != l.ConversationID {
-		return fmt.Errorf("lease is for conversation %s, not %s: %w", l.ConversationID, root, store.ErrLeaseLost)
+	if err := f.Check(root, f.Holder(), f.Generation()); err != nil {
+		return err // the zero fence, or another conversation's
 	}
-	renew, err := checkLeaseRow(tx.QueryRow(ctx, leaseRowSQL, root), root, l)
+	renew, err := checkLeaseRow(tx.QueryRow(ctx, leaseRowSQL, root), root, f)
 	if err != nil || !renew {
 		return err
 	}
@@ -275,8 +281,8 @@ func (db *DB) Conversation(ctx context.Context, sessionID string, v store.View) 
 }
 
 // UndoLastExchange implements store.Transcript.
-func (db *DB) UndoLastExchange(ctx context.Context, sessionID string, opts ...store.WriteOption) (int, error) {
-	w := store.ApplyWriteOptions(opts)
+func (db *DB) UndoLastExchange(ctx context.Context, sessionID string, f store.Fence) (int, error) {
+	w := store.ApplyFenced(f, nil)
 	var n int
 	err := db.write(ctx, db.opts.WriteBudget, func(tx pgx.Tx) error {
 		if err := checkWritable(ctx, tx, sessionID, w); err != nil {
@@ -305,8 +311,8 @@ func (db *DB) UndoLastExchange(ctx context.Context, sessionID string, opts ...st
 }
 
 // HideMessage implements store.Transcript.
-func (db *DB) HideMessage(ctx context.Context, sessionID string, id int64, opts ...store.WriteOption) (int, error) {
-	w := store.ApplyWriteOptions(opts)
+func (db *DB) HideMessage(ctx context.Context, sessionID string, id int64, f store.Fence, opts ...store.WriteOption) (int, error) {
+	w := store.ApplyFenced(f, opts)
 	var n int
 	err := db.write(ctx, db.opts.WriteBudget, func(tx pgx.Tx) error {
 		if err := checkWritable(ctx, tx, sessionID, w); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/postgres/pgtest"
+	"github.com/spoolhq/spool/store/storetest"
 )
 
 // TestConversationDecodesLikeScan checks Conversation's own decoding of the rows (binary
@@ -44,10 +45,10 @@ func TestConversationDecodesLikeScan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.HideMessage(bg, "s", ids[5]); err != nil {
+		if _, err := storetest.Hide(bg, db, "s", ids[5]); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.UndoLastExchange(bg, "s"); err != nil {
+		if _, err := storetest.Undo(bg, db, "s"); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range []struct {

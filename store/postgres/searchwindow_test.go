@@ -12,6 +12,7 @@ import (
 
 	"github.com/spoolhq/spool/store"
 	"github.com/spoolhq/spool/store/postgres/pgtest"
+	"github.com/spoolhq/spool/store/storetest"
 )
 
 // passCounter counts a handle's bounded search passes that found the whole window and those
@@ -81,7 +82,7 @@ func fillHarmonic(t *testing.T, db *DB) []string {
 			t.Fatal(err)
 		}
 		if rng.IntN(5) == 0 {
-			if _, err := db.UndoLastExchange(bg, sid); err != nil && !strings.Contains(err.Error(), "no user message") {
+			if _, err := storetest.Undo(bg, db, sid); err != nil && !strings.Contains(err.Error(), "no user message") {
 				t.Fatal(err)
 			}
 		}

@@ -35,7 +35,7 @@ func (s shared) CheckLease(ctx context.Context, x sqlq.Executor, root string, l 
 	if !ok {
 		return errors.New("check lease: not in a write transaction")
 	}
-	return checkLease(ctx, tx, root, l)
+	return checkLease(ctx, tx, root, store.FenceOf(l))
 }
 
 // pgExec is a pool or a transaction as a sqlq.Executor; it rebinds the shared "?" placeholders.

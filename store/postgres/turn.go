@@ -51,7 +51,7 @@ func (db *DB) CommitTurn(ctx context.Context, sessionID string, l store.Lease, w
 			return nil, fmt.Errorf("commit turn on %s: %w", sessionID, err)
 		}
 	}
-	lease := store.WriteOptions{Lease: &l}
+	lease := store.WriteOptions{Fence: store.FenceOf(&l)}
 	b := &pgx.Batch{}
 	// Each queued statement has its reader, in order.
 	var reads []func(br pgx.BatchResults) error
@@ -70,7 +70,7 @@ func (db *DB) CommitTurn(ctx context.Context, sessionID string, l store.Lease, w
 			return
 		}
 		fenced = true
-		queueFence(b, sessionID, store.WriteOptions{Lease: &l, AllowClosed: allowClosed})
+		queueFence(b, sessionID, store.WriteOptions{Fence: store.FenceOf(&l), AllowClosed: allowClosed})
 		reads = append(reads, exec(func(e error) error { return fenceErr(e, sessionID, lease) }))
 	}
 	locked := func(br pgx.BatchResults) error {

@@ -158,13 +158,13 @@ func (db *DB) ReleaseLease(ctx context.Context, l store.Lease) error {
 }
 
 // checkLease fences a transcript write on sessionID (whose conversation root is root) inside tx.
-func checkLease(ctx context.Context, tx *sql.Tx, root string, l *store.Lease) error {
-	return checkLeaseOn(ctx, txQuerier{tx}, root, l)
+func checkLease(ctx context.Context, tx *sql.Tx, root string, f *store.Fence) error {
+	return checkLeaseOn(ctx, txQuerier{tx}, root, f)
 }
 
 // checkLease is checkLease with the writer's prepared statements.
-func (db *DB) checkLease(ctx context.Context, tx *sql.Tx, root string, l *store.Lease) error {
-	return checkLeaseOn(ctx, cachedTx{db, tx}, root, l)
+func (db *DB) checkLease(ctx context.Context, tx *sql.Tx, root string, f *store.Fence) error {
+	return checkLeaseOn(ctx, cachedTx{db, tx}, root, f)
 }
 
 // txQuerier is a transaction's plain statements.
@@ -183,21 +183,25 @@ type execQuerier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-func checkLeaseOn(ctx context.Context, tx execQuerier, root string, l *store.Lease) error {
-	if l == nil {
+// checkLeaseOn checks fence f (nil: an unfenced write) against the lease row of root.
+func checkLeaseOn(ctx context.Context, tx execQuerier, root string, f *store.Fence) error {
+	if f == nil {
 		return nil
 	}
-	if root != l.ConversationID {
-		return fmt.Errorf("lease is for conversation %s, not %s: %w", l.ConversationID, root, store.ErrLeaseLost)
+	if err := f.Check(root, f.Holder(), f.Generation()); err != nil {
+		return err // the zero fence, or another conversation's
 	}
 	var holder sql.NullString
 	var gen, ttl int64
 	var expires sql.NullInt64
 	err := tx.QueryRowContext(ctx, leaseCheckSQL, root).Scan(&holder, &gen, &expires, &ttl)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && (!holder.Valid || holder.String != l.Holder || gen != l.Generation)) {
-		return fmt.Errorf("generation %d of %s: %w", l.Generation, root, store.ErrLeaseLost)
+	if errors.Is(err, sql.ErrNoRows) {
+		return f.Check(root, "", 0)
 	}
 	if err != nil {
+		return err
+	}
+	if err := f.Check(root, holder.String, gen); err != nil {
 		return err
 	}
 	if now := micros(time.Now()); expires.Int64 <= now {

@@ -139,7 +139,7 @@ func (db *DB) bumpSession(ctx context.Context, tx *sql.Tx, id string, msgs, tool
 	if closed && !w.AllowClosed {
 		return fmt.Errorf("session %s: %w", id, store.ErrSessionClosed)
 	}
-	if err := db.checkLease(ctx, tx, root, w.Lease); err != nil {
+	if err := db.checkLease(ctx, tx, root, w.Fence); err != nil {
 		return err
 	}
 	if root != id {
@@ -327,8 +327,8 @@ const displayWhere = `(m.active = 1 OR m.compacted = 1) AND NOT EXISTS (SELECT 1
 	WHERE c.copy_of = coalesce(m.copy_of, m.id) AND c.id > m.id AND (c.active = 1 OR c.compacted = 1))`
 
 // UndoLastExchange implements store.Transcript.
-func (db *DB) UndoLastExchange(ctx context.Context, sessionID string, opts ...store.WriteOption) (int, error) {
-	w := store.ApplyWriteOptions(opts)
+func (db *DB) UndoLastExchange(ctx context.Context, sessionID string, f store.Fence) (int, error) {
+	w := store.ApplyFenced(f, nil)
 	var n int
 	err := db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error {
 		if err := checkWritable(ctx, tx, sessionID, w); err != nil {
@@ -357,8 +357,8 @@ func (db *DB) UndoLastExchange(ctx context.Context, sessionID string, opts ...st
 }
 
 // HideMessage implements store.Transcript.
-func (db *DB) HideMessage(ctx context.Context, sessionID string, id int64, opts ...store.WriteOption) (int, error) {
-	w := store.ApplyWriteOptions(opts)
+func (db *DB) HideMessage(ctx context.Context, sessionID string, id int64, f store.Fence, opts ...store.WriteOption) (int, error) {
+	w := store.ApplyFenced(f, opts)
 	var n int
 	err := db.write(ctx, db.opts.WriteBudget, func(tx *sql.Tx) error {
 		if err := checkWritable(ctx, tx, sessionID, w); err != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/storetest"
 )
 
 // richTranscript has every field a row can carry, texts around the reader's chunk and
@@ -49,7 +50,7 @@ func richTranscript(t *testing.T) (*DB, string) {
 		t.Fatal(err)
 	}
 	summary := store.Message{Role: store.RoleUser, Content: "## Summary\nkept", Summary: true}
-	if _, err := db.ArchiveAndCompact(bg, store.CompactRequest{SessionID: sid, Messages: []store.Message{batch[0], summary, batch[len(batch)-1]},
+	if _, err := storetest.Compact(bg, db, store.CompactRequest{SessionID: sid, Messages: []store.Message{batch[0], summary, batch[len(batch)-1]},
 		Watermark: ids[len(ids)-1], TailCount: 1}); err != nil {
 		t.Fatal(err)
 	}

@@ -372,7 +372,7 @@ func (db *DB) SetTitle(ctx context.Context, id, title string, opts ...store.Writ
 			}
 			return err
 		}
-		if err := checkLease(ctx, tx, root, w.Lease); err != nil {
+		if err := checkLease(ctx, tx, root, w.Fence); err != nil {
 			return err
 		}
 		if t != "" {

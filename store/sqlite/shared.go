@@ -36,7 +36,7 @@ func (s sharedDB) CheckLease(ctx context.Context, x sqlq.Executor, root string, 
 	if !ok {
 		return errors.New("check lease: not in a write transaction")
 	}
-	return s.db.checkLease(ctx, t.tx, root, l)
+	return s.db.checkLease(ctx, t.tx, root, store.FenceOf(l))
 }
 
 // Exec implements sqlq.Executor.

@@ -117,7 +117,7 @@ func (db *DB) commitMerged(ctx context.Context, tx *sql.Tx, sessionID string, l 
 	if closed && len(enc) > 0 {
 		return nil, fmt.Errorf("session %s: %w", sessionID, store.ErrSessionClosed)
 	}
-	if err := db.checkLease(ctx, tx, root, &l); err != nil {
+	if err := db.checkLease(ctx, tx, root, store.FenceOf(&l)); err != nil {
 		return nil, err
 	}
 	var ids []int64
@@ -152,7 +152,7 @@ func (db *DB) commitMerged(ctx context.Context, tx *sql.Tx, sessionID string, l 
 func (db *DB) commitParts(ctx context.Context, tx *sql.Tx, sessionID string, l store.Lease, enc []encodedMessage, toolCalls int, recs []sqlq.EncodedRequest, sets []string, args []any) (ids []int64, err error) {
 	fence := &l // checked once, by the first part that writes
 	if len(enc) > 0 {
-		if ids, err = db.appendTx(ctx, tx, sessionID, enc, toolCalls, store.WriteOptions{Lease: fence}); err != nil {
+		if ids, err = db.appendTx(ctx, tx, sessionID, enc, toolCalls, store.WriteOptions{Fence: store.FenceOf(fence)}); err != nil {
 			return nil, err
 		}
 		fence = nil
@@ -175,7 +175,7 @@ func (db *DB) commitParts(ctx context.Context, tx *sql.Tx, sessionID string, l s
 		if err != nil {
 			return nil, err
 		}
-		if err := db.checkLease(ctx, tx, root, fence); err != nil {
+		if err := db.checkLease(ctx, tx, root, store.FenceOf(fence)); err != nil {
 			return nil, err
 		}
 		fence = nil
@@ -186,7 +186,7 @@ func (db *DB) commitParts(ctx context.Context, tx *sql.Tx, sessionID string, l s
 		if err != nil {
 			return nil, err
 		}
-		if err := db.checkLease(ctx, tx, root, fence); err != nil {
+		if err := db.checkLease(ctx, tx, root, store.FenceOf(fence)); err != nil {
 			return nil, err
 		}
 	}

@@ -185,8 +185,8 @@ func testConversationPage(t *testing.T, h BaseHarness) {
 	eq("default limit", page(store.PageQuery{View: store.ViewAll}), ids)
 
 	// Compaction: archived rows appear in the display view, not in the active one.
-	if cp, ok := also[store.Compactor](st); ok {
-		if _, err := cp.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "pg",
+	if cp, ok := also[CompactStore](st); ok {
+		if _, err := Compact(bg, cp, store.CompactRequest{SessionID: "pg",
 			Messages: []store.Message{{Role: store.RoleUser, Content: "summary", Summary: true}}}); err != nil {
 			t.Fatal(err)
 		}

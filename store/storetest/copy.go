@@ -52,7 +52,7 @@ func Fill(tb testing.TB, st store.Backend) []string {
 	must(st.RecordRequest(ctx, "m1", store.RequestRecord{At: at(6), Model: "m-small", Task: "title", Usage: store.Usage{InputTokens: 7}}))
 	active, err := st.Conversation(ctx, "m1", store.ViewActive)
 	must(err)
-	_, err = st.ArchiveAndCompact(ctx, store.CompactRequest{SessionID: "m1", Watermark: active[len(active)-1].ID, TailCount: 2,
+	_, err = Compact(ctx, st, store.CompactRequest{SessionID: "m1", Watermark: active[len(active)-1].ID, TailCount: 2,
 		Messages: []store.Message{
 			active[0],
 			{Role: store.RoleUser, Content: "[summary] flamingo parser moved", Summary: true, Timestamp: at(7)},
@@ -65,7 +65,7 @@ func Fill(tb testing.TB, st store.Backend) []string {
 	must(err)
 	_, err = st.Append(ctx, "m1-branch", store.Message{Role: store.RoleUser, Content: "branch only: pelican", Timestamp: at(10)})
 	must(err)
-	cont, err := st.RotateCompaction(ctx, store.RotateRequest{ParentID: "m1", Child: store.NewSession{ID: "m2", StartedAt: at(11)},
+	cont, err := Rotate(ctx, st, store.RotateRequest{ParentID: "m1", Child: store.NewSession{ID: "m2", StartedAt: at(11)},
 		Messages: []store.Message{{Role: store.RoleUser, Content: "[handoff] continue the plan", Summary: true, Timestamp: at(11)}}})
 	must(err)
 	_, err = st.Append(ctx, cont.ID, store.Message{Role: store.RoleAssistant, Content: "continuing in m2", Timestamp: at(12)})
@@ -79,7 +79,7 @@ func Fill(tb testing.TB, st store.Backend) []string {
 	must(err)
 	_, err = st.Append(ctx, "a-child", store.Message{Role: store.RoleUser, Content: "child of a later id", Timestamp: at(16)})
 	must(err)
-	_, err = st.UndoLastExchange(ctx, "a-child")
+	_, err = Undo(ctx, st, "a-child")
 	must(err)
 	must(st.EndSession(ctx, "a-child", "user_exit"))
 	must(st.PutRoute(ctx, store.Route{Key: "telegram:dm:42", SessionID: "z-parent", ResumePending: true,

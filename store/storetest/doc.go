@@ -5,11 +5,12 @@
 //
 // Tiers:
 //
-//   - Base (BaseHarness, BaseBackend): store.Sessions, store.Transcript and store.Searcher —
-//     sessions, titles, resolve, messages, undo and hide, lineage and branch, listing, paging
-//     and search. A third-party backend that keeps only chat history implements these three
-//     domains and passes Base alone; where a base test meets an extended domain (a fenced hide,
-//     archived rows) it checks that part only when the backend provides that domain too.
+//   - Base (BaseHarness, BaseBackend): store.Sessions, store.Transcript and store.Searcher, with
+//     store.LeaseTaker (undo and hide take a store.Fence, which only a lease gives) — sessions,
+//     titles, resolve, messages, fenced undo and hide, lineage and branch, listing, paging and
+//     search. A third-party backend that keeps only chat history implements these and passes
+//     Base alone; where a base test meets an extended domain (archived rows) it checks that part
+//     only when the backend provides that domain too.
 //   - Leases (store.Leaser): fencing, BeginTurn and CommitTurn, held leases, concurrent writers
 //     in goroutines and processes, delegate children.
 //   - Compaction (store.Compactor): archive-and-compact, rotation, compaction copies, locks.

@@ -13,6 +13,9 @@ type BaseBackend interface {
 	store.Sessions
 	store.Transcript
 	store.Searcher
+	// LeaseTaker: Transcript's edits (undo, hide) take a store.Fence, which only a lease gives,
+	// so a backend that keeps history takes and releases the turn leases its fences name.
+	store.LeaseTaker
 	Close() error
 }
 
@@ -178,6 +181,7 @@ var baseTier = tier[BaseHarness]{
 
 var leaseTier = tier[Harness]{
 	{"Leases", testLeases},
+	{"StaleFence", testStaleFence},
 	{"CommitTurn", testCommitTurn},
 	{"CommitTurnEqualsParts", testCommitTurnEqualsParts},
 	{"BeginTurn", testBeginTurn},

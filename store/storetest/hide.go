@@ -22,14 +22,14 @@ func testHideMessage(t *testing.T, h BaseHarness) {
 		user("keep three"))
 	expectCounts(t, st, "hm", 8, 2)
 
-	n, err := st.HideMessage(bg, "hm", ids[2])
+	n, err := Hide(bg, st, "hm", ids[2])
 	if err != nil || n != 1 {
 		t.Fatalf("hide a user message = %d, %v; want 1 row", n, err)
 	}
 	if hits, _ := st.Search(bg, store.SearchQuery{Text: "zebra"}); len(hits) != 0 {
 		t.Fatalf("a removed message is still searchable: %+v", hits)
 	}
-	n, err = st.HideMessage(bg, "hm", ids[3])
+	n, err = Hide(bg, st, "hm", ids[3])
 	if err != nil || n != 3 {
 		t.Fatalf("hide an assistant with two tool calls = %d, %v; want it and its 2 results", n, err)
 	}
@@ -44,67 +44,65 @@ func testHideMessage(t *testing.T, h BaseHarness) {
 	}
 	expectCounts(t, st, "hm", 4, 0)
 
-	_, err = st.HideMessage(bg, "hm", ids[2])
+	_, err = Hide(bg, st, "hm", ids[2])
 	wantErr(t, err, store.ErrNotFound, "removing a message twice")
-	_, err = st.HideMessage(bg, "hm", ids[7]+1000)
+	_, err = Hide(bg, st, "hm", ids[7]+1000)
 	wantErr(t, err, store.ErrNotFound, "removing a missing message")
-	_, err = st.HideMessage(bg, "missing", ids[0])
+	_, err = Hide(bg, st, "missing", ids[0])
 	wantErr(t, err, store.ErrNotFound, "removing from a missing session")
 	mustCreate(t, st, store.NewSession{ID: "other"})
-	_, err = st.HideMessage(bg, "other", ids[0])
+	_, err = Hide(bg, st, "other", ids[0])
 	wantErr(t, err, store.ErrNotFound, "removing another session's message")
 
 	// A lone tool result is refused, history unchanged.
 	tids := mustAppend(t, st, "hm", callingAssistant("", toolCall("c3", "t", "{}")), toolResult("c3", "t", "r3"))
-	_, err = st.HideMessage(bg, "hm", tids[1])
+	_, err = Hide(bg, st, "hm", tids[1])
 	wantErr(t, err, store.ErrInvalid, "removing a tool result alone")
 	expectCounts(t, st, "hm", 6, 1)
 
-	if lz, ok := also[store.Leaser](st); ok {
-		hideFenced(t, st, lz, ids[0])
-	}
-	if cp, ok := also[store.Compactor](st); ok {
+	hideFenced(t, st, ids[0])
+	if cp, ok := also[CompactStore](st); ok {
 		hideCopies(t, st, cp)
 	}
 	expectHealthy(t, st)
 }
 
 // hideFenced: a superseded lease removes nothing.
-func hideFenced(t *testing.T, st BaseBackend, lz store.Leaser, id int64) {
+func hideFenced(t *testing.T, st BaseBackend, id int64) {
 	t.Helper()
-	a, err := lz.AcquireLease(bg, "hm", "holder-a", time.Minute)
+	a, err := st.AcquireLease(bg, "hm", "holder-a", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lz.ReleaseLease(bg, a); err != nil {
+	if err := st.ReleaseLease(bg, a); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lz.AcquireLease(bg, "hm", "holder-b", time.Minute); err != nil {
+	if _, err := st.AcquireLease(bg, "hm", "holder-b", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	_, err = st.HideMessage(bg, "hm", id, store.WithLease(a))
+	_, err = st.HideMessage(bg, "hm", id, a.Fence())
 	wantErr(t, err, store.ErrLeaseLost, "removal with a superseded lease")
 	expectCounts(t, st, "hm", 6, 1)
 }
 
 // hideCopies: the head a compaction carried verbatim and its archived original go together, and
 // a summary cannot be removed.
-func hideCopies(t *testing.T, st BaseBackend, cp store.Compactor) {
+func hideCopies(t *testing.T, st BaseBackend, cp CompactStore) {
 	t.Helper()
 	mustCreate(t, st, store.NewSession{ID: "hc"})
 	mustAppend(t, st, "hc", user("head ask"), assistant("head answer"), user("later"))
 	active := mustConversation(t, st, "hc", store.ViewActive)
 	msgs := append(slices.Clone(active[:2]), store.Message{Role: store.RoleUser, Summary: true, Content: "[CONTEXT COMPACTION] s"})
-	if _, err := cp.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "hc", Messages: msgs}); err != nil {
+	if _, err := Compact(bg, cp, store.CompactRequest{SessionID: "hc", Messages: msgs}); err != nil {
 		t.Fatal(err)
 	}
 	after := mustConversation(t, st, "hc", store.ViewActive)
 	if len(after) != 3 || !after[2].Summary {
 		t.Fatalf("compacted view = %+v", contents(after))
 	}
-	_, err := st.HideMessage(bg, "hc", after[2].ID)
+	_, err := Hide(bg, st, "hc", after[2].ID)
 	wantErr(t, err, store.ErrInvalid, "removing a summary")
-	if n, err := st.HideMessage(bg, "hc", after[0].ID); err != nil || n != 2 {
+	if n, err := Hide(bg, st, "hc", after[0].ID); err != nil || n != 2 {
 		t.Fatalf("hide a compaction copy = %d, %v; want the copy and its archived original", n, err)
 	}
 	for _, v := range []store.View{store.ViewActive, store.ViewDisplay} {

@@ -35,16 +35,16 @@ func changeHistory(ctx context.Context, st store.Backend, op, sid string) error 
 		}
 		for i := len(ms) - 1; i >= 0; i-- {
 			if ms[i].Role == store.RoleAssistant {
-				_, err := st.HideMessage(ctx, sid, ms[i].ID)
+				_, err := Hide(ctx, st, sid, ms[i].ID)
 				return err
 			}
 		}
 		return fmt.Errorf("no assistant message to hide")
 	case "undo":
-		_, err := st.UndoLastExchange(ctx, sid)
+		_, err := Undo(ctx, st, sid)
 		return err
 	case "compact":
-		_, err := st.ArchiveAndCompact(ctx, store.CompactRequest{SessionID: sid,
+		_, err := Compact(ctx, st, store.CompactRequest{SessionID: sid,
 			Messages: []store.Message{{Role: store.RoleUser, Content: "summary of what came before", Summary: true}, assistant("noted")}})
 		return err
 	case "recreate":

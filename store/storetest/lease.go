@@ -57,7 +57,7 @@ func leaseFencedWrites(t *testing.T, st store.Backend, a store.Lease) store.Leas
 	}
 	_, err = st.AppendBatch(bg, "conv", []store.Message{user("stale a 1"), user("stale a 2")}, store.WithLease(a))
 	wantErr(t, err, store.ErrLeaseLost, "batch with a superseded generation")
-	_, err = st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "conv", Messages: []store.Message{user("x")}}, store.WithLease(a))
+	_, err = st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "conv", Messages: []store.Message{user("x")}}, a.Fence())
 	wantErr(t, err, store.ErrLeaseLost, "compaction with a superseded generation")
 	return b
 }
@@ -156,7 +156,7 @@ func leaseOfConversation(t *testing.T, st store.Backend, c store.Lease) {
 	// The lease belongs to the conversation: a compression continuation shares its root's lease,
 	// a branch has its own.
 	if _, err := st.RotateCompaction(bg, store.RotateRequest{ParentID: "conv", Messages: []store.Message{user("cont")},
-		Child: store.NewSession{ID: "conv-cont"}}, store.WithLease(c)); err != nil {
+		Child: store.NewSession{ID: "conv-cont"}}, c.Fence()); err != nil {
 		t.Fatalf("rotate under the lease: %v", err)
 	}
 	if _, err := st.Append(bg, "conv-cont", user("on the continuation"), store.WithLease(c)); err != nil {

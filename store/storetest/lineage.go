@@ -36,7 +36,7 @@ func testCompactInPlace(t *testing.T, h Harness) {
 	old := mustConversation(t, st, "c", store.ViewActive)
 	summary := store.Message{Role: store.RoleUser, Content: "[CONTEXT COMPACTION] summary of asks A and B", Summary: true}
 	compacted := append([]store.Message{old[0], summary}, old[8:12]...) // head, summary, tail carried verbatim
-	n, err := st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "c", Messages: compacted, Watermark: watermark,
+	n, err := Compact(bg, st, store.CompactRequest{SessionID: "c", Messages: compacted, Watermark: watermark,
 		TailCount: 4, ModelConfigPatch: map[string]json.RawMessage{"drop": json.RawMessage("null"), "compactions": json.RawMessage("1")}})
 	if err != nil {
 		t.Fatal(err)
@@ -80,15 +80,15 @@ func testCompactInPlace(t *testing.T, h Harness) {
 		t.Fatalf("search after compaction found %d results, want 3 (A, B archived; C live): %+v", len(hits), hits)
 	}
 	// Re-compaction works on the new active set.
-	if _, err := st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "c", Messages: []store.Message{user("only")}}); err != nil {
+	if _, err := Compact(bg, st, store.CompactRequest{SessionID: "c", Messages: []store.Message{user("only")}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := contents(mustConversation(t, st, "c", store.ViewActive)); !equalStrings(got, []string{"only"}) {
 		t.Fatalf("second compaction left %q", got)
 	}
-	_, err = st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "c"})
+	_, err = Compact(bg, st, store.CompactRequest{SessionID: "c"})
 	wantErr(t, err, store.ErrInvalid, "empty compaction")
-	_, err = st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "missing", Messages: []store.Message{user("x")}})
+	_, err = Compact(bg, st, store.CompactRequest{SessionID: "missing", Messages: []store.Message{user("x")}})
 	wantErr(t, err, store.ErrNotFound, "compact missing session")
 	expectHealthy(t, st)
 }
@@ -103,19 +103,19 @@ func testCompactFenced(t *testing.T, h Harness) {
 		t.Fatalf("acquire: %v %v", ok, err)
 	}
 	req := store.CompactRequest{SessionID: "f", Messages: []store.Message{user("summary")}, LockHolder: "holder-b"}
-	_, err = st.ArchiveAndCompact(bg, req)
+	_, err = Compact(bg, st, req)
 	wantErr(t, err, store.ErrCompressionBusy, "compact with a foreign holder")
 	if after := mustConversation(t, st, "f", store.ViewAll); len(after) != len(before) {
 		t.Fatalf("refused compaction wrote rows: %d -> %d", len(before), len(after))
 	}
 	req.LockHolder = "holder-a"
-	if _, err := st.ArchiveAndCompact(bg, req); err != nil {
+	if _, err := Compact(bg, st, req); err != nil {
 		t.Fatalf("compact with the lock: %v", err)
 	}
 	if err := st.ReleaseCompressionLock(bg, "f", "holder-a"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = st.ArchiveAndCompact(bg, req)
+	_, err = Compact(bg, st, req)
 	wantErr(t, err, store.ErrCompressionBusy, "compact after release")
 }
 
@@ -127,7 +127,7 @@ func testRotate(t *testing.T, h Harness) {
 	}
 	ids := seedTurns(t, st, "r0", 2)
 	mustAppend(t, st, "r0", user("late"))
-	child, err := st.RotateCompaction(bg, store.RotateRequest{ParentID: "r0", Watermark: ids[len(ids)-1],
+	child, err := Rotate(bg, st, store.RotateRequest{ParentID: "r0", Watermark: ids[len(ids)-1],
 		Messages: []store.Message{user("ask A"), {Role: store.RoleAssistant, Content: "summary", Summary: true}},
 		Child:    store.NewSession{ID: "r1", StartedAt: at(100)}})
 	if err != nil {
@@ -152,11 +152,11 @@ func testRotate(t *testing.T, h Harness) {
 	if _, err := st.Append(bg, "r0", user("repair"), store.AllowClosed()); err != nil {
 		t.Fatalf("AllowClosed append: %v", err)
 	}
-	_, err = st.RotateCompaction(bg, store.RotateRequest{ParentID: "r0", Messages: []store.Message{user("x")}})
+	_, err = Rotate(bg, st, store.RotateRequest{ParentID: "r0", Messages: []store.Message{user("x")}})
 	wantErr(t, err, store.ErrSessionClosed, "rotate an ended session")
 
 	// A second rotation; the chain reads root to tip.
-	if _, err := st.RotateCompaction(bg, store.RotateRequest{ParentID: "r1", Messages: []store.Message{user("again")},
+	if _, err := Rotate(bg, st, store.RotateRequest{ParentID: "r1", Messages: []store.Message{user("again")},
 		Child: store.NewSession{ID: "r2", StartedAt: at(200)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func testChainActivity(t *testing.T, h Harness) {
 	mustCreate(t, st, store.NewSession{ID: "ca0", StartedAt: t0})
 	mustAppend(t, st, "ca0", store.Message{Role: store.RoleUser, Content: "first", Timestamp: t0.Add(time.Minute)})
 	tip := t0.Add(3 * time.Hour)
-	if _, err := st.RotateCompaction(bg, store.RotateRequest{ParentID: "ca0", Child: store.NewSession{ID: "ca1", StartedAt: tip.Add(-time.Minute)},
+	if _, err := Rotate(bg, st, store.RotateRequest{ParentID: "ca0", Child: store.NewSession{ID: "ca1", StartedAt: tip.Add(-time.Minute)},
 		Messages: []store.Message{{Role: store.RoleUser, Content: "[summary]", Summary: true, Timestamp: tip}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func testDelete(t *testing.T, h Harness) {
 	mustCreate(t, st, store.NewSession{ID: "d-branch", ParentID: "d0", Relation: store.RelationBranch})
 	mustCreate(t, st, store.NewSession{ID: "d-delegate", ParentID: "d0", Relation: store.RelationDelegate})
 	mustAppend(t, st, "d-delegate", user("delegate work"))
-	if _, err := st.RotateCompaction(bg, store.RotateRequest{ParentID: "d0", Messages: []store.Message{user("cont")},
+	if _, err := Rotate(bg, st, store.RotateRequest{ParentID: "d0", Messages: []store.Message{user("cont")},
 		Child: store.NewSession{ID: "d1"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func testImport(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	seedTurns(t, src, "i0", 20) // more rows than one bulk insert carries
-	if _, err := src.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "i0",
+	if _, err := Compact(bg, src, store.CompactRequest{SessionID: "i0",
 		Messages: []store.Message{user("ask A"), {Role: store.RoleAssistant, Content: "sum", Summary: true}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func testStatsAndCheck(t *testing.T, h Harness) {
 	mustCreate(t, st, store.NewSession{ID: "a", Source: "cli"})
 	mustCreate(t, st, store.NewSession{ID: "b", Source: "api"})
 	seedTurns(t, st, "a", 2)
-	if _, err := st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "a", Messages: []store.Message{user("x")}}); err != nil {
+	if _, err := Compact(bg, st, store.CompactRequest{SessionID: "a", Messages: []store.Message{user("x")}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.EndSession(bg, "b", "done"); err != nil {

@@ -142,12 +142,12 @@ func testBatchAtomic(t *testing.T, h BaseHarness) {
 func testUndo(t *testing.T, h BaseHarness) {
 	st, _ := h.open(t)
 	mustCreate(t, st, store.NewSession{ID: "u"})
-	_, err := st.UndoLastExchange(bg, "u")
+	_, err := Undo(bg, st, "u")
 	wantErr(t, err, store.ErrNotFound, "undo with nothing to undo")
 	mustAppend(t, st, "u", user("first ask"), assistant("first answer"))
 	mustAppend(t, st, "u", user("second ask"), callingAssistant("calling", toolCall("c1", "t", "{}")),
 		toolResult("c1", "t", "result"), assistant("second answer"))
-	n, err := st.UndoLastExchange(bg, "u")
+	n, err := Undo(bg, st, "u")
 	if err != nil || n != 4 {
 		t.Fatalf("undo = %d, %v; want 4 rows", n, err)
 	}
@@ -161,7 +161,7 @@ func testUndo(t *testing.T, h BaseHarness) {
 		t.Fatalf("undone rows still searchable: %+v", hits)
 	}
 	expectCounts(t, st, "u", 2, 0)
-	_, err = st.UndoLastExchange(bg, "missing")
+	_, err = Undo(bg, st, "missing")
 	wantErr(t, err, store.ErrNotFound, "undo in a missing session")
 	expectHealthy(t, st)
 }

@@ -168,7 +168,7 @@ func testSearchHitFields(t *testing.T, h Harness) {
 		callingAssistant("", toolCall("c1", "grep", `{"pattern":"zanzibar","path":"src/"}`)),
 		toolResult("c1", "grep", "src/a.go:3: zanzibar found"),
 	)
-	if _, err := st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "hf", Messages: []store.Message{
+	if _, err := Compact(bg, st, store.CompactRequest{SessionID: "hf", Messages: []store.Message{
 		{Role: store.RoleUser, Content: "[CONTEXT COMPACTION] the user looked for zanzibar", Summary: true},
 	}}); err != nil {
 		t.Fatal(err)
@@ -250,7 +250,7 @@ func testCompactionCopies(t *testing.T, h Harness) {
 		// The head (the first four rows) carried verbatim, then a summary.
 		msgs := append(slices.Clone(active[:4]), store.Message{Role: store.RoleUser, Summary: true,
 			Content: "[CONTEXT COMPACTION] port 5433 was mentioned", Timestamp: at(100 + gen)})
-		if _, err := st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "cp", Messages: msgs}); err != nil {
+		if _, err := Compact(bg, st, store.CompactRequest{SessionID: "cp", Messages: msgs}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -321,11 +321,11 @@ func testDisplayKeepsIdenticalMessages(t *testing.T, h BaseHarness) {
 		t.Fatalf("display view shows %d of 100 rows", n)
 	}
 	// Archived by a compaction that copies nothing verbatim: still every row.
-	cp, ok := also[store.Compactor](st)
+	cp, ok := also[CompactStore](st)
 	if !ok {
 		return
 	}
-	if _, err := cp.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "dup", Messages: []store.Message{
+	if _, err := Compact(bg, cp, store.CompactRequest{SessionID: "dup", Messages: []store.Message{
 		{Role: store.RoleUser, Content: "[CONTEXT COMPACTION] ok x100", Summary: true}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -342,11 +342,11 @@ func testStatsAddUp(t *testing.T, h Harness) {
 	mustCreate(t, st, store.NewSession{ID: "st2", Source: "telegram"})
 	seedTurns(t, st, "st", 3)
 	mustAppend(t, st, "st2", user("hi"))
-	if _, err := st.UndoLastExchange(bg, "st"); err != nil { // 4 superseded
+	if _, err := Undo(bg, st, "st"); err != nil { // 4 superseded
 		t.Fatal(err)
 	}
 	active := mustConversation(t, st, "st", store.ViewActive)
-	if _, err := st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "st", TailCount: 2,
+	if _, err := Compact(bg, st, store.CompactRequest{SessionID: "st", TailCount: 2,
 		Messages: append([]store.Message{{Role: store.RoleUser, Content: "summary", Summary: true}}, active[len(active)-2:]...)}); err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func testPruneByActivity(t *testing.T, h Harness) {
 	// A compression chain whose root is idle but whose tip is not stays whole.
 	mustCreate(t, st, store.NewSession{ID: "chain-root", StartedAt: old})
 	mustAppend(t, st, "chain-root", msg("long ago", old.Add(time.Hour)))
-	if _, err := st.RotateCompaction(bg, store.RotateRequest{ParentID: "chain-root",
+	if _, err := Rotate(bg, st, store.RotateRequest{ParentID: "chain-root",
 		Messages: []store.Message{msg("carried", old.Add(2*time.Hour))}, Child: store.NewSession{ID: "chain-tip", StartedAt: old}}); err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +410,7 @@ func testPruneByActivity(t *testing.T, h Harness) {
 func testRotateEndedParent(t *testing.T, h Harness) {
 	st, _ := h.open(t)
 	rotate := func(parent, child string) (store.Session, error) {
-		return st.RotateCompaction(bg, store.RotateRequest{ParentID: parent, Messages: []store.Message{user("carried")},
+		return Rotate(bg, st, store.RotateRequest{ParentID: parent, Messages: []store.Message{user("carried")},
 			Child: store.NewSession{ID: child}})
 	}
 	for i, reason := range []string{store.EndUserExit, store.EndProcessExit, store.EndIdle} {

@@ -67,9 +67,9 @@ func testGeneratedIDs(t *testing.T, h BaseHarness) {
 	}
 
 	made := []string{second.ID, branch.ID}
-	if cp, ok := also[store.Compactor](st); ok {
+	if cp, ok := also[CompactStore](st); ok {
 		next()
-		cont, err := cp.RotateCompaction(bg, store.RotateRequest{ParentID: "parent",
+		cont, err := Rotate(bg, cp, store.RotateRequest{ParentID: "parent",
 			Messages: []store.Message{{Role: store.RoleAssistant, Content: "summary", Summary: true}},
 			Child:    store.NewSession{StartedAt: started}})
 		if err != nil || cont.ID == taken || cont.ParentID != "parent" || cont.Relation != store.RelationCompression {

@@ -44,7 +44,7 @@ func testShownCounts(t *testing.T, h Harness) {
 	active := mustConversation(t, st, "sc", store.ViewActive)
 	msgs := append(slices.Clone(active[:2]), store.Message{Role: store.RoleUser, Summary: true, Content: "[CONTEXT COMPACTION] s"})
 	msgs = append(msgs, active[7:]...)
-	if _, err := st.ArchiveAndCompact(bg, store.CompactRequest{SessionID: "sc", Messages: msgs,
+	if _, err := Compact(bg, st, store.CompactRequest{SessionID: "sc", Messages: msgs,
 		Watermark: active[len(active)-1].ID, TailCount: 2}); err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func testCommitTurn(t *testing.T, h Harness) {
 		t.Fatalf("commit on a missing session: %v", err)
 	}
 	if _, err := st.RotateCompaction(bg, store.RotateRequest{ParentID: "conv", Messages: []store.Message{user("cont")},
-		Child: store.NewSession{ID: "conv-cont"}}, store.WithLease(b)); err != nil {
+		Child: store.NewSession{ID: "conv-cont"}}, b.Fence()); err != nil {
 		t.Fatal(err)
 	}
 	_, err = st.CommitTurn(bg, "conv", b, store.TurnWrite{Messages: []store.Message{user("late")}})

@@ -95,7 +95,7 @@ func testBeginTurn(t *testing.T, h Harness) {
 		}
 	}
 	// A message hidden in the middle keeps the newest id but not the count.
-	if _, err := st.HideMessage(bg, "conv", view[2].ID); err != nil {
+	if _, err := Hide(bg, st, "conv", view[2].ID); err != nil {
 		t.Fatal(err)
 	}
 	l, ids, err := st.BeginTurn(bg, "conv", "holder-s", time.Minute, store.StartOf(view, []store.Message{user("stale")}))
@@ -138,7 +138,7 @@ func testBeginTurn(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	if _, err := st.RotateCompaction(bg, store.RotateRequest{ParentID: "conv", Messages: []store.Message{user("summary")},
-		Child: store.NewSession{ID: "conv-cont"}}, store.WithLease(r)); err != nil {
+		Child: store.NewSession{ID: "conv-cont"}}, r.Fence()); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.ReleaseLease(bg, r); err != nil {
