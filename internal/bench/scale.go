@@ -102,7 +102,8 @@ type ScaleReport struct {
 type scaleStore interface {
 	Store
 	AppendBatch(ctx context.Context, sessionID string, ms []store.Message, opts ...store.WriteOption) ([]int64, error)
-	ArchiveAndCompact(ctx context.Context, req store.CompactRequest, opts ...store.WriteOption) (int, error)
+	ArchiveAndCompact(ctx context.Context, req store.CompactRequest, f store.Fence) (int, error)
+	store.LeaseTaker
 }
 
 // Scale grows one store through cfg.Sizes and measures it at each size.

@@ -66,7 +66,10 @@ func (s *scaler) writeLong(ctx context.Context) error {
 		}
 		if i > 0 {
 			summary := store.Message{Role: store.RoleUser, Content: fmt.Sprintf("[summary of the first %d messages of this conversation]", i)}
-			if _, err := s.st.ArchiveAndCompact(ctx, store.CompactRequest{SessionID: scaleLongID, Messages: []store.Message{summary}}); err != nil {
+			_, err := store.UnderLease(ctx, s.st, scaleLongID, func(f store.Fence) (int, error) {
+				return s.st.ArchiveAndCompact(ctx, store.CompactRequest{SessionID: scaleLongID, Messages: []store.Message{summary}}, f)
+			})
+			if err != nil {
 				return fmt.Errorf("compact at %d: %w", i, err)
 			}
 			s.total++
