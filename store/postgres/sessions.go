@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/internal/sqlq"
 )
 
 // CreateSession implements store.Sessions.
@@ -177,7 +176,7 @@ func getSession(ctx context.Context, q querier, id string) (store.Session, error
 	return s, err
 }
 
-var titleNumber = regexp.MustCompile(`^(.*) #(\d+)$`)
+var titleNumber = sqlq.TitleNumber
 
 func likeEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
@@ -406,37 +405,16 @@ func (db *DB) NextTitle(ctx context.Context, userID, base string) (string, error
 }
 
 func nextTitle(ctx context.Context, q querier, userID, base string) (string, error) {
-	t, err := store.CleanTitle(base)
+	t, err := sqlq.TitleBase(base)
 	if err != nil {
 		return "", err
-	}
-	if m := titleNumber.FindStringSubmatch(t); m != nil {
-		t = m[1]
-	}
-	if t == "" {
-		return "", store.Invalid("title", "empty")
 	}
 	titles, err := column[string](ctx, q, "SELECT title FROM sessions WHERE user_id = $4 AND (title = $1 OR "+numberedTitles+")",
 		t, t+" #", len([]rune(t))+3, userID)
 	if err != nil {
 		return "", err
 	}
-	maxN := 1
-	for _, title := range titles {
-		if m := titleNumber.FindStringSubmatch(title); m != nil && m[1] == t {
-			if n, err := strconv.Atoi(m[2]); err == nil && n > maxN {
-				maxN = n
-			}
-		}
-	}
-	if len(titles) == 0 {
-		return t, nil
-	}
-	next := fmt.Sprintf("%s #%d", t, maxN+1)
-	if len([]rune(next)) > store.MaxTitleLength {
-		return "", store.Invalid("title", "numbered title %q is longer than %d characters", next, store.MaxTitleLength)
-	}
-	return next, nil
+	return sqlq.NextNumbered(t, titles)
 }
 
 // DeleteSession implements store.Sessions.
@@ -558,23 +536,6 @@ func setPromptTx(ctx context.Context, tx pgx.Tx, id, prompt, hash string) error 
 		return notFound("session", id)
 	}
 	return nil
-}
-
-// SystemPrompt implements store.Sessions.
-func (db *DB) SystemPrompt(ctx context.Context, id string) (string, error) {
-	var prompt *string
-	err := db.pool.QueryRow(ctx, `SELECT p.prompt FROM sessions s
-		LEFT JOIN system_prompts p ON p.hash = s.system_prompt_hash WHERE s.id = $1`, id).Scan(&prompt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", notFound("session", id)
-	}
-	if err != nil {
-		return "", fmt.Errorf("system prompt of %s: %w", id, err)
-	}
-	if prompt == nil {
-		return "", nil
-	}
-	return *prompt, nil
 }
 
 // cleanNUL removes NUL characters, which PostgreSQL text cannot hold (SQLite keeps them).

@@ -5,12 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spoolhq/spool/store"
+	"github.com/spoolhq/spool/store/internal/sqlq"
 )
 
 const routineBudget = 20 * time.Second
@@ -176,7 +175,7 @@ func getSession(ctx context.Context, q querier, id string) (store.Session, error
 	return s, err
 }
 
-var titleNumber = regexp.MustCompile(`^(.*) #(\d+)$`)
+var titleNumber = sqlq.TitleNumber
 
 // ResolveSession implements store.Sessions.
 func (db *DB) ResolveSession(ctx context.Context, ref string) (store.Session, error) {
@@ -405,15 +404,9 @@ func (db *DB) SetTitle(ctx context.Context, id, title string, opts ...store.Writ
 
 // NextTitle implements store.Sessions.
 func (db *DB) NextTitle(ctx context.Context, userID, base string) (string, error) {
-	t, err := store.CleanTitle(base)
+	t, err := sqlq.TitleBase(base)
 	if err != nil {
 		return "", err
-	}
-	if m := titleNumber.FindStringSubmatch(t); m != nil {
-		t = m[1]
-	}
-	if t == "" {
-		return "", store.Invalid("title", "empty")
 	}
 	rows, err := db.read().QueryContext(ctx, "SELECT title FROM sessions WHERE user_id = ?3 AND (title = ?1 OR title GLOB ?2)",
 		t, globEscape(t)+" #[0-9]*", userID)
@@ -421,30 +414,18 @@ func (db *DB) NextTitle(ctx context.Context, userID, base string) (string, error
 		return "", err
 	}
 	defer rows.Close()
-	found, maxN := false, 1
+	var titles []string
 	for rows.Next() {
 		var title string
 		if err := rows.Scan(&title); err != nil {
 			return "", err
 		}
-		found = true
-		if m := titleNumber.FindStringSubmatch(title); m != nil && m[1] == t {
-			if n, err := strconv.Atoi(m[2]); err == nil && n > maxN {
-				maxN = n
-			}
-		}
+		titles = append(titles, title)
 	}
 	if err := rows.Err(); err != nil {
 		return "", err
 	}
-	if !found {
-		return t, nil
-	}
-	next := fmt.Sprintf("%s #%d", t, maxN+1)
-	if len([]rune(next)) > store.MaxTitleLength {
-		return "", store.Invalid("title", "numbered title %q is longer than %d characters", next, store.MaxTitleLength)
-	}
-	return next, nil
+	return sqlq.NextNumbered(t, titles)
 }
 
 // DeleteSession implements store.Sessions.
@@ -570,20 +551,4 @@ func setPromptTx(ctx context.Context, tx *sql.Tx, id, prompt, hash string) error
 		return notFound("session", id)
 	}
 	return nil
-}
-
-// SystemPrompt implements store.Sessions.
-func (db *DB) SystemPrompt(ctx context.Context, id string) (string, error) {
-	var prompt sql.NullString
-	found, err := db.readRow(ctx, `SELECT p.prompt FROM sessions s
-		LEFT JOIN system_prompts p ON p.hash = s.system_prompt_hash WHERE s.id = ?`, []any{id}, func(r rowScanner) error {
-		return r.Scan(&prompt)
-	})
-	if err == nil && !found {
-		return "", notFound("session", id)
-	}
-	if err != nil {
-		return "", fmt.Errorf("system prompt of %s: %w", id, err)
-	}
-	return prompt.String, nil
 }

@@ -21,7 +21,8 @@
 //
 // # Moving a domain here
 //
-// Done: Accounting (RecordRequest, Requests, UsageByDay) and model cooldowns. To move another:
+// Done: Accounting (RecordRequest, Requests, UsageByDay), model cooldowns, SystemPrompt and the
+// numbering of NextTitle (each backend keeps its query of candidate titles). To move another:
 //
 //  1. Copy one backend's methods into a file of this package named by the domain, as methods
 //     of Store; replace the driver calls with Executor's (Exec, QueryRow, Query) and the
@@ -32,6 +33,9 @@
 //     backend method only where it adds what truly differs, and let it call Store's.
 //  4. Statements SQLite prepares on its writer (writerStatements) reference this package's
 //     constants, so the prepared text and the executed text stay the same string.
-//  5. Run both backends' conformance tiers (SQLite with both drivers, PostgreSQL) and the
+//  5. On a hot path, give the write one Job value holding everything (its arguments boxed once,
+//     see EncodedRequest): a call through Executor makes its variadic arguments escape, so a
+//     closure plus argument slices would cost allocations the backend's direct call did not.
+//  6. Run both backends' conformance tiers (SQLite with both drivers, PostgreSQL) and the
 //     domain's benchmark before and after.
 package sqlq
