@@ -37,19 +37,11 @@ func (a *app) benchRecallCommand() *cobra.Command {
 				return &usageError{fmt.Errorf("--filler must be 0 or more, not %d", filler)}
 			}
 			cfg := bench.RecallConfig{Dir: dir, Seed: seed, Sessions: sessions, Turns: turns, Filler: filler}
-			switch backend {
-			case "sqlite":
-				if pgURL != "" {
-					return &usageError{errors.New("--postgres-url needs --backend postgres")}
-				}
-			case "postgres":
-				if !postgres.IsURL(pgURL) {
-					return &usageError{errors.New("--backend postgres needs --postgres-url postgres://... (an empty database)")}
-				}
-				cfg.PostgresURL = pgURL
-			default:
-				return &usageError{fmt.Errorf("--backend must be sqlite or postgres, not %q", backend)}
+			pgURL, err := emptyDatabaseURL(backend, pgURL)
+			if err != nil {
+				return err
 			}
+			cfg.PostgresURL = pgURL
 			if !quiet {
 				cfg.Log = a.stderr
 			}
@@ -66,4 +58,22 @@ func (a *app) benchRecallCommand() *cobra.Command {
 	f.StringVar(&pgURL, "postgres-url", "", "with --backend postgres: an empty database to run in (the run leaves its rows there)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd
+}
+
+// emptyDatabaseURL checks --backend and --postgres-url for a benchmark that fills a database of
+// its own: "" for SQLite, the URL of an empty PostgreSQL database for postgres.
+func emptyDatabaseURL(backend, pgURL string) (string, error) {
+	switch backend {
+	case "sqlite":
+		if pgURL != "" {
+			return "", &usageError{errors.New("--postgres-url needs --backend postgres")}
+		}
+		return "", nil
+	case "postgres":
+		if !postgres.IsURL(pgURL) {
+			return "", &usageError{errors.New("--backend postgres needs --postgres-url postgres://... (an empty database)")}
+		}
+		return pgURL, nil
+	}
+	return "", &usageError{fmt.Errorf("--backend must be sqlite or postgres, not %q", backend)}
 }

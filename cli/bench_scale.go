@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -9,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spoolhq/spool/internal/bench"
-	"github.com/spoolhq/spool/store/postgres"
 )
 
 func (a *app) benchScaleCommand() *cobra.Command {
@@ -44,19 +42,11 @@ func (a *app) benchScaleCommand() *cobra.Command {
 				return &usageError{fmt.Errorf("--long must be at least 1, not %d", long)}
 			}
 			cfg := bench.ScaleConfig{Dir: dir, Seed: seed, Sizes: sizes, Long: long}
-			switch backend {
-			case "sqlite":
-				if pgURL != "" {
-					return &usageError{errors.New("--postgres-url needs --backend postgres")}
-				}
-			case "postgres":
-				if !postgres.IsURL(pgURL) {
-					return &usageError{errors.New("--backend postgres needs --postgres-url postgres://... (an empty database)")}
-				}
-				cfg.PostgresURL = pgURL
-			default:
-				return &usageError{fmt.Errorf("--backend must be sqlite or postgres, not %q", backend)}
+			pgURL, err := emptyDatabaseURL(backend, pgURL)
+			if err != nil {
+				return err
 			}
+			cfg.PostgresURL = pgURL
 			if control {
 				cfg.SlowSearch = 60 * time.Millisecond
 			}

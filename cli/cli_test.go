@@ -525,6 +525,8 @@ func TestBadInputIsOneLineAndChangesNothing(t *testing.T) {
 		{"bench recall postgres without a url", []string{"bench", "recall", "--backend", "postgres"}, "needs --postgres-url"},
 		{"bench recall unknown backend", []string{"bench", "recall", "--backend", "mysql"}, `--backend must be sqlite or postgres, not "mysql"`},
 		{"bench recall negative filler", []string{"bench", "recall", "--filler", "-1"}, "--filler must be 0 or more"},
+		{"bench scale postgres without a url", []string{"bench", "scale", "--backend", "postgres"}, "needs --postgres-url"},
+		{"bench scale url without postgres", []string{"bench", "scale", "--postgres-url", "postgres://x/y"}, "--postgres-url needs --backend postgres"},
 	}
 	before := snapshot(t, home)
 	for i, tc := range append(tests, usage...) {
