@@ -69,6 +69,9 @@ func (*rawReader) query(context.Context, string, []any, func(rowScanner) error) 
 func (*rawReader) close() {}
 
 func sqliteCode(err error) sqlite3.ErrNo {
+	if err == nil {
+		return -1 // the common case: no error, and errors.As's target would escape to the heap
+	}
 	var se sqlite3.Error
 	if errors.As(err, &se) {
 		return se.Code

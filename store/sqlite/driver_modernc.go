@@ -42,6 +42,9 @@ func isBusy(err error) bool {
 
 // sqliteCode is err's primary SQLite result code, or -1.
 func sqliteCode(err error) int {
+	if err == nil {
+		return -1 // the common case: no error, and errors.As's target would escape to the heap
+	}
 	var se *msqlite.Error
 	if errors.As(err, &se) {
 		return se.Code() & 0xff
