@@ -258,19 +258,28 @@ func (r *idleRun) open(i int, pad string) (*idleConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := req.Write(conn); err != nil {
-		conn.Close()
-		return nil, err
-	}
+	// The request is written while its answer is read, as an HTTP client does: a server that
+	// refuses a body over its limit answers before it has read the rest and closes, and a writer
+	// that waited for its own write to end would see the broken pipe instead of that answer.
+	wrote := make(chan error, 1)
+	go func() { wrote <- req.Write(conn) }()
 	res, err := http.ReadResponse(bufio.NewReaderSize(conn, 512), req)
 	if err != nil {
 		conn.Close()
+		if werr := <-wrote; werr != nil {
+			return nil, fmt.Errorf("%w (writing the request: %v)", err, werr)
+		}
 		return nil, err
 	}
 	if res.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
 		conn.Close()
+		<-wrote // ends once the connection is closed
 		return nil, fmt.Errorf("status %d: %s", res.StatusCode, b)
+	}
+	if err := <-wrote; err != nil { // the server answers 200 only after reading the whole body
+		conn.Close()
+		return nil, err
 	}
 	br := bufio.NewReaderSize(res.Body, 16)
 	if _, err := br.ReadString('\n'); err != nil { // the role chunk: the turn started
