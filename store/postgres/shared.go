@@ -59,10 +59,5 @@ func (e pgExec) Query(ctx context.Context, query string, args []any, row func(sq
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return sqlq.EachRow(rows, row)
 }

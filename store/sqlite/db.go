@@ -664,12 +664,7 @@ func (db *DB) readRows(ctx context.Context, query string, args []any, row func(r
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return sqlq.EachRow(rows, row)
 }
 
 // readColumn runs a one-column read-only query through readRows and returns its values in order.

@@ -60,12 +60,7 @@ func (c cachedTx) Query(ctx context.Context, query string, args []any, row func(
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return sqlq.EachRow(rows, row)
 }
 
 // readExec is the read side: readRows and readRow.

@@ -9,6 +9,25 @@ import (
 // Scanner is one result row.
 type Scanner interface{ Scan(dest ...any) error }
 
+// Rows is a result set as both drivers give it (database/sql's *Rows, pgx's Rows); its caller
+// closes it.
+type Rows interface {
+	Scanner
+	Next() bool
+	Err() error
+}
+
+// EachRow calls row for every row of rows, in order, stopping at row's first error, then
+// returns the result set's own error. It is the loop under every Executor.Query.
+func EachRow(rows Rows, row func(Scanner) error) error {
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // Executor runs statements over a pool or one transaction.
 type Executor interface {
 	// Exec runs a statement and returns how many rows it changed.
