@@ -103,16 +103,13 @@ func (db *DB) rankedAtSize(ctx context.Context, plan fts.Query, q store.SearchQu
 			args = append(args, dfs[i])
 			df = fmt.Sprintf("$%d::float8", len(args))
 		}
-		idf := fmt.Sprintf("ln(1 + (%d - %s + 0.5) / (%s + 0.5))", max(top, dfs[i]), df, df)
+		idf := bm25IDF(fmt.Sprint(max(top, dfs[i])), df)
 		held = append(held, fmt.Sprintf("(tsv @@ $%d::tsquery)::int * %s", n-1, idf))
 		score = append(score, fmt.Sprintf("ts_rank('{0.1, 0.1, 0.4, 1.0}', tsv, $%d::tsquery, 1) * %s", n, idf))
 	}
 	want := q.Offset + q.Limit
 	args = append(args, max(fts.RerankDepth, want*3+10), want)
-	from := "messages m"
-	if sessionFilters(q) {
-		from += " JOIN sessions s ON s.id = m.session_id"
-	}
+	from := matchesFrom(q)
 	query := `WITH c AS MATERIALIZED (SELECT m.id, m.tsv FROM ` + from + ` WHERE m.tsv @@ $1::tsquery AND ` + cond + `),
 		best AS (SELECT id, tsv FROM c ORDER BY ` + strings.Join(held, " + ") + fmt.Sprintf(` DESC, id DESC LIMIT $%d),
 		page AS (SELECT id, `, len(args)-1) + strings.Join(score, " + ") + fmt.Sprintf(` AS rank FROM best ORDER BY rank DESC, id LIMIT $%d)

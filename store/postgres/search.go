@@ -101,6 +101,21 @@ func sessionFilters(q store.SearchQuery) bool {
 	return len(q.Sources) > 0 || len(q.ExcludeSources) > 0 || q.UserID != ""
 }
 
+// matchesFrom is the FROM clause of a query over messages (m) that filters' conditions for q
+// can read: the sessions table (s) joined only when they read it.
+func matchesFrom(q store.SearchQuery) string {
+	if sessionFilters(q) {
+		return "messages m JOIN sessions s ON s.id = m.session_id"
+	}
+	return "messages m"
+}
+
+// bm25IDF is the SQL of Okapi BM25's IDF of a unit found in df of total rows (both SQL
+// expressions): ln(1 + (total - df + 0.5) / (df + 0.5)).
+func bm25IDF(total, df string) string {
+	return fmt.Sprintf("ln(1 + (%s - %s + 0.5) / (%s + 0.5))", total, df, df)
+}
+
 // orderBy orders hits: by the message's own timestamp for newest and oldest (imported rows are
 // inserted late but dated early), id breaking ties; by rank otherwise.
 func orderBy(sort store.SearchSort, rank string) string {
@@ -213,14 +228,11 @@ func (db *DB) rankedUnits(ctx context.Context, plan fts.Query, tsq string, q sto
 		args = append(args, uq, rankTSQuery(u))
 		n := len(args)
 		counts = append(counts, fmt.Sprintf("count(*) FILTER (WHERE tsv @@ $%d::tsquery) AS n%d", n-1, i))
-		score = append(score, fmt.Sprintf(`ts_rank('{0.1, 0.1, 0.4, 1.0}', c.tsv, $%d::tsquery, 1) *
-			ln(1 + (greatest(d.total, d.n) - d.n%d + 0.5) / (d.n%d + 0.5))`, n, i, i))
+		score = append(score, fmt.Sprintf(`ts_rank('{0.1, 0.1, 0.4, 1.0}', c.tsv, $%d::tsquery, 1) * %s`,
+			n, bm25IDF("greatest(d.total, d.n)", fmt.Sprintf("d.n%d", i))))
 	}
 	args = append(args, fts.UnitsWindow+q.Offset, q.Offset+q.Limit)
-	from := "messages m"
-	if sessionFilters(q) {
-		from += " JOIN sessions s ON s.id = m.session_id"
-	}
+	from := matchesFrom(q)
 	query := `WITH c AS (SELECT m.id, m.tsv FROM ` + from + ` WHERE m.tsv @@ $1::tsquery AND ` + cond +
 		fmt.Sprintf(` ORDER BY m.id DESC LIMIT $%d`, len(args)-1) + `),
 		d AS (SELECT count(*) AS n, ` + strings.Join(counts, ", ") + `,
@@ -278,10 +290,7 @@ func (db *DB) rankedWindow(ctx context.Context, match, tsq string, q store.Searc
 		// the whole window let the planner read every row of messages to keep 20). The sessions
 		// table is joined only for filters that read it: every message has its session. Each
 		// row also carries the window's size, which says whether a bounded pass found all of it.
-		from := "messages m"
-		if sessionFilters(q) {
-			from += " JOIN sessions s ON s.id = m.session_id"
-		}
+		from := matchesFrom(q)
 		query := `WITH w AS (SELECT m.id, ts_rank(m.tsv, $1::tsquery) AS rank FROM ` + from + `
 			WHERE m.tsv @@ $1::tsquery AND ` + cond + fmt.Sprintf(` ORDER BY m.id DESC LIMIT $%d),
 			page AS (SELECT id, rank FROM w ORDER BY rank DESC, id LIMIT $%d)
